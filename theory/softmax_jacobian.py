@@ -1,0 +1,500 @@
+r"""The softmax Jacobian :math:`J(p) = \operatorname{diag}(p) - p p^\top`.
+
+Source: seed 002 ("Gradients 2: A Confident Attention Head Passes Almost No Gradient").
+Write :math:`m = \max_i p_i` and :math:`s = 1 - m`. For every probability vector
+:math:`p \in \Delta^{V-1}`:
+
+1. *Variance form.* :math:`u^\top J u = \operatorname{Var}_p(u)` for every :math:`u`, so
+   :math:`J` is symmetric positive semidefinite and :math:`J\mathbf 1 = 0`.
+2. *Trace.* :math:`\operatorname{tr} J = 1 - \sum_i p_i^2` (a collision complement, not the
+   entropy).
+3. *Rank.* :math:`\operatorname{rank} J = |\operatorname{supp} p| - 1`; the smallest nonzero
+   eigenvalue is at least :math:`\min_{i \in \operatorname{supp} p} p_i`.
+4. *Bounds.* :math:`m s \le \lVert J \rVert_2 \le 2 m s`. The seed states this for
+   :math:`m \ge 1/2`; both halves hold for every :math:`p`.
+5. *Envelope.* :math:`\sup\{\lVert J \rVert_2 : \max p = m\} = \min(m, 2ms)`, attained by the
+   runner-up row :math:`(m, 1-m)` when :math:`m \ge 1/2` and by two tied atoms when
+   :math:`m \le 1/2`; the infimum :math:`ms` is approached by spreading the tail over
+   :math:`n` atoms, where :math:`\lVert J \rVert_2 \le ms \cdot n/(n-1)`.
+
+The spectral norm is computed without forming :math:`J`: its eigenvalues are the roots of the
+secular equation of a diagonal minus a rank-one matrix (see :func:`secular_function`), solved
+row by row in :math:`O(V)` per iteration. Every function accepts probabilities (validated)
+or a :class:`SoftmaxRows` built from logits by :func:`softmax_rows`, in which the complement
+:math:`1 - m` is a sum of the other probabilities and so never cancels.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import array_api_compat
+import numpy as np
+
+from theory._validation import (
+    InputError,
+    check_probability,
+    check_size,
+    validated_like,
+    validated_logits,
+    validated_probabilities,
+)
+
+#: Largest vocabulary a constructor builds (memory sanity: 2**24 float64 entries = 128 MiB).
+MAX_VOCABULARY = 1 << 24
+
+#: Iteration cap of the secular solver; convergence takes 5-30 steps (bisection-safeguarded
+#: Newton), so reaching the cap means the row is pathological and is reported.
+SECULAR_MAX_ITERATIONS = 200
+
+
+@dataclass(frozen=True)
+class SoftmaxRows:
+    """Rows of probabilities with the top mass and its complement kept apart.
+
+    ``p`` is (R, V) and sums to one by row; ``top`` is :math:`m`, ``complement`` is
+    :math:`s = 1 - m` computed as the sum of the other entries, ``tail`` is ``p`` with the
+    top entry set to zero, ``top_index`` the (first) argmax. ``single`` records that the
+    input was one row, so results come back as scalars (0-d arrays).
+    """
+
+    xp: Any
+    p: Any
+    tail: Any
+    top: Any
+    complement: Any
+    top_index: Any
+    single: bool
+
+    def result(self, values: Any) -> Any:
+        """Squeeze a per-row result back to a 0-d array when the input was one row."""
+        return values[0] if self.single else values
+
+
+def _zero(xp: Any, like: Any) -> Any:
+    """A 0-d zero of ``like``'s dtype and device (cheaper than ``zeros_like`` for masking)."""
+    return xp.asarray(0, dtype=like.dtype, device=array_api_compat.device(like))
+
+
+def _split_top(xp: Any, p: Any) -> tuple[Any, Any, Any]:
+    """``(top_index, is_top mask, tail)`` for rows ``p``."""
+    top_index = xp.argmax(p, axis=-1)
+    columns = xp.arange(p.shape[-1], device=array_api_compat.device(p))
+    is_top = columns[None, :] == top_index[:, None]
+    return top_index, is_top, xp.where(is_top, _zero(xp, p), p)
+
+
+def _normalized_rows(xp: Any, rows: Any, single: bool) -> SoftmaxRows:
+    """:class:`SoftmaxRows` of validated probability rows, each divided by its sum."""
+    rows = rows / xp.sum(rows, axis=-1, keepdims=True)
+    top_index, _, tail = _split_top(xp, rows)
+    top = xp.max(rows, axis=-1)
+    return SoftmaxRows(xp, rows, tail, top, xp.sum(tail, axis=-1), top_index, single)
+
+
+def probability_rows(p: Any) -> SoftmaxRows:
+    """Validate probability rows and normalise each to sum to one exactly up to rounding."""
+    if isinstance(p, SoftmaxRows):
+        return p
+    xp, rows = validated_probabilities(p, "p")
+    return _normalized_rows(xp, rows, getattr(p, "ndim", np.ndim(p)) == 1)
+
+
+def softmax_rows(z: Any) -> SoftmaxRows:
+    """:math:`\\operatorname{softmax}(z)` by rows, with :math:`1 - m` taken from the logits.
+
+    With :math:`e_i = \\exp(z_i - \\max z)` and :math:`S = \\sum e_i`, the top mass is
+    :math:`1/S` and its complement :math:`(\\sum_{i \\ne k} e_i)/S`: no subtraction, so a
+    logit gap of 700 still gives a complement near :math:`e^{-700}` with full relative
+    accuracy."""
+    xp, rows = validated_logits(z, "z")
+    single = getattr(z, "ndim", np.ndim(z)) == 1
+    top_index, is_top, _ = _split_top(xp, rows)
+    e = xp.exp(rows - xp.max(rows, axis=-1, keepdims=True))
+    total = xp.sum(e, axis=-1, keepdims=True)
+    p = e / total
+    tail = xp.where(is_top, _zero(xp, p), p)
+    tail_e = xp.where(is_top, _zero(xp, e), e)
+    complement = xp.sum(tail_e, axis=-1) / total[:, 0]
+    return SoftmaxRows(xp, p, tail, 1 / total[:, 0], complement, top_index, single)
+
+
+# --------------------------------------------------------------------------- quantities
+
+
+def dense_jacobian(p: Any) -> Any:
+    """:math:`J = \\operatorname{diag}(p) - pp^\\top` as a dense (R, V, V) array (small V only)."""
+    rows = probability_rows(p)
+    xp, q = rows.xp, rows.p
+    eye = xp.eye(q.shape[-1], dtype=q.dtype, device=array_api_compat.device(q))
+    return rows.result(q[:, :, None] * eye[None, :, :] - q[:, :, None] * q[:, None, :])
+
+
+def jvp(p: Any, u: Any) -> Any:
+    """:math:`Ju = p \\odot (u - \\langle p, u\\rangle)` in :math:`O(V)`, without forming J."""
+    rows = probability_rows(p)
+    xp = rows.xp
+    u2 = validated_like(xp, u, rows.p, "u")
+    mean = xp.sum(rows.p * u2, axis=-1, keepdims=True)
+    return rows.result(rows.p * (u2 - mean))
+
+
+def quadratic_form(p: Any, u: Any) -> Any:
+    """:math:`u^\\top J u` from the matrix form :math:`\\sum_i u_i (Ju)_i`."""
+    rows = probability_rows(p)
+    xp = rows.xp
+    u2 = validated_like(xp, u, rows.p, "u")
+    ju = rows.p * u2 - rows.p * xp.sum(rows.p * u2, axis=-1, keepdims=True)
+    return rows.result(xp.sum(u2 * ju, axis=-1))
+
+
+def variance(p: Any, u: Any) -> Any:
+    """:math:`\\operatorname{Var}_p(u) = \\sum_i p_i (u_i - \\mu)^2` (two-pass, no cancellation)."""
+    rows = probability_rows(p)
+    xp = rows.xp
+    u2 = validated_like(xp, u, rows.p, "u")
+    mean = xp.sum(rows.p * u2, axis=-1, keepdims=True)
+    return rows.result(xp.sum(rows.p * (u2 - mean) ** 2, axis=-1))
+
+
+def trace(p: Any) -> Any:
+    """:math:`\\operatorname{tr} J = \\sum_i J_{ii} = \\sum_i p_i(1 - p_i)`, with
+    :math:`1 - m` for the top entry taken as the complement."""
+    rows = probability_rows(p)
+    xp = rows.xp
+    off_top = xp.sum(rows.tail * (1 - rows.tail), axis=-1)
+    return rows.result(off_top + rows.top * rows.complement)
+
+
+def collision_complement(p: Any) -> Any:
+    """:math:`1 - \\sum_i p_i^2`, evaluated as :math:`s(1+m) - \\sum_{i \\ne k} p_i^2` (no cancellation:
+    the result is at least :math:`s`)."""
+    rows = probability_rows(p)
+    xp = rows.xp
+    return rows.result(rows.complement * (1 + rows.top) - xp.sum(rows.tail * rows.tail, axis=-1))
+
+
+def entropy(p: Any) -> Any:
+    """Shannon entropy :math:`-\\sum_i p_i \\log p_i` in nats (with :math:`0 \\log 0 = 0`)."""
+    rows = probability_rows(p)
+    xp = rows.xp
+    positive = rows.p > 0
+    safe = xp.where(positive, rows.p, xp.ones_like(rows.p))
+    return rows.result(-xp.sum(xp.where(positive, rows.p * xp.log(safe), xp.zeros_like(safe)), axis=-1))
+
+
+def support_size(p: Any) -> Any:
+    """:math:`|\\operatorname{supp} p|`, the number of strictly positive entries of each row."""
+    rows = probability_rows(p)
+    xp = rows.xp
+    return rows.result(xp.sum(xp.astype(rows.p > 0, xp.int64), axis=-1))
+
+
+def top_probability(p: Any) -> Any:
+    """:math:`m = \\max_i p_i`."""
+    rows = probability_rows(p)
+    return rows.result(rows.top)
+
+
+def lower_bound(p: Any) -> Any:
+    """:math:`m(1 - m)`, the winner's diagonal entry of J."""
+    rows = probability_rows(p)
+    return rows.result(rows.top * rows.complement)
+
+
+def upper_bound(p: Any) -> Any:
+    """:math:`2m(1 - m)`."""
+    rows = probability_rows(p)
+    return rows.result(2 * rows.top * rows.complement)
+
+
+def envelope(p: Any) -> Any:
+    """:math:`\\min(m, 2m(1-m))`, the largest :math:`\\lVert J \\rVert_2` among rows with top mass m."""
+    rows = probability_rows(p)
+    xp = rows.xp
+    return rows.result(xp.minimum(rows.top, 2 * rows.top * rows.complement))
+
+
+def spread_tail_ceiling(m: float, atoms: int) -> float:
+    """:math:`m(1-m) \\cdot n/(n-1)`, the ceiling on :math:`\\lVert J \\rVert_2` for the row
+    :math:`(m, \\tfrac{1-m}{n}, \\dots, \\tfrac{1-m}{n})` with ``atoms`` = n >= 2 tail atoms."""
+    atoms = check_size(atoms, "atoms", 2)
+    m = check_probability(m, "m", 0.0, 1.0)
+    return m * (1 - m) * atoms / (atoms - 1)
+
+
+def slowdown(m: float, reference: float = 0.5) -> float:
+    """How many times more steps a head at top mass ``m`` needs than one at ``reference``
+    to make the same routing change, read as the ratio of capacities 2m(1-m)."""
+    m = check_probability(m, "m", 0.0, 1.0, closed=False)
+    reference = check_probability(reference, "reference", 0.0, 1.0, closed=False)
+    return (reference * (1 - reference)) / (m * (1 - m))
+
+
+def secular_function(
+    lam: Any, top: Any, complement: Any, tail: Iterable[Any], counts: Iterable[int] | None = None
+) -> Any:
+    """The secular function whose largest root is :math:`\\lVert J \\rVert_2`:
+
+    .. math:: F(\\lambda) = \\frac{\\lambda - m s}{m - \\lambda}
+              - \\sum_{i \\ne k} \\frac{q_i^2}{\\lambda - q_i},
+
+    increasing on :math:`(\\max_i q_i, m)` from :math:`-\\infty` to :math:`+\\infty`, so
+    :math:`\\lVert J \\rVert_2 \\le t \\iff F(t) \\ge 0` for :math:`t` in that interval. Plain
+    scalar arithmetic: it runs on floats, exact rationals (``flint.fmpq``) and balls
+    (``flint.arb``) alike. ``counts`` gives multiplicities of repeated tail values."""
+    counts = [1] * len(tail := list(tail)) if counts is None else list(counts)
+    total = (lam - top * complement) / (top - lam)
+    for q, c in zip(tail, counts, strict=True):
+        if q != 0:
+            total -= c * q * q / (lam - q)
+    return total
+
+
+#: Entries processed per block of rows in the secular solver (bounds temporary memory).
+SECULAR_BLOCK_ENTRIES = 1 << 19
+
+
+def _row_blocks(n_rows: int, V: int) -> list[slice]:
+    """Blocks of rows holding about :data:`SECULAR_BLOCK_ENTRIES` entries each."""
+    step = max(1, SECULAR_BLOCK_ENTRIES // V)
+    return [slice(i, i + step) for i in range(0, n_rows, step)]
+
+
+def _largest_root(xp: Any, tail: Any, m: Any, s: Any) -> Any:
+    """Largest root of :func:`secular_function` by a fixed-pole rational model.
+
+    Work in :math:`\\mu = \\lambda/\\sigma` with :math:`\\sigma = \\max_{i \ne k} q_i` (so squares
+    of a tail near :math:`e^{-700}` do not underflow); the root lies between the poles
+    :math:`\\mu = 1` and :math:`\\mu = b = m/\\sigma` (interlacing). The unknown is kept as an
+    offset from the nearer pole -- :math:`y = \\mu - 1` or :math:`z = b - \\mu` -- so that every
+    difference :math:`\\mu - \tilde q_i` is a sum of non-negative terms and the root keeps full
+    relative accuracy even a few ulps from a pole. Each step models the non-pole tail sum
+    :math:`R(\\mu) = \\sum_{\tilde q_i < 1} \tilde q_i^2/(\\mu - \tilde q_i)` as
+    :math:`\beta + \alpha/(\\mu - 1)` (value and slope matched; :math:`\beta \\ge 0`), solves the
+    resulting quadratic in closed form, and falls back to bisection of the bracket (the
+    "middle way" of LAPACK's dlaed4). The m-bounds under test are never used."""
+    u = xp.finfo(m.dtype).eps / 2
+    second = xp.max(tail, axis=-1)
+    trivial = s == 0
+    tied = second >= m
+    closed = trivial | tied
+    one = xp.ones_like(m)
+    zero = xp.zeros_like(m)
+    sigma = xp.where(closed, one, second)
+    q = tail / sigma[:, None]
+    e = 1 - q  # offsets below the runner-up pole, exact for q >= 1/2
+    poles = xp.sum(xp.astype(q == 1, m.dtype), axis=-1)
+    q = xp.where(q < 1, q, xp.zeros_like(q))  # the pole terms are handled in closed form
+    a = m * s / sigma
+    top_gap = xp.where(closed, one, m - sigma)  # sigma * g
+    g = top_gap / sigma  # b - 1
+    far = g > 2.0**40  # top pole out of reach: always measure from the runner-up
+    # First step at the midpoint tau = g/2 (the same point in both offsets) picks the origin.
+    tau = xp.where(far, xp.maximum(a, one), g / 2)
+    high = xp.zeros_like(closed)
+    lo, hi = zero, xp.where(far, g, g / 2)
+    done = closed
+    for iteration in range(SECULAR_MAX_ITERATIONS):
+        if iteration == 1:
+            base = xp.where(high[:, None], g[:, None] + e, e)
+        step = xp.where(high, -tau, tau)
+        diff = (e if iteration == 0 else base) + step[:, None]  # mu - q_i, no cancellation
+        ratio = q / diff
+        rest = xp.vecdot(q, ratio)
+        rest_slope = xp.vecdot(ratio, ratio)
+        y = xp.where(high, g - tau, tau)  # mu - 1
+        top_dist = xp.where(high, sigma * tau, top_gap - sigma * tau)  # m - lambda
+        mu = 1 + y
+        f = (mu - a) / top_dist - (rest + poles / y)
+        if iteration == 0:
+            high = ~far & ~closed & (f < 0)
+            lo, hi = zero, xp.where(far, g, g / 2)
+        else:
+            rising = xp.where(high, f > 0, f < 0)  # the root lies at a larger offset
+            lo = xp.where(~done & rising, tau, lo)
+            hi = xp.where(~done & ~rising & (f != 0), tau, hi)
+        alpha = rest_slope * y * y
+        beta = xp.maximum(rest - alpha / y, zero)
+        c = poles + alpha
+        qa = 1 + sigma * beta
+        qb = 1 - a - top_gap * beta + sigma * c
+        disc_y = xp.maximum(qb * qb + 4 * qa * top_gap * c, zero)
+        root_y = xp.where(
+            qb >= 0, 2 * top_gap * c / (qb + xp.sqrt(disc_y)), (xp.sqrt(disc_y) - qb) / (2 * qa)
+        )
+        k = g * (g + 1 - a)
+        mid = 2 * qa * g + qb
+        disc_z = xp.maximum(mid * mid - 4 * qa * k, zero)
+        root_z = 2 * k / (mid + xp.sqrt(disc_z))
+        model = xp.where(high, root_z, root_y)
+        finite = xp.isfinite(model)
+        small = finite & (xp.abs(model - tau) <= u * mu)
+        inside = finite & (model > lo) & (model < hi)
+        new = xp.where(inside, model, (lo + hi) / 2)
+        converged = (f == 0) | small | (hi - lo <= 2 * u * mu)
+        settled = xp.where(small & (f != 0), model, tau)
+        tau = xp.where(done, tau, xp.where(converged & (iteration > 0), settled, new))
+        done = done | (converged & (iteration > 0))
+        if bool(xp.all(done)):
+            break
+    else:
+        raise ArithmeticError("spectral_norm: the secular solver did not converge")
+    lam = xp.where(high, m - sigma * tau, sigma + sigma * tau)
+    return xp.where(trivial, zero, xp.where(tied, m, lam))
+
+
+def spectral_norm(p: Any) -> Any:
+    """:math:`\\lVert J(p) \\rVert_2 = \\lambda_{\\max}(J)` per row, in :math:`O(V)` per
+    iteration, never forming J. Ties at the top give exactly :math:`m`; a one-hot row gives 0.
+    Rows are processed in blocks, so memory stays bounded for any batch."""
+    if isinstance(p, SoftmaxRows):
+        xp, single = p.xp, p.single
+        norms = [
+            _largest_root(xp, p.tail[b], p.top[b], p.complement[b])
+            for b in _row_blocks(p.p.shape[0], p.p.shape[-1])
+        ]
+    else:
+        xp, raw = validated_probabilities(p, "p")
+        single = getattr(p, "ndim", np.ndim(p)) == 1
+        norms = []
+        for b in _row_blocks(raw.shape[0], raw.shape[-1]):
+            rows = _normalized_rows(xp, raw[b], single)
+            norms.append(_largest_root(xp, rows.tail, rows.top, rows.complement))
+    result = norms[0] if len(norms) == 1 else xp.concat(norms)
+    return result[0] if single else result
+
+
+# --------------------------------------------------------------------------- constructors
+
+
+def _emit(values: np.ndarray, xp: Any, dtype: Any, device: Any) -> Any:
+    """Hand a float64 NumPy construction to the caller's namespace, dtype and device."""
+    if xp is None:
+        return values if dtype is None else values.astype(dtype)
+    kwargs = {"device": device} if device is not None else {}
+    return xp.asarray(values, dtype=dtype if dtype is not None else xp.float64, **kwargs)
+
+
+def _vocabulary(V: Any, low: int = 2) -> int:
+    return check_size(V, "V", low, MAX_VOCABULARY)
+
+
+def construct_runner_up(
+    V: int, m: float, *, tail_mass: float = 0.0, xp: Any = None, dtype: Any = None, device: Any = None
+) -> Any:
+    """:math:`(m, 1 - m - \\tau, \\tau/(V-2), \\dots)`: with :math:`\\tau = 0` and
+    :math:`m \\ge 1/2` the losing mass sits on one runner-up and
+    :math:`\\lVert J \\rVert_2 = 2m(1-m)` exactly."""
+    V = _vocabulary(V)
+    m = check_probability(m, "m", 0.5, 1.0)
+    tail_mass = check_probability(tail_mass, "tail_mass", 0.0, 1.0 - m)
+    if tail_mass > 0 and V < 3:
+        raise InputError("tail_mass: a positive tail needs V >= 3")
+    p = np.zeros(V)
+    p[0], p[1] = m, (1.0 - m) - tail_mass
+    if tail_mass > 0:
+        p[2:] = tail_mass / (V - 2)
+    return _emit(p, xp, dtype, device)
+
+
+def construct_tied_atoms(V: int, m: float, *, xp: Any = None, dtype: Any = None, device: Any = None) -> Any:
+    """Two atoms tied at :math:`m \\le 1/2` and the rest spread evenly: ``||J|| = m`` exactly."""
+    V = _vocabulary(V)
+    m = check_probability(m, "m", 0.0, 0.5)
+    rest = 1.0 - 2.0 * m
+    if rest > 0 and (V == 2 or rest / (V - 2) > m):
+        raise InputError(f"m: {m} is too small for two tied top atoms at V={V} (need m >= 1/V)")
+    p = np.zeros(V)
+    p[:2] = m
+    if rest > 0:
+        p[2:] = rest / (V - 2)
+    return _emit(p, xp, dtype, device)
+
+
+def construct_spread_tail(V: int, m: float, *, xp: Any = None, dtype: Any = None, device: Any = None) -> Any:
+    """:math:`(m, \\tfrac{1-m}{V-1}, \\dots)`: approaches the infimum :math:`m(1-m)` as V grows."""
+    V = _vocabulary(V)
+    m = check_probability(m, "m", 1.0 / V, 1.0)
+    p = np.full(V, (1.0 - m) / (V - 1))
+    p[0] = m
+    return _emit(p, xp, dtype, device)
+
+
+def construct_uniform(V: int, *, xp: Any = None, dtype: Any = None, device: Any = None) -> Any:
+    """The uniform row :math:`(1/V, \\dots, 1/V)`: ``||J|| = 1/V`` (all V entries tie)."""
+    V = _vocabulary(V)
+    return _emit(np.full(V, 1.0 / V), xp, dtype, device)
+
+
+def construct_logits(
+    V: int,
+    gap: float,
+    *,
+    offset: float = 0.0,
+    runners: int = 1,
+    tail_gap: float | None = None,
+    xp: Any = None,
+    dtype: Any = None,
+    device: Any = None,
+) -> Any:
+    """Logits with the winner ``gap`` above ``runners`` runner-up tokens and the rest
+    ``tail_gap`` further below, all shifted by a common ``offset`` (which softmax ignores).
+
+    Gaps up to ~800 give rows whose complement underflows a naive ``1 - max(p)``."""
+    V = _vocabulary(V)
+    gap = check_probability(gap, "gap", 0.0, 1e4)
+    runners = check_size(runners, "runners", 1, V - 1)
+    offset = check_probability(offset, "offset", -1e12, 1e12)
+    tail_gap = gap if tail_gap is None else check_probability(tail_gap, "tail_gap", 0.0, 1e4)
+    z = np.full(V, offset - gap - tail_gap)
+    z[0] = offset + gap
+    z[1 : 1 + runners] = offset
+    return _emit(z, xp, dtype, device)
+
+
+def construct_dirichlet(
+    V: int, concentration: float, seed: int, *, xp: Any = None, dtype: Any = None, device: Any = None
+) -> Any:
+    """A Dirichlet(:math:`\\alpha`) row; small :math:`\\alpha` gives peaked rows with exact
+    zeros (underflow), large :math:`\\alpha` near-uniform ones."""
+    V = _vocabulary(V)
+    concentration = check_probability(concentration, "concentration", 1e-3, 1e6)
+    rng = np.random.default_rng(check_size(seed, "seed", 0))
+    g = rng.gamma(concentration, size=V)
+    if g.sum() == 0:
+        g[rng.integers(V)] = 1.0
+    return _emit(g / g.sum(), xp, dtype, device)
+
+
+def construct_sparse(
+    V: int, support: int, seed: int, *, xp: Any = None, dtype: Any = None, device: Any = None
+) -> Any:
+    """A row positive on ``support`` random positions and exactly zero elsewhere."""
+    V = _vocabulary(V)
+    support = check_size(support, "support", 1, V)
+    rng = np.random.default_rng(check_size(seed, "seed", 0))
+    p = np.zeros(V)
+    p[rng.choice(V, size=support, replace=False)] = rng.uniform(0.05, 1.0, size=support)
+    return _emit(p / p.sum(), xp, dtype, device)
+
+
+def construct_direction(
+    V: int,
+    seed: int,
+    *,
+    scale: float = 1.0,
+    offset: float = 0.0,
+    xp: Any = None,
+    dtype: Any = None,
+    device: Any = None,
+) -> Any:
+    """A test direction :math:`u = \\text{offset} + \\text{scale} \\cdot g`, g standard normal.
+    A large common ``offset`` stresses the cancellation in :math:`E[u^2] - E[u]^2`."""
+    V = _vocabulary(V)
+    rng = np.random.default_rng(check_size(seed, "seed", 0))
+    scale = check_probability(scale, "scale", 0.0, 1e150)
+    offset = check_probability(offset, "offset", -1e150, 1e150)
+    return _emit(offset + scale * rng.standard_normal(V), xp, dtype, device)
