@@ -325,8 +325,9 @@ def _largest_root(xp: Any, tail: Any, m: Any, s: Any) -> Any:
         root_y = xp.where(
             qb >= 0, 2 * top_gap * c / (qb + xp.sqrt(disc_y)), (xp.sqrt(disc_y) - qb) / (2 * qa)
         )
-        k = g * (g + 1 - a)
-        mid = 2 * qa * g + qb
+        g_near = xp.where(far, one, g)  # the top-pole offset is unused (and may overflow) when far
+        k = g_near * (g_near + 1 - a)
+        mid = 2 * qa * g_near + qb
         disc_z = xp.maximum(mid * mid - 4 * qa * k, zero)
         root_z = 2 * k / (mid + xp.sqrt(disc_z))
         model = xp.where(high, root_z, root_y)

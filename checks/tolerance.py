@@ -1,0 +1,68 @@
+"""The rounding-error model: every tolerance in rankwall is one of the functions below.
+
+Notation follows Higham, *Accuracy and Stability of Numerical Algorithms* (2nd ed.):
+:math:`u` is the unit roundoff of the working dtype (half its machine epsilon) and
+:math:`\\gamma_n = nu/(1 - nu)` bounds the relative error of a product of n rounded
+operations. A sum of n terms in any order has error at most :math:`\\gamma_{n-1}\\sum|x_i|`
+(Higham, eq. 4.4); we use that worst case, not the :math:`\\log_2 n` of pairwise summation,
+so a tolerance holds whichever order a backend sums in.
+
+A float margin inside its tolerance is never read as a verdict: the checker escalates to
+exact or ball arithmetic (:mod:`checks.exact`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+
+def dtype_name(dtype: Any) -> str:
+    """``"float64"`` or ``"float32"`` for a NumPy, PyTorch, CuPy or array-API floating dtype."""
+    try:
+        return np.dtype(dtype).name
+    except TypeError:
+        return str(dtype).rsplit(".", 1)[-1]
+
+
+def unit_roundoff(dtype: Any) -> float:
+    """:math:`u = \\varepsilon/2` for a NumPy, PyTorch, CuPy or array-API floating dtype."""
+    return float(np.finfo(np.dtype(dtype_name(dtype))).eps) / 2
+
+
+def gamma(n: int, u: float) -> float:
+    """:math:`\\gamma_n = nu/(1 - nu)`; infinite once :math:`nu \\ge 1` (no bound left)."""
+    nu = n * u
+    return nu / (1 - nu) if nu < 1 else float("inf")
+
+
+def sum_tolerance(n_terms: int, u: float, absolute_sum: float, extra_operations: int = 0) -> float:
+    """Error bound of a sum of ``n_terms`` computed terms, each carrying
+    ``extra_operations`` roundings: :math:`\\gamma_{n + k}\\sum |x_i|`."""
+    return gamma(n_terms + extra_operations, u) * absolute_sum
+
+
+def spectral_norm_tolerance(V: int, u: float, value: float) -> float:
+    """Error of :func:`theory.softmax_jacobian.spectral_norm` and of the bounds it is compared
+    with: the secular function is a sum of V terms of a few roundings each, its root inherits
+    that relative error, and normalising the row costs two more: :math:`\\gamma_{V+8}|\\lambda|`.
+    (Measured: at most 8 ulps against certified enclosures; see the tests.)"""
+    return gamma(V + 8, u) * abs(value)
+
+
+def quadratic_form_tolerance(V: int, u: float, second_moment: float) -> float:
+    """Both :math:`\\sum_i u_i (Ju)_i` and :math:`\\sum_i p_i(u_i - \\mu)^2` are sums of V
+    terms of at most five roundings each, bounded by :math:`E_p[u^2] + E_p[u]^2 \\le 2E_p[u^2]`
+    (after the mean is removed); the two differ by at most twice that bound."""
+    return 2 * sum_tolerance(V, u, 2 * second_moment, extra_operations=5)
+
+
+def dense_eigenvalue_error(V: int, u: float, norm: float, top: float) -> float:
+    """Error of each eigenvalue of :math:`J = \\operatorname{diag}(p) - pp^\\top` computed by a
+    dense symmetric eigensolver (Weyl's inequality): forming J costs
+    :math:`\\lVert E \\rVert_2 \\le 3u\\sqrt{m}` (the diagonal :math:`p_i - p_i^2` has absolute
+    error :math:`2up_i`, and :math:`\\sum p_i^2 \\le m`), and a backward-stable eigensolver adds
+    :math:`\\gamma_{V+2}\\sqrt V \\lVert J \\rVert_2`. Near a one-hot row the first term dominates:
+    there the dense route cannot see eigenvalues below about u."""
+    return gamma(V + 2, u) * V**0.5 * norm + 3 * u * top**0.5

@@ -1,0 +1,232 @@
+"""Verdicts, claims and the registry of claims.
+
+A :class:`Claim` is a proposition of the form ``lhs <= rhs`` or ``lhs == rhs`` over a family
+of instances. Checking one instance gives a :class:`Verdict` -- ``holds``, ``violated`` or
+``inconclusive`` -- with both sides, the margin ``rhs - lhs``, the tolerance it was judged
+against and the method that decided it. The decision procedure, :func:`decide`, is the same
+for every claim:
+
+1. evaluate both sides in the working dtype and bound the rounding error (the tolerance);
+2. a margin clear of the tolerance is a float verdict; a violation is never reported from
+   floating point alone;
+3. otherwise re-decide in exact rationals or certified balls (``judge_exactly``); if even
+   that cannot separate the sides, the answer is ``inconclusive``.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import math
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from fractions import Fraction
+from typing import Any
+
+
+class Status(StrEnum):
+    """The three possible answers of a checker."""
+
+    HOLDS = "holds"
+    VIOLATED = "violated"
+    INCONCLUSIVE = "inconclusive"
+
+
+class Relation(StrEnum):
+    """How the two sides of a claim compare."""
+
+    AT_MOST = "<="
+    EQUAL = "=="
+
+
+@dataclass(frozen=True)
+class Instance:
+    """A reproducible instance: a constructor family and the parameters it is built from."""
+
+    family: str
+    params: dict[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"family": self.family, **self.params}
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """Both sides of a claim in floating point, with the tolerance from the error model."""
+
+    lhs: float
+    rhs: float
+    tolerance: float
+    method: str
+    certificate: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """Both sides re-decided exactly: ``sign`` is that of ``rhs - lhs`` (``None`` undecided)."""
+
+    lhs: float
+    rhs: float
+    sign: int | None
+    method: str
+    radius: float = 0.0
+    certificate: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The answer for one claim on one instance. ``margin`` is ``rhs - lhs``."""
+
+    claim: str
+    status: Status
+    lhs: float
+    rhs: float
+    margin: float
+    tolerance: float
+    method: str
+    instance: Instance
+    certificate: dict[str, Any] | None = None
+
+    @property
+    def relative_margin(self) -> float:
+        """``margin`` over the larger side (for ranking instances and for ``target()``)."""
+        scale = max(abs(self.lhs), abs(self.rhs))
+        return self.margin / scale if scale > 0 else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "claim": self.claim,
+            "status": self.status.value,
+            "lhs": _json_number(self.lhs),
+            "rhs": _json_number(self.rhs),
+            "margin": _json_number(self.margin),
+            "tolerance": _json_number(self.tolerance),
+            "method": self.method,
+            "instance": self.instance.to_json(),
+            "certificate": self.certificate,
+        }
+
+
+def _json_number(x: float) -> float | str:
+    return x if math.isfinite(x) else str(x)
+
+
+SEVERITY = {Status.HOLDS: 0, Status.INCONCLUSIVE: 1, Status.VIOLATED: 2}
+
+
+def worst(verdicts: Iterable[Verdict]) -> Verdict:
+    """The most severe verdict, and among equals the one with the smallest relative margin."""
+    return max(verdicts, key=lambda v: (SEVERITY[v.status], -abs(v.relative_margin)))
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A proposition with everything needed to build, check and search its instances.
+
+    ``measure(instance, backend, factor)`` and ``judge_exactly(instance, factor)`` return
+    both sides; ``factor`` multiplies the bound (the right side of an upper bound, the left
+    side of a lower bound) for ``rankwall search --tighten``. ``witnesses(V)`` lists the
+    constructed instances at vocabulary size V; ``random_instances(V, n, seed)`` adds drawn
+    ones; ``strategy()`` is the Hypothesis strategy that hunts counterexamples."""
+
+    id: str
+    title: str
+    source: str
+    statement: str
+    domain: str
+    relation: Relation
+    bound: str | None
+    measure: Callable[[Instance, Any, Fraction], Measurement]
+    judge_exactly: Callable[[Instance, Fraction], Judgement]
+    witnesses: Callable[[int], list[Instance]]
+    random_instances: Callable[[int, int, int], list[Instance]]
+    strategy: Callable[[], Any]
+    mutants: dict[str, Claim] = field(default_factory=dict)
+
+    def check(self, instance: Instance, backend: Any, factor: Fraction = Fraction(1)) -> Verdict:
+        """Decide the claim on one instance (see the module docstring)."""
+        if factor != 1 and self.bound is None:
+            raise ValueError(f"{self.id}: an identity has no bound to tighten")
+        return decide(
+            self,
+            instance,
+            self.measure(instance, backend, factor),
+            lambda: self.judge_exactly(instance, factor),
+        )
+
+
+def decide(
+    claim: Claim, instance: Instance, measured: Measurement, judge: Callable[[], Judgement]
+) -> Verdict:
+    """Float verdict when the margin clears the tolerance, else an exact judgement."""
+    margin = measured.rhs - measured.lhs
+    if claim.relation is Relation.AT_MOST:
+        clear = margin > measured.tolerance
+    else:
+        clear = abs(margin) <= measured.tolerance
+    if clear:
+        return Verdict(
+            claim.id,
+            Status.HOLDS,
+            measured.lhs,
+            measured.rhs,
+            margin,
+            measured.tolerance,
+            measured.method,
+            instance,
+            measured.certificate,
+        )
+    exact = judge()
+    if exact.sign is None:
+        status = Status.INCONCLUSIVE
+    elif claim.relation is Relation.AT_MOST:
+        status = Status.HOLDS if exact.sign >= 0 else Status.VIOLATED
+    else:
+        status = Status.HOLDS if exact.sign == 0 else Status.VIOLATED
+    return Verdict(
+        claim.id,
+        status,
+        exact.lhs,
+        exact.rhs,
+        exact.rhs - exact.lhs,
+        exact.radius,
+        exact.method,
+        instance,
+        exact.certificate,
+    )
+
+
+class Registry:
+    """Claims keyed by dotted id (``family.name``), matched by shell-style patterns."""
+
+    def __init__(self) -> None:
+        self._claims: dict[str, Claim] = {}
+
+    def register(self, claim: Claim) -> Claim:
+        if claim.id in self._claims:
+            raise ValueError(f"claim {claim.id!r} is registered twice")
+        self._claims[claim.id] = claim
+        return claim
+
+    def __getitem__(self, claim_id: str) -> Claim:
+        try:
+            return self._claims[claim_id]
+        except KeyError:
+            known = ", ".join(sorted(self._claims))
+            raise KeyError(f"unknown claim {claim_id!r}; known claims: {known}") from None
+
+    def __iter__(self) -> Any:
+        return iter(sorted(self._claims.values(), key=lambda c: c.id))
+
+    def __len__(self) -> int:
+        return len(self._claims)
+
+    def match(self, patterns: Sequence[str]) -> list[Claim]:
+        """Claims whose id matches any pattern (all claims when there is none)."""
+        if not patterns:
+            return list(self)
+        return [c for c in self if any(fnmatch.fnmatchcase(c.id, p) for p in patterns)]
+
+
+#: The registry every theory family registers its claims in (see :mod:`checks.claims`).
+REGISTRY = Registry()
