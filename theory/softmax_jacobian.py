@@ -260,7 +260,7 @@ SECULAR_BLOCK_ENTRIES = 1 << 19
 def _row_blocks(n_rows: int, V: int) -> list[slice]:
     """Blocks of rows holding about :data:`SECULAR_BLOCK_ENTRIES` entries each."""
     step = max(1, SECULAR_BLOCK_ENTRIES // V)
-    return [slice(i, i + step) for i in range(0, n_rows, step)]
+    return [slice(i, min(i + step, n_rows)) for i in range(0, n_rows, step)]
 
 
 def _largest_root(xp: Any, tail: Any, m: Any, s: Any) -> Any:
@@ -290,8 +290,10 @@ def _largest_root(xp: Any, tail: Any, m: Any, s: Any) -> Any:
     q = xp.where(q < 1, q, xp.zeros_like(q))  # the pole terms are handled in closed form
     a = m * s / sigma
     top_gap = xp.where(closed, one, m - sigma)  # sigma * g
-    g = top_gap / sigma  # b - 1
-    far = g > 2.0**40  # top pole out of reach: always measure from the runner-up
+    # Top pole out of reach: always measure from the runner-up. The root's offset is below
+    # tr(J)/sigma <= 2V < 2**41, so 2**41 stands in for the (possibly overflowing) pole offset.
+    far = sigma < top_gap * 2.0**-40
+    g = xp.where(far, 2 * one * 2.0**40, top_gap / xp.where(far, one, sigma))  # b - 1
     # First step at the midpoint tau = g/2 (the same point in both offsets) picks the origin.
     tau = xp.where(far, xp.maximum(a, one), g / 2)
     high = xp.zeros_like(closed)
@@ -354,7 +356,7 @@ def spectral_norm(p: Any) -> Any:
     if isinstance(p, SoftmaxRows):
         xp, single = p.xp, p.single
         norms = [
-            _largest_root(xp, p.tail[b], p.top[b], p.complement[b])
+            _largest_root(xp, p.tail[b, ...], p.top[b], p.complement[b])
             for b in _row_blocks(p.p.shape[0], p.p.shape[-1])
         ]
     else:
@@ -362,7 +364,7 @@ def spectral_norm(p: Any) -> Any:
         single = getattr(p, "ndim", np.ndim(p)) == 1
         norms = []
         for b in _row_blocks(raw.shape[0], raw.shape[-1]):
-            rows = _normalized_rows(xp, raw[b], single)
+            rows = _normalized_rows(xp, raw[b, ...], single)
             norms.append(_largest_root(xp, rows.tail, rows.top, rows.complement))
     result = norms[0] if len(norms) == 1 else xp.concat(norms)
     return result[0] if single else result

@@ -1,0 +1,244 @@
+"""The ``rankwall`` command line: ``list``, ``verify`` and ``search``.
+
+Exit codes: 0 every verdict holds (or, for ``search``, no counterexample was found); 1 a claim
+is violated (a counterexample was found); 2 bad usage or bad input; 3 (``verify`` only) nothing
+is violated but some verdict is inconclusive. ``--json`` output is a stable contract: see
+``docs/cli.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections import Counter
+from collections.abc import Sequence
+from fractions import Fraction
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+import checks.claims  # noqa: F401  (fills the registry)
+from checks.backends import BACKENDS, DTYPES, BackendUnavailable, resolve
+from checks.search import search
+from checks.strategies import CI_SEARCH_BUDGET
+from checks.verdict import REGISTRY, SEVERITY, Claim, Status, Verdict, worst
+from theory._validation import InputError
+from theory.softmax_jacobian import MAX_VOCABULARY
+
+EXIT_OK, EXIT_VIOLATED, EXIT_USAGE, EXIT_INCONCLUSIVE = 0, 1, 2, 3
+STYLE = {Status.HOLDS: "green", Status.VIOLATED: "bold red", Status.INCONCLUSIVE: "yellow"}
+
+
+class UsageError(Exception):
+    """A command-line argument that cannot be used, with the reason."""
+
+
+def _positive_int(name: str, low: int, high: int | None = None) -> Any:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name}: expected an integer, got {text!r}") from None
+        if value < low or (high is not None and value > high):
+            upper = "" if high is None else f" and <= {high}"
+            raise argparse.ArgumentTypeError(f"{name}: {value} is out of range (need >= {low}{upper})")
+        return value
+
+    return parse
+
+
+def _factor(text: str) -> Fraction:
+    try:
+        value = Fraction(text)
+    except (ValueError, ZeroDivisionError):
+        raise argparse.ArgumentTypeError(f"--tighten: expected a number, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"--tighten: the factor must be positive, got {text}")
+    return value
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        print(f"rankwall: error: {message}", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="rankwall", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    listing = sub.add_parser("list", help="every claim: id, source, statement")
+    listing.add_argument("--json", action="store_true", help="machine-readable output")
+
+    def backend_options(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--backend", choices=BACKENDS, default="numpy")
+        p.add_argument("--device", default=None, help="cpu or cuda (array-api-strict: a named device)")
+        p.add_argument("--dtype", choices=DTYPES, default="float64")
+        p.add_argument("--seed", type=_positive_int("--seed", 0), default=0)
+        p.add_argument("--json", action="store_true", help="machine-readable output")
+
+    verify = sub.add_parser("verify", help="check claims on constructed and random instances")
+    verify.add_argument("patterns", nargs="*", metavar="PATTERN", help="claim ids or shell patterns")
+    verify.add_argument("--V", type=_positive_int("--V", 2, MAX_VOCABULARY), default=1024, dest="V")
+    verify.add_argument("--examples", type=_positive_int("--examples", 0, 100_000), default=16)
+    backend_options(verify)
+
+    hunt = sub.add_parser("search", help="hunt a counterexample with Hypothesis")
+    hunt.add_argument("claim", metavar="CLAIM")
+    hunt.add_argument("--tighten", type=_factor, default=Fraction(1), help="multiply the bound by F")
+    hunt.add_argument("--mutant", default=None, help="search a planted false variant instead")
+    hunt.add_argument("--budget", type=_positive_int("--budget", 1, 10_000_000), default=CI_SEARCH_BUDGET)
+    backend_options(hunt)
+    return parser
+
+
+def _progress(console: Console) -> Progress:
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+        disable=not console.is_terminal,
+    )
+
+
+def claim_json(claim: Claim) -> dict[str, Any]:
+    return {
+        "id": claim.id,
+        "title": claim.title,
+        "source": claim.source,
+        "statement": claim.statement,
+        "domain": claim.domain,
+        "relation": claim.relation.value,
+        "bound": claim.bound,
+        "mutants": sorted(claim.mutants),
+    }
+
+
+def run_list(args: argparse.Namespace, out: Console) -> int:
+    if args.json:
+        print(json.dumps([claim_json(c) for c in REGISTRY], indent=2))
+        return EXIT_OK
+    table = Table(title=f"rankwall claims ({len(REGISTRY)})", show_lines=False)
+    for column in ("claim", "statement", "source"):
+        table.add_column(column, overflow="fold")
+    for claim in REGISTRY:
+        table.add_row(claim.id, claim.statement, claim.source)
+    out.print(table)
+    return EXIT_OK
+
+
+def run_verify(args: argparse.Namespace, out: Console, err: Console) -> int:
+    claims = REGISTRY.match(args.patterns)
+    if not claims:
+        raise UsageError(f"no claim matches {' '.join(args.patterns)!r}; see `rankwall list`")
+    backend = resolve(args.backend, args.device, args.dtype)
+    plan = [(c, c.witnesses(args.V) + c.random_instances(args.V, args.examples, args.seed)) for c in claims]
+    results: list[tuple[Claim, Verdict, Counter, float]] = []
+    with _progress(err) as progress:
+        task = progress.add_task("verifying", total=sum(len(i) for _, i in plan))
+        for claim, instances in plan:
+            started = time.perf_counter()
+            verdicts = []
+            for instance in instances:
+                progress.update(task, description=claim.id)
+                verdicts.append(claim.check(instance, backend))
+                progress.advance(task)
+            counts = Counter(v.status.value for v in verdicts)
+            results.append((claim, worst(verdicts), counts, time.perf_counter() - started))
+    if args.json:
+        payload = [
+            {
+                **verdict.to_json(),
+                "instances_checked": sum(counts.values()),
+                "counts": dict(counts),
+                "seconds": round(seconds, 3),
+                "V": args.V,
+                **backend.describe(),
+            }
+            for _, verdict, counts, seconds in results
+        ]
+        print(json.dumps(payload, indent=2))
+    else:
+        table = Table(
+            title=f"rankwall verify  V={args.V}  {backend.name}/{backend.dtype_name}/{backend.device}"
+        )
+        for column in ("claim", "status", "instances", "worst rel. margin", "decided by", "seconds"):
+            table.add_column(column, overflow="fold")
+        for claim, verdict, counts, seconds in results:
+            table.add_row(
+                claim.id,
+                f"[{STYLE[verdict.status]}]{verdict.status.value}[/]",
+                str(sum(counts.values())),
+                f"{verdict.relative_margin:+.3e}",
+                verdict.method,
+                f"{seconds:.2f}",
+            )
+        out.print(table)
+    severity = max(SEVERITY[v.status] for _, v, _, _ in results)
+    return {0: EXIT_OK, 1: EXIT_INCONCLUSIVE, 2: EXIT_VIOLATED}[severity]
+
+
+def run_search(args: argparse.Namespace, out: Console, err: Console) -> int:
+    try:
+        claim = REGISTRY[args.claim]
+    except KeyError as error:
+        raise UsageError(str(error.args[0])) from None
+    if args.mutant is not None:
+        if args.mutant not in claim.mutants:
+            known = ", ".join(sorted(claim.mutants)) or "none"
+            raise UsageError(f"--mutant: {claim.id} has no mutant {args.mutant!r} (known: {known})")
+        claim = claim.mutants[args.mutant]
+    backend = resolve(args.backend, args.device, args.dtype)
+    with _progress(err) as progress:
+        task = progress.add_task(f"searching {claim.id}", total=args.budget)
+        try:
+            result = search(
+                claim,
+                backend,
+                tighten=args.tighten,
+                budget=args.budget,
+                seed=args.seed,
+                on_example=lambda: progress.advance(task),
+            )
+        except ValueError as error:
+            raise UsageError(str(error)) from None
+    if args.json:
+        print(json.dumps(result.to_json(), indent=2))
+    elif result.counterexample is None:
+        out.print(
+            f"[green]no counterexample[/] to {claim.id} (tighten {result.tighten}) "
+            f"in {result.examples} examples, {result.seconds:.1f} s"
+        )
+    else:
+        v = result.counterexample
+        out.print(f"[bold red]counterexample[/] to {claim.id} (tighten {result.tighten}):")
+        out.print(f"  instance  {json.dumps(v.instance.to_json())}")
+        out.print(f"  lhs {v.lhs!r}  rhs {v.rhs!r}  margin {v.margin!r}  ({v.method})")
+    return EXIT_VIOLATED if result.counterexample is not None else EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``rankwall`` console script."""
+    args = build_parser().parse_args(argv)
+    out, err = Console(), Console(stderr=True)
+    try:
+        if args.command == "list":
+            return run_list(args, out)
+        if args.command == "verify":
+            return run_verify(args, out, err)
+        return run_search(args, out, err)
+    except (UsageError, BackendUnavailable, InputError) as error:
+        print(f"rankwall: error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

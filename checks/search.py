@@ -1,0 +1,111 @@
+"""Counterexample search: Hypothesis drives a claim's strategy towards a violation.
+
+Each example is checked with :meth:`Claim.check` (so a reported counterexample is always
+confirmed in exact or ball arithmetic), and ``target()`` is told how close the example came:
+minus the relative margin for an inequality, the relative discrepancy for an identity. When
+a violation is found Hypothesis shrinks it to a minimal instance before it is reported.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from hypothesis import Phase, given, reject, settings, target
+from hypothesis import seed as hypothesis_seed
+
+from checks.strategies import _QUIET
+from checks.verdict import Claim, Instance, Relation, Status, Verdict
+from theory._validation import InputError
+
+
+class _Found(Exception):
+    def __init__(self, verdict: Verdict) -> None:
+        super().__init__(verdict.claim)
+        self.verdict = verdict
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """What a search did and, if it found one, the shrunk counterexample."""
+
+    claim: str
+    tighten: Fraction
+    budget: int
+    seed: int
+    examples: int
+    seconds: float
+    counterexample: Verdict | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "claim": self.claim,
+            "tighten": str(self.tighten),
+            "budget": self.budget,
+            "seed": self.seed,
+            "examples": self.examples,
+            "seconds": round(self.seconds, 3),
+            "found": self.counterexample is not None,
+            "counterexample": None if self.counterexample is None else self.counterexample.to_json(),
+        }
+
+
+def closeness(verdict: Verdict, relation: Relation) -> float:
+    """How near a verdict is to a violation (larger is nearer), for ``target()``."""
+    if relation is Relation.AT_MOST:
+        return -verdict.relative_margin
+    return abs(verdict.relative_margin)
+
+
+def search(
+    claim: Claim,
+    backend: Any,
+    *,
+    tighten: Fraction = Fraction(1),
+    budget: int = 300,
+    seed: int = 0,
+    on_example: Callable[[], None] | None = None,
+) -> SearchResult:
+    """Search ``claim`` (with its bound multiplied by ``tighten``) for a counterexample."""
+    if tighten <= 0:
+        raise ValueError("--tighten: the factor must be positive")
+    if tighten != 1 and claim.bound is None:
+        raise ValueError(f"--tighten: {claim.id} is an identity, it has no bound to tighten")
+    examples = 0
+    started = time.perf_counter()
+
+    @settings(
+        max_examples=budget,
+        database=None,
+        deadline=None,
+        derandomize=False,
+        suppress_health_check=_QUIET,
+        phases=[Phase.explicit, Phase.generate, Phase.target, Phase.shrink],
+        report_multiple_bugs=False,
+        print_blob=False,
+    )
+    @hypothesis_seed(seed)
+    @given(claim.strategy())
+    def probe(instance: Instance) -> None:
+        nonlocal examples
+        examples += 1
+        if on_example is not None:
+            on_example()
+        try:
+            verdict = claim.check(instance, backend, tighten)
+        except InputError:
+            reject()
+        target(closeness(verdict, claim.relation), label="closeness to a violation")
+        if verdict.status is Status.VIOLATED:
+            raise _Found(verdict)
+
+    try:
+        probe()
+    except _Found as found:
+        return SearchResult(
+            claim.id, tighten, budget, seed, examples, time.perf_counter() - started, found.verdict
+        )
+    return SearchResult(claim.id, tighten, budget, seed, examples, time.perf_counter() - started, None)
