@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 import flint
@@ -25,8 +26,9 @@ import numpy as np
 
 from theory.softmax_jacobian import secular_function
 
-#: Largest number of distinct values for which exact rational arithmetic is attempted.
-EXACT_DISTINCT_LIMIT = 4096
+#: Largest number of distinct values for which exact rational arithmetic is attempted
+#: (the denominators of a rational sum grow with every distinct term).
+EXACT_DISTINCT_LIMIT = 512
 
 #: Working precisions (bits) tried in turn by ball arithmetic.
 BALL_PRECISIONS = (128, 512, 2048)
@@ -130,22 +132,78 @@ class ExactRow:
         return not self.logits and self.distinct <= EXACT_DISTINCT_LIMIT
 
 
-def decide_norm_at_most(row: ExactRow, bound: Any) -> tuple[int | None, str]:
-    """Decide :math:`\\lVert J(\\hat p) \\rVert_2 \\le t` for ``bound`` = t.
+@dataclass(frozen=True)
+class Bound:
+    """A bound t on the spectral norm, with its structure kept for exact comparisons:
+    ``"ms"``: :math:`t = c\\,m(1-m)`; ``"envelope"``: :math:`t = c\\min(m, 2m(1-m))`;
+    ``"constant"``: :math:`t = c`."""
+
+    kind: str
+    coefficient: Fraction
+
+    def value(self, m: Any, s: Any, is_exact: bool) -> Any:
+        """t in exact (``is_exact``) or ball arithmetic."""
+        c = flint.fmpq(self.coefficient.numerator, self.coefficient.denominator)
+        c = c if is_exact else flint.arb(c)
+        if self.kind == "constant":
+            return c
+        if self.kind == "ms":
+            return c * m * s
+        two_ms = 2 * m * s
+        return c * (m if sign(m - two_ms) in (-1, 0) else two_ms)
+
+    def against_tie(self, s: Any) -> int | None:
+        """sign(t - m) when the top is tied (then the norm is m and m <= 1/2)."""
+        if self.kind == "envelope":  # min(m, 2ms) = m
+            return (self.coefficient > 1) - (self.coefficient < 1)
+        if self.kind == "ms":  # c m s - m has the sign of c s - 1
+            return sign(flint.fmpq(self.coefficient.numerator, self.coefficient.denominator) * s - 1)
+        return None
+
+    def against_two_atoms(self) -> int | None:
+        """sign(t - 2ms) when the row has two atoms (then the norm is 2ms and m >= 1/2)."""
+        target = {"ms": Fraction(2), "envelope": Fraction(1)}.get(self.kind)
+        if target is None:
+            return None
+        return (self.coefficient > target) - (self.coefficient < target)
+
+
+def decide_norm_at_most(row: ExactRow, bound: Bound) -> tuple[int | None, str]:
+    """Decide :math:`\\lVert J(\\hat p) \\rVert_2 \\le t` for the bound t.
 
     Returns ``(s, method)`` with s = +1 if the norm is strictly below t, 0 if equal, -1 if
-    strictly above, ``None`` if no precision decided it. ``bound`` is a callable taking
-    ``(m, s, exact)`` and returning t in the same arithmetic (so t can depend on m and s)."""
-    attempts = [("exact-rational", None)] if row.use_exact() else []
-    attempts += [("interval", bits) for bits in BALL_PRECISIONS]
+    strictly above, ``None`` if nothing decided it. Balls at 128 bits go first, then exact
+    rationals (rows of few distinct values), then wider balls; when all of these leave an
+    exact equality undecided (a transcendental row from logits that attains its bound), two
+    structural lemmas finish: a tied top gives norm m, a single runner-up gives 2m(1-m)
+    (both proved symbolically in the tests). Ties and atom counts come from the float
+    input itself, so they are exact."""
+    attempts: list[tuple[str, int | None]] = [("interval", BALL_PRECISIONS[0])]
+    attempts += [("exact-rational", None)] if row.use_exact() else []
+    attempts += [("interval", bits) for bits in BALL_PRECISIONS[1:]]
     for method, bits in attempts:
-        exact = bits is None
+        is_exact = bits is None
         with precision(bits or 64):
-            m, s, tail, counts = row.parts(exact)
-            t = bound(m, s, exact)
-            outcome = _secular_comparison(m, s, tail, counts, t)
+            m, s, tail, counts = row.parts(is_exact)
+            outcome = _secular_comparison(m, s, tail, counts, bound.value(m, s, is_exact))
         if outcome is not None:
-            return outcome, method if exact else f"interval-{bits}"
+            return outcome, method if is_exact else f"interval-{bits}"
+    return _structural_comparison(row, bound)
+
+
+def _structural_comparison(row: ExactRow, bound: Bound) -> tuple[int | None, str]:
+    """The tie and two-atom lemmas, for equalities that no finite precision can show."""
+    positive = [
+        (v, c) for v, c in zip(row.values[::-1], row.counts[::-1], strict=True) if row.logits or v > 0
+    ]
+    if not positive:
+        return None, "structural"
+    if positive[0][1] >= 2:
+        with precision(BALL_PRECISIONS[-1]):
+            _, s, _, _ = row.parts(False)
+            return bound.against_tie(s), "tie lemma (norm = m)"
+    if len(positive) == 2 and positive[1][1] == 1:
+        return bound.against_two_atoms(), "two-atom lemma (norm = 2m(1-m))"
     return None, "interval"
 
 
@@ -168,21 +226,46 @@ def _secular_comparison(m: Any, s: Any, tail: list[Any], counts: list[int], t: A
 
 def certified_norm(row: ExactRow, estimate: float) -> tuple[float, float, str]:
     """An enclosure ``[lo, hi]`` of :math:`\\lVert J(\\hat p) \\rVert_2` around a float estimate,
-    certified by the signs of the secular function at both ends."""
+    certified by the signs of the secular function at both ends; when the estimate is too far
+    off (or subnormal) to widen, by bisection in ball arithmetic."""
     u = 2.0**-53
-    for widen in (4, 64, 2**12, 2**24, 2**40):
-        lo = estimate * (1 - widen * u)
-        hi = estimate * (1 + widen * u)
-        below, method = decide_norm_at_most(row, lambda m, s, exact, t=hi: _num(t, exact))
-        above, _ = decide_norm_at_most(row, lambda m, s, exact, t=lo: _num(t, exact))
-        if below == 0:
-            return hi, hi, method
-        if above == 0:
-            return lo, lo, method
-        if below == 1 and above == -1:
-            return lo, hi, method
-    return 0.0, float("inf"), "undecided"
+    if estimate > 2.0**-1000:
+        for widen in (4, 64, 2**12, 2**24):
+            lo = estimate * (1 - widen * u)
+            hi = estimate * (1 + widen * u)
+            below, method = decide_norm_at_most(row, Bound("constant", Fraction(hi)))
+            above, _ = decide_norm_at_most(row, Bound("constant", Fraction(lo)))
+            if below == 0:
+                return hi, hi, method
+            if above == 0:
+                return lo, lo, method
+            if below == 1 and above == -1:
+                return lo, hi, method
+    return _bisected_norm(row)
 
 
-def _num(x: float, exact: bool) -> Any:
-    return rational(x) if exact else ball(x)
+def _bisected_norm(row: ExactRow, bits: int = 256, steps: int = 200) -> tuple[float, float, str]:
+    """Enclose the norm by bisecting the secular sign between the interlacing poles."""
+    with precision(bits):
+        m, s, tail, counts = row.parts(False)
+        support = [(q, c) for q, c in zip(tail, counts, strict=True) if c > 0 and q != 0]
+        if not support:
+            return 0.0, 0.0, "one-hot"
+        if row.counts[-1] >= 2:
+            return float(m.lower()), float(m.upper()), "tie lemma (norm = m)"
+        if len(support) == 1 and support[0][1] == 1:
+            value = 2 * m * s
+            return float(value.lower()), float(value.upper()), "two-atom lemma (norm = 2m(1-m))"
+        values, weights = [q for q, _ in support], [c for _, c in support]
+        lo, hi = support[0][0], m
+        for _ in range(steps):
+            spread = sign(hi - 4 * lo) == 1 and sign(lo) == 1
+            middle = (lo * hi).sqrt() if spread else (lo + hi) / 2  # geometric across decades
+            direction = sign(secular_function(middle, m, s, values, weights))
+            if direction is None:
+                break
+            if direction >= 0:
+                hi = middle
+            if direction <= 0:
+                lo = middle
+        return float(lo.lower()), float(hi.upper()), f"interval-{bits} bisection"

@@ -70,7 +70,7 @@ class SoftmaxRows:
 
     def result(self, values: Any) -> Any:
         """Squeeze a per-row result back to a 0-d array when the input was one row."""
-        return values[0] if self.single else values
+        return values[0, ...] if self.single else values
 
 
 def _zero(xp: Any, like: Any) -> Any:

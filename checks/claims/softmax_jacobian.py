@@ -141,40 +141,22 @@ def judge_sides(sides: Callable[[], tuple[Any, Any, bool]]) -> Judgement:
     return Judgement(exact.to_float(lhs), exact.to_float(rhs), decided, method, exact.radius(difference))
 
 
-def _bound_value(kind: str, factor: Fraction) -> Callable[[Any, Any, bool], Any]:
-    """The bound t(m, s) in exact or ball arithmetic, times ``factor``."""
-    f = flint.fmpq(factor.numerator, factor.denominator)
-
-    def value(m: Any, s: Any, is_exact: bool) -> Any:
-        scale = f if is_exact else flint.arb(f)
-        if kind == "lower":
-            return scale * m * s
-        if kind == "upper":
-            return scale * 2 * m * s
-        if kind == "envelope":
-            two_ms = 2 * m * s
-            return scale * (m if exact.sign(m - two_ms) in (-1, 0) else two_ms)
-        raise ValueError(kind)
-
-    return value
-
-
-def _norm_against(built: Built, t: Callable[[Any, Any, bool], Any], norm_on_left: bool) -> Judgement:
+def _norm_against(built: Built, bound: exact.Bound, norm_on_left: bool) -> Judgement:
     """Exact comparison of the spectral norm with a bound t(m, s)."""
     row = built.exact_row
-    outcome, method = exact.decide_norm_at_most(row, t)
+    outcome, method = exact.decide_norm_at_most(row, bound)
     estimate = _scalar(sj.spectral_norm(rebuilt_rows(built)))
-    lo, hi, _ = exact.certified_norm(row, estimate) if estimate > 0 else (0.0, 0.0, method)
+    lo, hi, _ = exact.certified_norm(row, estimate)
     norm = 0.5 * (lo + hi)
     with exact.precision(128):
         m, s, _, _ = row.parts(False)
-        bound = exact.to_float(t(m, s, False))
+        bound_value = exact.to_float(bound.value(m, s, False))
     certificate = {"norm_enclosure": [lo, hi], "decided_by": "sign of the secular function at the bound"}
     if outcome is None:
         sign = None
     else:
         sign = outcome if norm_on_left else -outcome
-    lhs, rhs = (norm, bound) if norm_on_left else (bound, norm)
+    lhs, rhs = (norm, bound_value) if norm_on_left else (bound_value, norm)
     return Judgement(lhs, rhs, sign, method, 0.5 * (hi - lo), certificate)
 
 
@@ -237,9 +219,18 @@ def _measure_norm_bound(
     return measure
 
 
+#: The structure of each norm bound: t = coefficient * m(1-m), or * min(m, 2m(1-m)).
+BOUND_FORMS = {
+    "lower": ("ms", Fraction(1)),
+    "upper": ("ms", Fraction(2)),
+    "envelope": ("envelope", Fraction(1)),
+}
+
+
 def _judge_norm_bound(kind: str, norm_on_left: bool) -> Callable[[Instance, Fraction], Judgement]:
     def judge(instance: Instance, factor: Fraction) -> Judgement:
-        return _norm_against(rebuilt(instance), _bound_value(kind, factor), norm_on_left)
+        form, coefficient = BOUND_FORMS[kind]
+        return _norm_against(rebuilt(instance), exact.Bound(form, coefficient * factor), norm_on_left)
 
     return judge
 
@@ -256,8 +247,8 @@ def measure_spread(instance: Instance, backend: Backend, factor: Fraction) -> Me
 
 def judge_spread(instance: Instance, factor: Fraction) -> Judgement:
     atoms = instance.params["V"] - 1
-    ratio = Fraction(atoms, atoms - 1) * factor
-    return _norm_against(rebuilt(instance), _bound_value("lower", ratio), norm_on_left=True)
+    bound = exact.Bound("ms", Fraction(atoms, atoms - 1) * factor)
+    return _norm_against(rebuilt(instance), bound, norm_on_left=True)
 
 
 def measure_variance(instance: Instance, backend: Backend, factor: Fraction) -> Measurement:

@@ -1,0 +1,59 @@
+"""Shared fixtures: the ``backend`` fixture over every installed array library, markers, profiles."""
+
+from __future__ import annotations
+
+import pytest
+
+import checks.claims  # noqa: F401  (fills the registry)
+from checks.backends import BackendUnavailable, cuda_available, installed, resolve
+from checks.strategies import load_profile
+
+HYPOTHESIS_PROFILE = load_profile()
+
+BACKEND_SPECS = [
+    pytest.param(("numpy", None, "float64"), id="numpy"),
+    pytest.param(("array-api-strict", "CPU_DEVICE", "float64"), id="strict"),
+    pytest.param(("array-api-strict", "device1", "float64"), id="strict-device1"),
+    pytest.param(("array-api-strict", "no_float64", "float32"), id="strict-no_float64"),
+    pytest.param(("torch", "cpu", "float64"), id="torch-cpu"),
+    pytest.param(("torch", "cpu", "float32"), id="torch-cpu-float32"),
+    pytest.param(("torch", "cuda", "float64"), id="torch-cuda", marks=pytest.mark.gpu),
+    pytest.param(("torch", "cuda", "float32"), id="torch-cuda-float32", marks=pytest.mark.gpu),
+    pytest.param(("cupy", "cuda", "float64"), id="cupy", marks=pytest.mark.gpu),
+]
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--runslow", action="store_true", help="also run tests marked slow")
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return f"hypothesis profile: {HYPOTHESIS_PROFILE}; cuda: {cuda_available()}"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    skip_slow = pytest.mark.skip(reason="slow: run with --runslow")
+    skip_gpu = pytest.mark.skip(reason="needs a CUDA device")
+    has_cuda = cuda_available()
+    for item in items:
+        if "slow" in item.keywords and not config.getoption("--runslow"):
+            item.add_marker(skip_slow)
+        if "gpu" in item.keywords and not has_cuda:
+            item.add_marker(skip_gpu)
+
+
+@pytest.fixture(params=BACKEND_SPECS)
+def backend(request: pytest.FixtureRequest):
+    """Every installed backend (namespace, device, dtype); GPU ones skip without CUDA."""
+    name, device, dtype = request.param
+    if not installed(name):
+        pytest.skip(f"{name} is not installed")
+    try:
+        return resolve(name, device, dtype)
+    except BackendUnavailable as error:
+        pytest.skip(str(error))
+
+
+@pytest.fixture
+def numpy_backend():
+    return resolve("numpy")

@@ -1,0 +1,236 @@
+"""Tests of theory/softmax_jacobian.py: the quantities, the secular solver and the constructors.
+
+Exact algebra is checked exactly (sympy, python-flint); floating-point results are checked
+against certified enclosures with tolerances from checks.tolerance.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import sympy
+
+from checks import exact, tolerance
+from checks.backends import to_numpy
+from theory import softmax_jacobian as sj
+
+#: The secular solver's accuracy claim: within this many ulps of the certified norm.
+#: (Measured: at most 8 over Dirichlet rows with V up to 8192 and six decades of concentration.)
+SPECTRAL_NORM_ULPS = 16
+
+U64 = 2.0**-53
+
+
+def dirichlet_rows(V: int, seeds: int = 3) -> list[np.ndarray]:
+    return [sj.construct_dirichlet(V, a, seed) for a in (0.01, 0.3, 3.0, 300.0) for seed in range(seeds)]
+
+
+def certified(p: np.ndarray, estimate: float) -> tuple[float, float]:
+    lo, hi, method = exact.certified_norm(exact.ExactRow.from_probabilities(p), estimate)
+    assert method != "undecided", f"no certified enclosure for p={p[:4]}..."
+    return lo, hi
+
+
+class TestSpectralNormIsAccurate:
+    """The secular solver is the instrument behind every bound check: it must be exact to ulps."""
+
+    @pytest.mark.parametrize("V", [2, 3, 17, 512, 4096])
+    def test_within_a_few_ulps_of_a_certified_enclosure(self, V):
+        for p in dirichlet_rows(V):
+            p = p / p.sum()
+            estimate = float(sj.spectral_norm(p))
+            lo, hi = certified(p, estimate)
+            assert lo <= estimate * (1 + SPECTRAL_NORM_ULPS * U64), (V, lo, estimate)
+            assert hi >= estimate * (1 - SPECTRAL_NORM_ULPS * U64), (V, hi, estimate)
+            # the enclosure comes from widening the estimate: tight means within the ulps claim
+            assert (hi - lo) / estimate <= 2 * SPECTRAL_NORM_ULPS * U64 * 4, (V, lo, hi, estimate)
+
+    @pytest.mark.parametrize("V", [2, 5, 64, 512])
+    def test_agrees_with_dense_eigvalsh_within_its_error_model(self, V):
+        for p in dirichlet_rows(V):
+            estimate = float(sj.spectral_norm(p))
+            dense = float(np.linalg.eigvalsh(sj.dense_jacobian(p))[-1])
+            allowed = tolerance.dense_eigenvalue_error(V, U64, dense, float(p.max()))
+            assert abs(dense - estimate) <= allowed + SPECTRAL_NORM_ULPS * U64 * estimate, (V, p.max())
+
+    def test_dense_route_fails_near_one_hot_where_the_secular_route_does_not(self):
+        """A finding: forming J cancels J_kk = m - m^2; the secular solve keeps 2ms exactly."""
+        p = sj.construct_dirichlet(2, 0.01, 0)  # about (7e-120, 1)
+        secular = float(sj.spectral_norm(p))
+        lo, hi = certified(p, secular)
+        assert lo <= secular <= hi
+        dense = float(np.linalg.eigvalsh(sj.dense_jacobian(p))[-1])
+        assert abs(dense - secular) / secular > 1e-6
+
+    def test_batched_rows_match_single_rows(self):
+        rows = np.stack(dirichlet_rows(300, seeds=2))
+        batched = sj.spectral_norm(rows)
+        single = np.array([float(sj.spectral_norm(r)) for r in rows])
+        np.testing.assert_allclose(batched, single, rtol=4 * U64, atol=0)
+
+    def test_blocks_do_not_change_the_answer(self, monkeypatch):
+        rows = np.stack(dirichlet_rows(64, seeds=2))
+        whole = sj.spectral_norm(rows)
+        monkeypatch.setattr(sj, "SECULAR_BLOCK_ENTRIES", 64 * 3)
+        np.testing.assert_array_equal(sj.spectral_norm(rows), whole)
+
+    def test_ties_one_hot_and_uniform_are_exact(self):
+        assert float(sj.spectral_norm(sj.construct_tied_atoms(10, 0.25))) == 0.25
+        assert float(sj.spectral_norm(np.array([0.0, 1.0, 0.0]))) == 0.0
+        assert float(sj.spectral_norm(sj.construct_uniform(7))) == pytest.approx(1 / 7, rel=U64 * 4)
+
+
+class TestSeedFigures:
+    """Seed 002's quoted numbers, reproduced by the code (its 'How tight that is' snippet)."""
+
+    def test_wide_and_narrow_rows_at_m_099(self):
+        wide = np.r_[0.99, np.full(63, 0.01 / 63)]
+        narrow = np.array([0.99, 0.01])
+        assert f"{float(sj.spectral_norm(wide)):.6f}" == "0.010057"
+        assert f"{float(sj.spectral_norm(narrow)):.6f}" == "0.019800"
+        assert f"{float(sj.lower_bound(wide)):.6f}" == "0.009900"
+        assert f"{float(sj.upper_bound(wide)):.6f}" == "0.019800"
+
+    def test_slowdown_ratios(self):
+        assert f"{sj.slowdown(0.98):.3f}" == "12.755"
+        assert f"{sj.slowdown(0.9999):.2f}" == "2500.25"
+
+    def test_trace_of_the_narrow_row(self):
+        narrow = np.array([0.99, 0.01])
+        assert f"{float(sj.trace(narrow)):.9f}" == "0.019800000"
+        assert f"{float(sj.collision_complement(narrow)):.9f}" == "0.019800000"
+
+
+class TestIdentitiesAreProvedSymbolically:
+    """The algebraic identities hold as polynomial identities on the simplex (sympy)."""
+
+    n = 4
+
+    def symbols(self):
+        p = sympy.symbols(f"p0:{self.n}", real=True)
+        u = sympy.symbols(f"u0:{self.n}", real=True)
+        last = 1 - sum(p[:-1])  # eliminate the constraint sum p = 1
+        return [*p[:-1], last], list(u)
+
+    def test_quadratic_form_is_the_variance(self):
+        p, u = self.symbols()
+        J = sympy.diag(*p) - sympy.Matrix(p) * sympy.Matrix(p).T
+        U = sympy.Matrix(u)
+        mean = sum(pi * ui for pi, ui in zip(p, u, strict=True))
+        variance = sum(pi * (ui - mean) ** 2 for pi, ui in zip(p, u, strict=True))
+        assert sympy.expand((U.T * J * U)[0] - variance) == 0
+
+    def test_trace_is_the_collision_complement(self):
+        p, _ = self.symbols()
+        J = sympy.diag(*p) - sympy.Matrix(p) * sympy.Matrix(p).T
+        assert sympy.expand(J.trace() - (1 - sum(pi**2 for pi in p))) == 0
+
+    def test_constant_direction_is_in_the_kernel(self):
+        p, _ = self.symbols()
+        J = sympy.diag(*p) - sympy.Matrix(p) * sympy.Matrix(p).T
+        assert sympy.expand(J * sympy.ones(self.n, 1)) == sympy.zeros(self.n, 1)
+
+    def test_two_atom_eigenvalue_is_2m_1_minus_m(self):
+        m = sympy.symbols("m", positive=True)
+        J = sympy.Matrix([[m * (1 - m), -m * (1 - m)], [-m * (1 - m), m * (1 - m)]])
+        eigenvalues = {sympy.expand(e) for e in J.eigenvals()}
+        assert eigenvalues == {0, sympy.expand(2 * m * (1 - m))}
+
+    def test_secular_function_at_the_bound_vanishes_for_the_runner_up(self):
+        m = sympy.symbols("m", positive=True)
+        s = 1 - m
+        value = sj.secular_function(2 * m * s, m, s, [s])
+        assert sympy.simplify(value) == 0
+
+
+class TestComplementWithoutCancellation:
+    """1 - m is a sum of the other entries, so nothing is lost near m = 1."""
+
+    @pytest.mark.parametrize("gap", [30.0, 300.0, 700.0])
+    def test_complement_from_logits_is_relatively_accurate(self, gap):
+        z = sj.construct_logits(50, gap, offset=1e6, tail_gap=2.0)
+        rows = sj.softmax_rows(z)
+        with exact.precision(4096):
+            w = [(exact.ball(x) - exact.ball(z.max())).exp() for x in z]
+            total = sum(w)
+            true = float(((total - w[0]) / total).mid())
+        assert abs(float(rows.complement[0]) - true) <= 8 * U64 * true
+
+    def test_naive_complement_vanishes_but_ours_does_not(self):
+        z = sj.construct_logits(50, 40.0)
+        rows = sj.softmax_rows(z)
+        assert 1 - float(rows.top[0]) == 0.0  # the naive complement is lost entirely
+        assert float(rows.complement[0]) > 0
+        assert float(sj.spectral_norm(rows)) <= float(sj.upper_bound(rows)) * (1 + 8 * U64)
+
+    def test_underflow_below_gap_745_is_reported_as_a_one_hot_row(self):
+        """In float64 exp(-745) underflows: the float row is one-hot and its norm is 0."""
+        rows = sj.softmax_rows(sj.construct_logits(10, 746.0, tail_gap=0.0))
+        assert float(rows.complement[0]) == 0.0
+        assert float(sj.spectral_norm(rows)) == 0.0
+
+
+class TestQuantitiesOnEveryBackend:
+    """The same code runs on NumPy, PyTorch, array-api-strict (and CuPy/CUDA when present)."""
+
+    def test_spectral_norm_matches_numpy(self, backend):
+        rows = np.stack([*dirichlet_rows(33, seeds=1), sj.construct_runner_up(33, 0.9)])
+        reference = sj.spectral_norm(rows)
+        got = to_numpy(sj.spectral_norm(backend.asarray(rows)))
+        u = tolerance.unit_roundoff(backend.dtype)
+        # float32 input rounds each entry: relative perturbation u per entry moves the norm by ~3u
+        np.testing.assert_allclose(got, reference, rtol=(SPECTRAL_NORM_ULPS + 3) * u, atol=0)
+
+    def test_jvp_matches_the_dense_product(self, backend):
+        p = backend.asarray(sj.construct_dirichlet(20, 1.0, 0))
+        u = backend.asarray(sj.construct_direction(20, 1))
+        dense = to_numpy(sj.dense_jacobian(p)) @ to_numpy(u)
+        eps = tolerance.unit_roundoff(backend.dtype)
+        np.testing.assert_allclose(to_numpy(sj.jvp(p, u)), dense, atol=tolerance.gamma(24, eps) * 4)
+
+    def test_variance_equals_quadratic_form(self, backend):
+        p = backend.asarray(sj.construct_dirichlet(100, 0.5, 3))
+        u = backend.asarray(sj.construct_direction(100, 4, offset=3.0))
+        xp = backend.xp
+        eps = tolerance.unit_roundoff(backend.dtype)
+        second = float(to_numpy(xp.sum(p * u * u)))
+        diff = abs(float(to_numpy(sj.quadratic_form(p, u))) - float(to_numpy(sj.variance(p, u))))
+        assert diff <= tolerance.quadratic_form_tolerance(100, eps, second)
+
+    def test_trace_is_not_the_entropy(self, backend):
+        p = backend.asarray(sj.construct_dirichlet(16, 1.0, 0))
+        trace = float(to_numpy(sj.trace(p)))
+        assert trace == pytest.approx(float(to_numpy(sj.collision_complement(p))), rel=1e-5)
+        assert abs(trace - float(to_numpy(sj.entropy(p)))) > 0.1
+
+    def test_support_and_envelope(self, backend):
+        p = backend.asarray(sj.construct_sparse(12, 5, 0))
+        assert int(to_numpy(sj.support_size(p))) == 5
+        q = backend.asarray(sj.construct_tied_atoms(12, 0.3))
+        assert float(to_numpy(sj.envelope(q))) == pytest.approx(0.3, rel=1e-6)
+
+
+class TestConstructorsBuildWhatTheySay:
+    def test_runner_up_attains_the_upper_bound(self):
+        for m in (0.5, 0.6, 0.99, 1 - 1e-12):
+            p = sj.construct_runner_up(40, m)
+            assert float(sj.spectral_norm(p)) == pytest.approx(2 * m * (1 - m), rel=8 * U64)
+
+    def test_spread_tail_approaches_the_lower_bound(self):
+        for V in (3, 64, 4096):
+            p = sj.construct_spread_tail(V, 0.9)
+            norm = float(sj.spectral_norm(p))
+            assert 0.9 * 0.1 <= norm <= sj.spread_tail_ceiling(0.9, V - 1) * (1 + 8 * U64)
+
+    def test_rows_sum_to_one(self):
+        for p in (
+            sj.construct_runner_up(9, 0.7, tail_mass=0.1),
+            sj.construct_tied_atoms(9, 0.2),
+            sj.construct_spread_tail(9, 0.5),
+            sj.construct_dirichlet(9, 0.1, 3),
+            sj.construct_sparse(9, 4, 1),
+        ):
+            assert math.isclose(p.sum(), 1.0, rel_tol=16 * U64)
+            assert (p >= 0).all()

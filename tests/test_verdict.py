@@ -1,0 +1,185 @@
+"""The decision procedure, the registry, the exact routes and the tolerance model."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import flint
+import numpy as np
+import pytest
+from hypothesis import strategies as st
+
+from checks import exact, tolerance
+from checks.verdict import (
+    REGISTRY,
+    Claim,
+    Instance,
+    Judgement,
+    Measurement,
+    Registry,
+    Relation,
+    Status,
+    Verdict,
+    worst,
+)
+from theory import softmax_jacobian as sj
+
+INSTANCE = Instance("toy", {"V": 2})
+
+
+def toy_claim(relation: Relation, measured: Measurement, judged: Judgement | None) -> Claim:
+    def judge(instance, factor):
+        if judged is None:
+            raise AssertionError("the exact route must not be consulted")
+        return judged
+
+    return Claim(
+        id="toy.claim",
+        title="toy",
+        source="test",
+        statement="lhs <= rhs",
+        domain="toy",
+        relation=relation,
+        bound="upper",
+        measure=lambda instance, backend, factor: measured,
+        judge_exactly=judge,
+        witnesses=lambda V: [INSTANCE],
+        random_instances=lambda V, n, seed: [],
+        strategy=lambda: st.just(INSTANCE),
+    )
+
+
+class TestDecisionProcedure:
+    """A float verdict only when the margin clears the tolerance; violations only from exact."""
+
+    def test_clear_margin_holds_without_escalation(self):
+        claim = toy_claim(Relation.AT_MOST, Measurement(1.0, 2.0, 0.1, "float64"), None)
+        verdict = claim.check(INSTANCE, backend=None)
+        assert verdict.status is Status.HOLDS and verdict.method == "float64" and verdict.margin == 1.0
+
+    def test_margin_inside_tolerance_escalates(self):
+        judged = Judgement(1.0, 1.0, 0, "exact-rational")
+        claim = toy_claim(Relation.AT_MOST, Measurement(1.0, 1.0 + 1e-17, 1e-15, "float64"), judged)
+        verdict = claim.check(INSTANCE, backend=None)
+        assert verdict.status is Status.HOLDS and verdict.method == "exact-rational"
+
+    def test_float_violation_is_confirmed_exactly(self):
+        judged = Judgement(2.0, 1.0, -1, "exact-rational")
+        claim = toy_claim(Relation.AT_MOST, Measurement(2.0, 1.0, 1e-15, "float64"), judged)
+        assert claim.check(INSTANCE, backend=None).status is Status.VIOLATED
+
+    def test_float_violation_refuted_exactly_holds(self):
+        judged = Judgement(1.0, 1.0, 1, "interval-128")
+        claim = toy_claim(Relation.AT_MOST, Measurement(2.0, 1.0, 1e-15, "float64"), judged)
+        assert claim.check(INSTANCE, backend=None).status is Status.HOLDS
+
+    def test_undecided_exact_route_is_inconclusive(self):
+        judged = Judgement(1.0, 1.0, None, "interval")
+        claim = toy_claim(Relation.AT_MOST, Measurement(1.0, 1.0, 1e-15, "float64"), judged)
+        assert claim.check(INSTANCE, backend=None).status is Status.INCONCLUSIVE
+
+    def test_identity_holds_to_rounding_and_fails_only_exactly(self):
+        close = toy_claim(Relation.EQUAL, Measurement(1.0, 1.0 + 1e-16, 1e-15, "float64"), None)
+        assert close.check(INSTANCE, backend=None).status is Status.HOLDS
+        far = toy_claim(Relation.EQUAL, Measurement(1.0, 2.0, 1e-15, "float64"), Judgement(1, 2, 1, "exact"))
+        assert far.check(INSTANCE, backend=None).status is Status.VIOLATED
+
+    def test_identities_cannot_be_tightened(self):
+        claim = toy_claim(Relation.EQUAL, Measurement(1.0, 1.0, 0.0, "f"), None)
+        claim = Claim(**{**claim.__dict__, "bound": None})
+        with pytest.raises(ValueError, match="no bound to tighten"):
+            claim.check(INSTANCE, backend=None, factor=Fraction(1, 2))
+
+    def test_worst_prefers_violations_then_small_margins(self):
+        make = lambda status, margin: Verdict("c", status, 1.0, 1.0 + margin, margin, 0.0, "m", INSTANCE)  # noqa: E731
+        picked = worst([make(Status.HOLDS, 0.5), make(Status.HOLDS, 0.01), make(Status.INCONCLUSIVE, 0.0)])
+        assert picked.status is Status.INCONCLUSIVE
+        assert worst([make(Status.HOLDS, 0.5), make(Status.HOLDS, 0.01)]).margin == 0.01
+
+
+class TestRegistry:
+    def test_ids_are_unique_and_dotted(self):
+        ids = [c.id for c in REGISTRY]
+        assert len(ids) == len(set(ids)) and all("." in i for i in ids)
+
+    def test_double_registration_is_refused(self):
+        registry = Registry()
+        claim = next(iter(REGISTRY))
+        registry.register(claim)
+        with pytest.raises(ValueError, match="registered twice"):
+            registry.register(claim)
+
+    def test_patterns_and_unknown_ids(self):
+        assert {c.id for c in REGISTRY.match(["softmax-jacobian.*-bound"])} == {
+            "softmax-jacobian.lower-bound",
+            "softmax-jacobian.upper-bound",
+        }
+        with pytest.raises(KeyError, match="unknown claim 'nope'"):
+            REGISTRY["nope"]
+
+
+class TestExactRoutes:
+    def test_floats_enter_exactly(self):
+        assert exact.rational(0.1) == flint.fmpq(3602879701896397, 36028797018963968)
+        with exact.precision(64):
+            assert exact.ball(0.1).rad() == 0
+
+    def test_runner_up_attains_its_bound_exactly(self):
+        row = exact.ExactRow.from_probabilities(sj.construct_runner_up(5, 0.7))
+        assert exact.decide_norm_at_most(row, exact.Bound("ms", Fraction(2))) == (0, "exact-rational")
+        assert exact.decide_norm_at_most(row, exact.Bound("ms", Fraction("1.998")))[0] == -1
+
+    def test_spread_tail_is_strictly_inside_the_bounds(self):
+        row = exact.ExactRow.from_probabilities(sj.construct_spread_tail(50, 0.8))
+        assert exact.decide_norm_at_most(row, exact.Bound("ms", Fraction(2)))[0] == 1
+        assert exact.decide_norm_at_most(row, exact.Bound("ms", Fraction(1)))[0] == -1
+
+    def test_ties_and_one_hot(self):
+        tied = exact.ExactRow.from_probabilities(sj.construct_tied_atoms(6, 0.3))
+        assert exact.decide_norm_at_most(tied, exact.Bound("envelope", Fraction(1)))[0] == 0
+        one_hot = exact.ExactRow.from_probabilities(np.array([0.0, 1.0, 0.0]))
+        assert exact.decide_norm_at_most(one_hot, exact.Bound("constant", Fraction(0)))[0] == 0
+
+    def test_logit_rows_are_decided_in_balls(self):
+        row = exact.ExactRow.from_logits(sj.construct_logits(8, 700.0, tail_gap=3.0))
+        outcome, method = exact.decide_norm_at_most(row, exact.Bound("ms", Fraction(2)))
+        assert outcome == 1 and method.startswith("interval")
+
+    def test_two_atom_logit_rows_attain_the_bound_by_the_lemma(self):
+        """exp of a float is transcendental: no ball shows equality, the two-atom lemma does."""
+        row = exact.ExactRow.from_logits(sj.construct_logits(2, 700.0))
+        assert exact.decide_norm_at_most(row, exact.Bound("ms", Fraction(2))) == (
+            0,
+            "two-atom lemma (norm = 2m(1-m))",
+        )
+        assert exact.decide_norm_at_most(row, exact.Bound("ms", Fraction("1.999")))[0] == -1
+
+    def test_tied_logit_rows_attain_the_envelope_by_the_lemma(self):
+        row = exact.ExactRow.from_logits(np.array([1.0, 1.0, -3.0]))
+        assert exact.decide_norm_at_most(row, exact.Bound("envelope", Fraction(1)))[0] == 0
+
+    def test_certified_enclosure_contains_the_float_norm(self):
+        p = sj.construct_dirichlet(40, 0.5, 2)
+        estimate = float(sj.spectral_norm(p))
+        lo, hi, _ = exact.certified_norm(exact.ExactRow.from_probabilities(p), estimate)
+        assert lo <= estimate <= hi and hi - lo < 1e-12 * estimate
+
+
+class TestToleranceModel:
+    def test_gamma(self):
+        u = 2.0**-53
+        assert tolerance.gamma(0, u) == 0
+        assert tolerance.gamma(10, u) == pytest.approx(10 * u)
+        assert tolerance.gamma(2**53, u) == float("inf")
+
+    def test_unit_roundoff_of_every_dtype_spelling(self):
+        import torch
+
+        assert tolerance.unit_roundoff(np.float64) == 2.0**-53
+        assert tolerance.unit_roundoff(torch.float32) == 2.0**-24
+        assert tolerance.dtype_name(torch.float64) == "float64"
+
+    def test_dense_error_has_an_absolute_floor(self):
+        """Forming J costs about u even when ||J|| is tiny (the one-hot cancellation)."""
+        u = 2.0**-53
+        assert tolerance.dense_eigenvalue_error(4, u, 0.0, 1.0) >= 3 * u
