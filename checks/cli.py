@@ -127,8 +127,9 @@ def run_list(args: argparse.Namespace, out: Console) -> int:
         print(json.dumps([claim_json(c) for c in REGISTRY], indent=2))
         return EXIT_OK
     table = Table(title=f"rankwall claims ({len(REGISTRY)})", show_lines=False)
-    for column in ("claim", "statement", "source"):
-        table.add_column(column, overflow="fold")
+    table.add_column("claim", no_wrap=True)
+    table.add_column("statement", overflow="fold")
+    table.add_column("source", overflow="fold")
     for claim in REGISTRY:
         table.add_row(claim.id, claim.statement, claim.source)
     out.print(table)
@@ -170,7 +171,8 @@ def run_verify(args: argparse.Namespace, out: Console, err: Console) -> int:
         table = Table(
             title=f"rankwall verify  V={args.V}  {backend.name}/{backend.dtype_name}/{backend.device}"
         )
-        for column in ("claim", "status", "instances", "worst rel. margin", "decided by", "seconds"):
+        table.add_column("claim", no_wrap=True)
+        for column in ("status", "instances", "worst rel. margin", "decided by", "seconds"):
             table.add_column(column, overflow="fold")
         for claim, verdict, counts, seconds in results:
             table.add_row(
@@ -227,7 +229,10 @@ def run_search(args: argparse.Namespace, out: Console, err: Console) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``rankwall`` console script."""
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as stop:  # --help, or a usage error already printed
+        return int(stop.code or 0)
     out, err = Console(), Console(stderr=True)
     try:
         if args.command == "list":

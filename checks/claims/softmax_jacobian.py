@@ -31,7 +31,8 @@ from checks.strategies import (
 from checks.verdict import REGISTRY, Claim, Instance, Judgement, Measurement, Relation
 from theory import softmax_jacobian as sj
 
-SOURCE = "seed 002 (Gradients 2: A Confident Attention Head Passes Almost No Gradient)"
+#: Seed 002 is "Gradients 2: A Confident Attention Head Passes Almost No Gradient".
+SOURCE = "seed 002"
 
 #: Largest V for which dense eigenvalues of J are computed (rank and trace cross-checks).
 DENSE_LIMIT = 512
@@ -468,6 +469,7 @@ def _directional(
 
 variance_form = _claim(
     "variance-form",
+    source="seed 002, 'The gradient is a variance' (displayed identity)",
     title="The quadratic form of J is a variance",
     statement="uᵀ J u = Var_p(u) = Σ p_i (u_i − E_p u)²  for every u",
     domain="every probability vector p, every real u",
@@ -480,6 +482,7 @@ variance_form = _claim(
 )
 psd = _claim(
     "psd",
+    source="seed 002, 'The gradient is a variance'",
     title="J is symmetric positive semidefinite",
     statement="uᵀ J u ≥ 0 for every u (J = diag(p) − ppᵀ is symmetric by construction)",
     domain="every probability vector p, every real u",
@@ -492,6 +495,7 @@ psd = _claim(
 )
 kernel = _claim(
     "kernel",
+    source="seed 002, 'How tight that is' (smallest eigenvalue); 'What to keep' 3",
     title="J annihilates the constant direction",
     statement="J·1 = 0 (the logit gradients of a softmax row sum to zero)",
     domain="every probability vector p",
@@ -501,6 +505,7 @@ kernel = _claim(
 )
 trace = _claim(
     "trace",
+    source="seed 002, 'How tight that is' (trace line); 'What to keep' 3",
     title="The trace of J is a collision complement",
     statement="tr J = 1 − Σ p_i²",
     domain="every probability vector p",
@@ -510,6 +515,7 @@ trace = _claim(
 )
 rank = _claim(
     "rank",
+    source="rankwall (reconstructed; seed 002 shows only the zero eigenvalue)",
     title="The rank of J is the support size minus one",
     statement="rank J = |supp p| − 1",
     domain="every probability vector p",
@@ -519,6 +525,7 @@ rank = _claim(
 )
 lower_bound = _claim(
     "lower-bound",
+    source="seed 002, 'How tight that is' (displayed bound, lower half)",
     title="Lower bound on the spectral norm",
     statement="m(1 − m) ≤ ‖J‖₂,  m = max_i p_i",
     domain="every probability vector p (the seed states it for m ≥ 1/2)",
@@ -529,6 +536,7 @@ lower_bound = _claim(
 )
 upper_bound = _claim(
     "upper-bound",
+    source="seed 002, 'How tight that is' (displayed bound, upper half)",
     title="Upper bound on the spectral norm",
     statement="‖J‖₂ ≤ 2m(1 − m),  m = max_i p_i",
     domain="every probability vector p (the seed states it for m ≥ 1/2; sharp exactly there)",
@@ -539,6 +547,7 @@ upper_bound = _claim(
 )
 envelope = _claim(
     "envelope",
+    source="rankwall (exact envelope; sharpens seed 002's upper bound for m < 1/2)",
     title="The exact envelope of the spectral norm",
     statement="‖J‖₂ ≤ min(m, 2m(1 − m))",
     domain="every probability vector p",
@@ -556,6 +565,7 @@ def _attaining(V: int) -> list[Instance]:
 
 envelope_attained = _claim(
     "envelope-attained",
+    source="rankwall (witnesses for the envelope)",
     title="The envelope is attained",
     statement="‖J‖₂ = min(m, 2m(1 − m)) for the runner-up row (m, 1 − m) when m ≥ 1/2 "
     "and for two atoms tied at m ≤ 1/2",
@@ -569,6 +579,7 @@ envelope_attained = _claim(
 )
 lower_bound_approached = _claim(
     "lower-bound-approached",
+    source="rankwall (seed 002's 64-position row, generalised)",
     title="The lower bound is approached by spreading the tail",
     statement="‖J‖₂ ≤ m(1 − m)·n/(n − 1) for (m, (1−m)/n, …, (1−m)/n) with n = V − 1 ≥ 2 tail atoms, "
     "so inf{‖J‖₂ : max p = m} = m(1 − m) over all V",

@@ -1,0 +1,118 @@
+"""The command line: JSON contract, exit codes, and clear errors on bad usage."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from checks.cli import EXIT_OK, EXIT_USAGE, EXIT_VIOLATED, main
+from checks.verdict import REGISTRY
+
+VERDICT_KEYS = {"claim", "status", "lhs", "rhs", "margin", "tolerance", "method", "instance", "certificate"}
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_list_json_names_every_claim(capsys):
+    code, out, _ = run(capsys, "list", "--json")
+    listed = json.loads(out)
+    assert code == EXIT_OK
+    assert [c["id"] for c in listed] == [c.id for c in REGISTRY]
+    assert set(listed[0]) == {"id", "title", "source", "statement", "domain", "relation", "bound", "mutants"}
+
+
+def test_list_table_for_people(capsys):
+    code, out, _ = run(capsys, "list")
+    assert code == EXIT_OK and "softmax-jacobian.upper-bound" in out
+
+
+def test_verify_json_contract(capsys):
+    code, out, _ = run(
+        capsys, "verify", "softmax-jacobian.*-bound", "--V", "257", "--examples", "3", "--json"
+    )
+    verdicts = json.loads(out)
+    assert code == EXIT_OK
+    assert {v["claim"] for v in verdicts} == {"softmax-jacobian.lower-bound", "softmax-jacobian.upper-bound"}
+    for v in verdicts:
+        assert VERDICT_KEYS <= set(v)
+        assert v["status"] == "holds" and v["V"] == 257 and v["backend"] == "numpy"
+        assert v["instances_checked"] == sum(v["counts"].values())
+
+
+def test_verify_table_and_other_backends(capsys):
+    code, out, _ = run(
+        capsys, "verify", "softmax-jacobian.kernel", "--backend", "torch", "--dtype", "float32"
+    )
+    assert code == EXIT_OK and "holds" in out
+    code, _, _ = run(
+        capsys,
+        "verify",
+        "softmax-jacobian.trace",
+        "--backend",
+        "array-api-strict",
+        "--device",
+        "no_float64",
+        "--dtype",
+        "float32",
+        "--V",
+        "16",
+    )
+    assert code == EXIT_OK
+
+
+def test_search_finds_the_sharpness_counterexample(capsys):
+    code, out, _ = run(capsys, "search", "softmax-jacobian.upper-bound", "--tighten", "0.999", "--json")
+    result = json.loads(out)
+    assert code == EXIT_VIOLATED and result["found"]
+    assert result["counterexample"]["status"] == "violated"
+    assert result["counterexample"]["instance"]["family"] == "runner-up"
+
+
+def test_search_with_no_counterexample_exits_zero(capsys):
+    code, out, _ = run(
+        capsys, "search", "softmax-jacobian.upper-bound", "--tighten", "1.0", "--budget", "100"
+    )
+    assert code == EXIT_OK and "no counterexample" in out
+
+
+def test_search_a_mutant(capsys):
+    code, out, _ = run(capsys, "search", "softmax-jacobian.trace", "--mutant", "equals-entropy", "--json")
+    assert code == EXIT_VIOLATED and json.loads(out)["found"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["verify", "--V", "1"], "--V: 1 is out of range"),
+        (["verify", "--V", "two"], "--V: expected an integer"),
+        (["verify", "--examples", "-3"], "--examples: -3 is out of range"),
+        (["verify", "no-such-claim"], "no claim matches"),
+        (["verify", "--backend", "jax"], "invalid choice"),
+        (["verify", "--device", "cuda"], "numpy runs on the cpu only"),
+        (["verify", "--backend", "array-api-strict", "--device", "no_float64"], "has no float64"),
+        (["search", "nope"], "unknown claim 'nope'"),
+        (["search", "softmax-jacobian.trace", "--tighten", "0.5"], "is an identity"),
+        (["search", "softmax-jacobian.upper-bound", "--tighten", "-1"], "must be positive"),
+        (["search", "softmax-jacobian.upper-bound", "--tighten", "x"], "expected a number"),
+        (["search", "softmax-jacobian.upper-bound", "--mutant", "nope"], "has no mutant 'nope'"),
+        (["search", "softmax-jacobian.upper-bound", "--budget", "0"], "--budget: 0 is out of range"),
+    ],
+)
+def test_bad_usage_exits_two_with_a_reason(capsys, argv, message):
+    code, _, err = run(capsys, *argv)
+    assert code == EXIT_USAGE
+    assert message in err
+
+
+def test_console_script_is_installed():
+    listed = subprocess.run(
+        [sys.executable, "-m", "checks.cli", "list", "--json"], capture_output=True, text=True, check=True
+    )
+    assert json.loads(listed.stdout)
