@@ -172,16 +172,17 @@ def run_verify(args: argparse.Namespace, out: Console, err: Console) -> int:
             title=f"rankwall verify  V={args.V}  {backend.name}/{backend.dtype_name}/{backend.device}"
         )
         table.add_column("claim", no_wrap=True)
-        for column in ("status", "instances", "worst rel. margin", "decided by", "seconds"):
-            table.add_column(column, overflow="fold")
-        for claim, verdict, counts, seconds in results:
+        table.add_column("status", no_wrap=True)
+        table.add_column("n", justify="right", no_wrap=True)
+        table.add_column("worst margin", justify="right", no_wrap=True)
+        table.add_column("decided by", overflow="fold")
+        for claim, verdict, counts, _ in results:
             table.add_row(
                 claim.id,
                 f"[{STYLE[verdict.status]}]{verdict.status.value}[/]",
                 str(sum(counts.values())),
-                f"{verdict.relative_margin:+.3e}",
+                f"{verdict.relative_margin:+.1e}",
                 verdict.method,
-                f"{seconds:.2f}",
             )
         out.print(table)
     severity = max(SEVERITY[v.status] for _, v, _, _ in results)
