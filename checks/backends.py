@@ -52,7 +52,7 @@ def to_numpy(x: Any) -> np.ndarray:
         return x.get()
     if array_api_compat.is_numpy_array(x):
         return x
-    return np.asarray(x.__dlpack__ and np.from_dlpack(x)) if hasattr(x, "__dlpack__") else np.asarray(x)
+    return np.from_dlpack(x)
 
 
 def installed(name: str) -> bool:

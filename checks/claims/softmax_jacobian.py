@@ -31,8 +31,8 @@ from checks.strategies import (
 from checks.verdict import REGISTRY, Claim, Instance, Judgement, Measurement, Relation
 from theory import softmax_jacobian as sj
 
-#: Seed 002 is "Gradients 2: A Confident Attention Head Passes Almost No Gradient".
-SOURCE = "seed 002"
+# Seed 002 is "Gradients 2: A Confident Attention Head Passes Almost No Gradient"; each claim
+# names the section of it that states the result, or "rankwall" where we reconstructed it.
 
 #: Largest V for which dense eigenvalues of J are computed (rank and trace cross-checks).
 DENSE_LIMIT = 512
@@ -440,7 +440,6 @@ def judge_rank_full(instance: Instance, factor: Fraction) -> Judgement:
 
 
 def _claim(name: str, **fields: Any) -> Claim:
-    fields.setdefault("source", SOURCE)
     fields.setdefault("witnesses", witness_rows)
     fields.setdefault("random_instances", random_rows)
     fields.setdefault("strategy", any_row)
@@ -461,10 +460,12 @@ def _with_factor(
     }
 
 
-def _directional(
-    strategy: Callable[[], st.SearchStrategy[Instance]],
-) -> Callable[[], st.SearchStrategy[Instance]]:
-    return lambda: with_direction(strategy())
+#: Instances for the quadratic-form claims: every row with a test direction u attached.
+WITH_DIRECTIONS: dict[str, Any] = {
+    "witnesses": lambda V: _add_direction(witness_rows(V)),
+    "random_instances": lambda V, n, seed: _add_direction(random_rows(V, n, seed), seed),
+    "strategy": lambda: with_direction(any_row()),
+}
 
 
 variance_form = _claim(
@@ -476,9 +477,7 @@ variance_form = _claim(
     relation=Relation.EQUAL,
     measure=measure_variance,
     judge_exactly=judge_variance,
-    witnesses=lambda V: _add_direction(witness_rows(V)),
-    random_instances=lambda V, n, seed: _add_direction(random_rows(V, n, seed), seed),
-    strategy=_directional(any_row),
+    **WITH_DIRECTIONS,
 )
 psd = _claim(
     "psd",
@@ -489,9 +488,7 @@ psd = _claim(
     relation=Relation.AT_MOST,
     measure=measure_psd,
     judge_exactly=judge_psd,
-    witnesses=lambda V: _add_direction(witness_rows(V)),
-    random_instances=lambda V, n, seed: _add_direction(random_rows(V, n, seed), seed),
-    strategy=_directional(any_row),
+    **WITH_DIRECTIONS,
 )
 kernel = _claim(
     "kernel",
