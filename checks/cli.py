@@ -22,7 +22,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 import checks.claims  # noqa: F401  (fills the registry)
-from checks.backends import BACKENDS, DTYPES, BackendUnavailable, resolve
+from checks.backends import BACKENDS, DTYPES, Backend, BackendUnavailable, resolve
 from checks.search import search
 from checks.strategies import CI_SEARCH_BUDGET
 from checks.verdict import REGISTRY, SEVERITY, Claim, Status, Verdict, worst
@@ -141,19 +141,21 @@ def run_verify(args: argparse.Namespace, out: Console, err: Console) -> int:
     if not claims:
         raise UsageError(f"no claim matches {' '.join(args.patterns)!r}; see `rankwall list`")
     backend = resolve(args.backend, args.device, args.dtype)
+    numpy_backend = resolve("numpy", None, args.dtype)
     plan = [(c, c.witnesses(args.V) + c.random_instances(args.V, args.examples, args.seed)) for c in claims]
-    results: list[tuple[Claim, Verdict, Counter, float]] = []
+    results: list[tuple[Claim, Verdict, Counter, float, Backend]] = []
     with _progress(err) as progress:
         task = progress.add_task("verifying", total=sum(len(i) for _, i in plan))
         for claim, instances in plan:
             started = time.perf_counter()
             verdicts = []
+            used = backend if claim.array_api else numpy_backend
             for instance in instances:
                 progress.update(task, description=claim.id)
-                verdicts.append(claim.check(instance, backend))
+                verdicts.append(claim.check(instance, used))
                 progress.advance(task)
             counts = Counter(v.status.value for v in verdicts)
-            results.append((claim, worst(verdicts), counts, time.perf_counter() - started))
+            results.append((claim, worst(verdicts), counts, time.perf_counter() - started, used))
     if args.json:
         payload = [
             {
@@ -162,21 +164,19 @@ def run_verify(args: argparse.Namespace, out: Console, err: Console) -> int:
                 "counts": dict(counts),
                 "seconds": round(seconds, 3),
                 "V": args.V,
-                **backend.describe(),
+                **used.describe(),
             }
-            for _, verdict, counts, seconds in results
+            for _, verdict, counts, seconds, used in results
         ]
         print(json.dumps(payload, indent=2))
     else:
-        table = Table(
-            title=f"rankwall verify  V={args.V}  {backend.name}/{backend.dtype_name}/{backend.device}"
-        )
+        table = Table(title=f"rankwall verify  V={args.V}  {backend.name}/{backend.dtype_name}/{backend.device}")
         table.add_column("claim", no_wrap=True)
         table.add_column("status", no_wrap=True)
         table.add_column("n", justify="right", no_wrap=True)
         table.add_column("worst margin", justify="right", no_wrap=True)
         table.add_column("decided by", overflow="fold")
-        for claim, verdict, counts, _ in results:
+        for claim, verdict, counts, _, _ in results:
             table.add_row(
                 claim.id,
                 f"[{STYLE[verdict.status]}]{verdict.status.value}[/]",
@@ -185,7 +185,7 @@ def run_verify(args: argparse.Namespace, out: Console, err: Console) -> int:
                 verdict.method,
             )
         out.print(table)
-    severity = max(SEVERITY[v.status] for _, v, _, _ in results)
+    severity = max(SEVERITY[v.status] for _, v, _, _, _ in results)
     return {0: EXIT_OK, 1: EXIT_INCONCLUSIVE, 2: EXIT_VIOLATED}[severity]
 
 

@@ -193,9 +193,7 @@ def decide_norm_at_most(row: ExactRow, bound: Bound) -> tuple[int | None, str]:
 
 def _structural_comparison(row: ExactRow, bound: Bound) -> tuple[int | None, str]:
     """The tie and two-atom lemmas, for equalities that no finite precision can show."""
-    positive = [
-        (v, c) for v, c in zip(row.values[::-1], row.counts[::-1], strict=True) if row.logits or v > 0
-    ]
+    positive = [(v, c) for v, c in zip(row.values[::-1], row.counts[::-1], strict=True) if row.logits or v > 0]
     if not positive:
         return None, "structural"
     if positive[0][1] >= 2:
@@ -269,3 +267,33 @@ def _bisected_norm(row: ExactRow, bits: int = 256, steps: int = 200) -> tuple[fl
             if direction <= 0:
                 lo = middle
         return float(lo.lower()), float(hi.upper()), f"interval-{bits} bisection"
+
+
+#: The prime for ranks mod p (a word-size Mersenne prime for flint's nmod_mat).
+RANK_PRIME = 2**61 - 1
+
+
+def _integer_rows(matrix: Any) -> tuple[int, int, list[int]]:
+    m = np.asarray(matrix)
+    whole = np.issubdtype(m.dtype, np.integer) or (m.dtype == object and all(isinstance(x, int) for x in m.ravel()))
+    if m.ndim != 2 or not whole:
+        raise TypeError("exact ranks take a 2-D integer matrix (scale rational rows to integers)")
+    return m.shape[0], m.shape[1], [int(x) for x in m.ravel()]
+
+
+def rank_mod_prime(matrix: Any, prime: int = RANK_PRIME) -> int:
+    """Rank of an integer matrix reduced mod a prime: a certified *lower* bound on its rank
+    over the rationals (reduction can only lose rank)."""
+    rows, columns, entries = _integer_rows(matrix)
+    return flint.nmod_mat(rows, columns, [e % prime for e in entries], prime).rank()
+
+
+def exact_rank(matrix: Any) -> tuple[int, str]:
+    """Exact rank of an integer matrix over the rationals (python-flint). Full rank mod a
+    prime settles it at once; otherwise a fraction-free elimination over the integers
+    (``fmpz_mat.rank``) gives the exact value."""
+    rows, columns, entries = _integer_rows(matrix)
+    lower = rank_mod_prime(matrix)
+    if lower == min(rows, columns):
+        return lower, "exact rank (full rank mod p)"
+    return flint.fmpz_mat(rows, columns, entries).rank(), "exact rank (fraction-free elimination)"

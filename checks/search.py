@@ -105,7 +105,5 @@ def search(
     try:
         probe()
     except _Found as found:
-        return SearchResult(
-            claim.id, tighten, budget, seed, examples, time.perf_counter() - started, found.verdict
-        )
+        return SearchResult(claim.id, tighten, budget, seed, examples, time.perf_counter() - started, found.verdict)
     return SearchResult(claim.id, tighten, budget, seed, examples, time.perf_counter() - started, None)

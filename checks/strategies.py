@@ -37,9 +37,7 @@ CI_SEARCH_BUDGET = 300
 
 def load_profile() -> str:
     """Load ``$HYPOTHESIS_PROFILE``, else ``ci`` under ``CI=true``, else ``dev``; return its name."""
-    name = os.environ.get("HYPOTHESIS_PROFILE") or (
-        "ci" if os.environ.get("CI", "").lower() == "true" else "dev"
-    )
+    name = os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI", "").lower() == "true" else "dev")
     settings.load_profile(name)
     return name
 
@@ -112,9 +110,7 @@ def logit_instances(draw: Any) -> Instance:
     offset = draw(st.sampled_from([0.0, 1e3, -1e6, 1e8]))
     runners = draw(st.integers(1, V - 1))
     tail_gap = draw(st.floats(0, 50))
-    return Instance(
-        "logits", {"V": V, "gap": gap, "offset": offset, "runners": runners, "tail_gap": tail_gap}
-    )
+    return Instance("logits", {"V": V, "gap": gap, "offset": offset, "runners": runners, "tail_gap": tail_gap})
 
 
 def any_row() -> st.SearchStrategy[Instance]:
@@ -138,3 +134,136 @@ def with_direction(draw: Any, rows: st.SearchStrategy[Instance]) -> Instance:
     params["direction_scale"] = draw(st.sampled_from([1.0, 1e-6, 1e6]))
     params["direction_offset"] = draw(st.sampled_from([0.0, 1.0, 1e4, -1e8]))
     return Instance(instance.family, params)
+
+
+# ----------------------------------------------------------------- error-rank and logprob-rank
+
+
+@st.composite
+def unique_continuation_instances(draw: Any, k_equals_V: bool = False) -> Instance:
+    """k contexts with distinct unique continuations, logits of rank D, scales up to 1000
+    (large scales underflow float64 softmax rows)."""
+    V = draw(st.one_of(st.integers(2, 40), st.integers(2, 600), st.sampled_from([4096, 131072])))
+    k = V if k_equals_V else draw(st.integers(1, min(V, 256)))
+    if k_equals_V and V > 600:
+        V = k = draw(st.integers(2, 600))
+    return Instance(
+        "unique-continuation",
+        {
+            "V": V,
+            "k": k,
+            "D": draw(st.integers(1, 32)),
+            "seed": draw(st.integers(0, 2**16)),
+            "scale": draw(st.sampled_from([0.1, 1.0, 10.0, 100.0, 1000.0])),
+        },
+    )
+
+
+@st.composite
+def corpus_instances(draw: Any) -> Instance:
+    """Unique continuations of n-gram contexts in tinyshakespeare (character level)."""
+    return Instance(
+        "corpus",
+        {
+            "corpus": "tinyshakespeare.txt",
+            "level": "char",
+            "order": draw(st.integers(1, 4)),
+            "D": draw(st.integers(1, 16)),
+            "seed": draw(st.integers(0, 2**16)),
+            "scale": draw(st.sampled_from([0.5, 5.0])),
+        },
+    )
+
+
+@st.composite
+def stochastic_instances(draw: Any) -> Instance:
+    n = draw(st.integers(1, 40))
+    return Instance(
+        "stochastic",
+        {
+            "n": n,
+            "closed": draw(st.integers(1, n)),
+            "seed": draw(st.integers(0, 2**16)),
+            "density": draw(st.floats(0, 0.6)),
+        },
+    )
+
+
+@st.composite
+def wcdd_instances(draw: Any) -> Instance:
+    n = draw(st.integers(1, 40))
+    return Instance(
+        "wcdd",
+        {
+            "n": n,
+            "leaks": draw(st.integers(1, n)),
+            "seed": draw(st.integers(0, 2**16)),
+            "density": draw(st.floats(0, 0.5)),
+        },
+    )
+
+
+@st.composite
+def batch_instances(draw: Any) -> Instance:
+    V = draw(st.integers(8, 400))
+    contexts = draw(st.integers(20, 300))
+    return Instance(
+        "batch",
+        {
+            "V": V,
+            "contexts": contexts,
+            "seed": draw(st.integers(0, 2**16)),
+            "unique_share": draw(st.floats(0, 0.6)),
+            "batch_tokens": draw(st.integers(10, 2 * contexts)),
+            "delta": draw(st.sampled_from([1e-2, 1e-4, 1e-8])),
+        },
+    )
+
+
+@st.composite
+def low_rank_instances(draw: Any, factors: bool = False) -> Instance:
+    rows = draw(st.integers(1, 40))
+    columns = draw(st.integers(2, 60))
+    rank = draw(st.integers(0 if not factors else 1, min(rows, columns)))
+    if factors:
+        scale = draw(st.sampled_from([0.1, 1.0, 30.0]))
+        return Instance(
+            "factors",
+            {
+                "rows": rows,
+                "columns": columns,
+                "rank": rank,
+                "seed": draw(st.integers(0, 2**16)),
+                "scale": scale,
+            },
+        )
+    return Instance(
+        "low-rank",
+        {
+            "rows": rows,
+            "columns": columns,
+            "rank": rank,
+            "seed": draw(st.integers(0, 2**16)),
+            "spread": draw(st.integers(1, 5)),
+            "scale": draw(st.sampled_from([1, 3, 50])),
+        },
+    )
+
+
+@st.composite
+def row_shift_instances(draw: Any) -> Instance:
+    rows = draw(st.integers(1, 30))
+    columns = draw(st.integers(2, 40))
+    return Instance(
+        "row-shift",
+        {
+            "rows": rows,
+            "columns": columns,
+            "rank": draw(st.integers(0, min(rows, columns))),
+            "seed": draw(st.integers(0, 2**16)),
+            "spread": draw(st.integers(1, 4)),
+            "shift_seed": draw(st.integers(0, 2**16)),
+            "shift_spread": draw(st.integers(0, 6)),
+            "second": draw(st.integers(0, 1)),
+        },
+    )

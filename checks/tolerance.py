@@ -66,3 +66,24 @@ def dense_eigenvalue_error(V: int, u: float, norm: float, top: float) -> float:
     :math:`\\gamma_{V+2}\\sqrt V \\lVert J \\rVert_2`. Near a one-hot row the first term dominates:
     there the dense route cannot see eigenvalues below about u."""
     return gamma(V + 2, u) * V**0.5 * norm + 3 * u * top**0.5
+
+
+def svd_rank_margin(shape: tuple[int, int], u: float, forming_norm: float, sigma_max: float) -> float:
+    """Weyl margin for ranks read from a dense SVD: a singular value above it is certainly
+    nonzero. The SVD is backward stable (:math:`\\gamma_{\\max(m,n)+2}\\sqrt{\\min(m,n)}\\,\\sigma_1`)
+    and forming the matrix entrywise with relative error :math:`\\gamma_{n+4}` adds at most
+    :math:`\\gamma_{n+4}` times the Frobenius norm of what was formed."""
+    m, n = shape
+    return gamma(max(m, n) + 2, u) * min(m, n) ** 0.5 * sigma_max + gamma(n + 4, u) * forming_norm
+
+
+def log_softmax_error(A: Any, L: Any, u: float) -> float:
+    """Frobenius bound on the error of a computed :math:`L = \\log\\operatorname{softmax}(A)`:
+    each entry :math:`A_{ij} - m_i - \\log\\sum_j e^{A_{ij} - m_i}` carries at most
+    :math:`\\gamma_{V+4}(1 + |A_{ij}| + |m_i| + |L_{ij}|)` (the log of a sum with relative error
+    :math:`\\gamma_V` is off by at most that much in absolute terms)."""
+    A = np.asarray(A, dtype=np.float64)
+    L = np.asarray(L, dtype=np.float64)
+    top = np.abs(A).max(axis=1, keepdims=True)
+    scale = 1 + np.abs(A) + top + np.abs(L)
+    return gamma(A.shape[1] + 4, u) * float(np.sqrt(np.sum(scale * scale)))

@@ -7,6 +7,7 @@ against and the method that decided it. The decision procedure, :func:`decide`, 
 for every claim:
 
 1. evaluate both sides in the working dtype and bound the rounding error (the tolerance);
+   sides that are certified exactly (ranks from certificates) are compared as they are;
 2. a margin clear of the tolerance is a float verdict; a violation is never reported from
    floating point alone;
 3. otherwise re-decide in exact rationals or certified balls (``judge_exactly``); if even
@@ -59,6 +60,7 @@ class Measurement:
     tolerance: float
     method: str
     certificate: dict[str, Any] | None = None
+    exact_sides: bool = False  # both sides certified exactly (e.g. ranks from certificates)
 
 
 @dataclass(frozen=True)
@@ -142,6 +144,7 @@ class Claim:
     random_instances: Callable[[int, int, int], list[Instance]]
     strategy: Callable[[], Any]
     mutants: dict[str, Claim] = field(default_factory=dict)
+    array_api: bool = True  # False: the claim computes in NumPy whatever backend is asked for
 
     def check(self, instance: Instance, backend: Any, factor: Fraction = Fraction(1)) -> Verdict:
         """Decide the claim on one instance (see the module docstring)."""
@@ -155,12 +158,12 @@ class Claim:
         )
 
 
-def decide(
-    claim: Claim, instance: Instance, measured: Measurement, judge: Callable[[], Judgement]
-) -> Verdict:
+def decide(claim: Claim, instance: Instance, measured: Measurement, judge: Callable[[], Judgement]) -> Verdict:
     """Float verdict when the margin clears the tolerance, else an exact judgement."""
     margin = measured.rhs - measured.lhs
-    if claim.relation is Relation.AT_MOST:
+    if measured.exact_sides:
+        clear = margin >= 0 if claim.relation is Relation.AT_MOST else margin == 0
+    elif claim.relation is Relation.AT_MOST:
         clear = margin > measured.tolerance
     else:
         clear = abs(margin) <= measured.tolerance

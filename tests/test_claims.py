@@ -14,6 +14,8 @@ MUTANTS = [m for c in CLAIMS for m in c.mutants.values()]
 @pytest.mark.parametrize("claim", CLAIMS, ids=lambda c: c.id)
 @pytest.mark.parametrize("V", [2, 3, 64])
 def test_claim_holds_on_witnesses_and_random_rows(claim, V, backend):
+    if not claim.array_api and backend.name != "numpy":
+        pytest.skip(f"{claim.id} computes in NumPy whatever the backend")
     instances = claim.witnesses(V) + claim.random_instances(V, 3, seed=V)
     for instance in instances:
         verdict = claim.check(instance, backend)

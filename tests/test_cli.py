@@ -34,9 +34,7 @@ def test_list_table_for_people(capsys):
 
 
 def test_verify_json_contract(capsys):
-    code, out, _ = run(
-        capsys, "verify", "softmax-jacobian.*-bound", "--V", "257", "--examples", "3", "--json"
-    )
+    code, out, _ = run(capsys, "verify", "softmax-jacobian.*-bound", "--V", "257", "--examples", "3", "--json")
     verdicts = json.loads(out)
     assert code == EXIT_OK
     assert {v["claim"] for v in verdicts} == {"softmax-jacobian.lower-bound", "softmax-jacobian.upper-bound"}
@@ -47,9 +45,7 @@ def test_verify_json_contract(capsys):
 
 
 def test_verify_table_and_other_backends(capsys):
-    code, out, _ = run(
-        capsys, "verify", "softmax-jacobian.kernel", "--backend", "torch", "--dtype", "float32"
-    )
+    code, out, _ = run(capsys, "verify", "softmax-jacobian.kernel", "--backend", "torch", "--dtype", "float32")
     assert code == EXIT_OK and "holds" in out
     code, _, _ = run(
         capsys,
@@ -76,9 +72,7 @@ def test_search_finds_the_sharpness_counterexample(capsys):
 
 
 def test_search_with_no_counterexample_exits_zero(capsys):
-    code, out, _ = run(
-        capsys, "search", "softmax-jacobian.upper-bound", "--tighten", "1.0", "--budget", "100"
-    )
+    code, out, _ = run(capsys, "search", "softmax-jacobian.upper-bound", "--tighten", "1.0", "--budget", "100")
     assert code == EXIT_OK and "no counterexample" in out
 
 

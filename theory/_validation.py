@@ -49,9 +49,7 @@ def check_real_floating(xp: Any, x: Any, name: str) -> None:
     if not xp.isdtype(x.dtype, "real floating"):
         raise InputError(f"{name}: expected a real floating dtype (float32 or float64), got {x.dtype}")
     if xp.finfo(x.dtype).bits < 32:
-        raise InputError(
-            f"{name}: dtype {x.dtype} has too few bits for a certified check; cast to float32 or float64"
-        )
+        raise InputError(f"{name}: dtype {x.dtype} has too few bits for a certified check; cast to float32 or float64")
 
 
 def check_finite(xp: Any, x: Any, name: str) -> None:
@@ -98,8 +96,7 @@ def validated_probabilities(p: Any, name: str = "p") -> tuple[Any, Any]:
     if bool(xp.any(off)):
         row = _first_index(xp, off)[0]
         raise InputError(
-            f"{name}: row {row} sums to {float(sums[row])!r}, not 1 "
-            f"(tolerance {tolerance:.2e} for V={rows.shape[-1]})"
+            f"{name}: row {row} sums to {float(sums[row])!r}, not 1 (tolerance {tolerance:.2e} for V={rows.shape[-1]})"
         )
     return xp, rows
 
@@ -123,9 +120,7 @@ def validated_like(xp: Any, u: Any, reference: Any, name: str) -> Any:
     if u.ndim == 1 and reference.shape[0] == 1:
         u = xp.reshape(u, (1, -1))
     if tuple(u.shape) != tuple(reference.shape):
-        raise InputError(
-            f"{name}: shape {tuple(u.shape)} does not match the probabilities' {tuple(reference.shape)}"
-        )
+        raise InputError(f"{name}: shape {tuple(u.shape)} does not match the probabilities' {tuple(reference.shape)}")
     if u.dtype != reference.dtype:
         raise InputError(f"{name}: dtype {u.dtype} differs from the probabilities' {reference.dtype}")
     check_finite(xp, u, name)

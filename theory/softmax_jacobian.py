@@ -324,9 +324,7 @@ def _largest_root(xp: Any, tail: Any, m: Any, s: Any) -> Any:
         qa = 1 + sigma * beta
         qb = 1 - a - top_gap * beta + sigma * c
         disc_y = xp.maximum(qb * qb + 4 * qa * top_gap * c, zero)
-        root_y = xp.where(
-            qb >= 0, 2 * top_gap * c / (qb + xp.sqrt(disc_y)), (xp.sqrt(disc_y) - qb) / (2 * qa)
-        )
+        root_y = xp.where(qb >= 0, 2 * top_gap * c / (qb + xp.sqrt(disc_y)), (xp.sqrt(disc_y) - qb) / (2 * qa))
         g_near = xp.where(far, one, g)  # the top-pole offset is unused (and may overflow) when far
         k = g_near * (g_near + 1 - a)
         mid = 2 * qa * g_near + qb
@@ -472,9 +470,7 @@ def construct_dirichlet(
     return _emit(g / g.sum(), xp, dtype, device)
 
 
-def construct_sparse(
-    V: int, support: int, seed: int, *, xp: Any = None, dtype: Any = None, device: Any = None
-) -> Any:
+def construct_sparse(V: int, support: int, seed: int, *, xp: Any = None, dtype: Any = None, device: Any = None) -> Any:
     """A row positive on ``support`` random positions and exactly zero elsewhere."""
     V = _vocabulary(V)
     support = check_size(support, "support", 1, V)

@@ -205,9 +205,7 @@ def _add_direction(instances: list[Instance], seed: int = 0) -> list[Instance]:
 # --------------------------------------------------------------------------- measurements
 
 
-def _measure_norm_bound(
-    kind: str, norm_on_left: bool
-) -> Callable[[Instance, Backend, Fraction], Measurement]:
+def _measure_norm_bound(kind: str, norm_on_left: bool) -> Callable[[Instance, Backend, Fraction], Measurement]:
     def measure(instance: Instance, backend: Backend, factor: Fraction) -> Measurement:
         built = build(instance, backend)
         norm = _scalar(sj.spectral_norm(built.rows))
@@ -397,9 +395,7 @@ def exact_rank(instance: Instance) -> tuple[int | None, str]:
     is an exact positive rational)."""
     built = rebuilt(instance)
     if built.form == "logits":
-        return int(
-            np.count_nonzero(np.isfinite(built.raw))
-        ) - 1, "certificate (softmax of logits is positive)"
+        return int(np.count_nonzero(np.isfinite(built.raw))) - 1, "certificate (softmax of logits is positive)"
     p, _ = exact_entries(built)
     if built.V <= EXACT_RANK_LIMIT:
         n = len(p)
@@ -585,9 +581,7 @@ lower_bound_approached = _claim(
     bound="upper",
     measure=measure_spread,
     judge_exactly=judge_spread,
-    witnesses=lambda V: [
-        Instance("spread-tail", {"V": V, "m": m}) for m in (0.99, 0.75, 0.5) if V >= 3 and m >= 1 / V
-    ],
+    witnesses=lambda V: [Instance("spread-tail", {"V": V, "m": m}) for m in (0.99, 0.75, 0.5) if V >= 3 and m >= 1 / V],
     random_instances=lambda V, n, seed: [],
     strategy=lambda: spread_instances(low_vocabulary=3),
 )

@@ -1,0 +1,366 @@
+r"""The rank of the prediction error :math:`P - \tilde N` and of log-probability matrices.
+
+Sources: seed 000 ("Lost in Backpropagation: The LM Head is a Gradient Bottleneck"), §2.2,
+Appendix A.3 (Prop. A.5, Prop. A.7, Cor. A.8), Appendix B.2-B.3, Cor. A.3; seed 001 ("Breaking
+the softmax bottleneck"), Property 2 and Corollary 1. The seed text has lost the formal
+statements; they are reconstructed from the proofs in ``docs/error_rank.md``. Notation:
+:math:`P \in \Delta^{C \times V}` model probabilities (rows = contexts),
+:math:`\tilde N` the row-normalised next-token counts.
+
+1. *Unique continuations (Prop. A.5).* If k contexts each have a single observed next token
+   and those tokens are distinct, then for every strictly positive P,
+   :math:`\operatorname{rank}(P - \tilde N) \ge \min(k, V-1)`. For k < V the k x k submatrix
+   on those rows and tokens is strictly diagonally dominant, with row margins
+   :math:`\alpha_j = \sum_{v \notin T} P_{c_j v}` (the mass outside the token set); for k = V it
+   is :math:`-(I - P_T)` with :math:`P_T` a positive stochastic matrix.
+2. *Beyond positivity.* For a row-stochastic :math:`P_T`,
+   :math:`\operatorname{rank}(I - P_T) = n - a` where a is the number of attracting (closed)
+   strongly connected components of the graph of its positive entries; and a weakly chained
+   diagonally dominant matrix is nonsingular.
+3. *Mini-batches (Prop. A.7, Cor. A.8).* Contexts with one distinct next token in the batch
+   but several in the data behave as in 1 against :math:`\tilde N^B`.
+4. *Log-probabilities.* :math:`\operatorname{rank}(\log\operatorname{softmax}(A)) \le
+   \operatorname{rank}(A) + 1` (Cor. A.3); any two row shifts :math:`A + \lambda\mathbf 1^\top`
+   differ in rank by at most one (Property 2); logits :math:`HW^\top` of inner dimension d give
+   log-probabilities of rank at most d + 1 (Corollary 1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import networkx as nx
+import numpy as np
+import scipy.sparse as sparse
+
+from theory._validation import InputError, check_probability, check_size, validated_probabilities
+
+#: Largest vocabulary and context count a constructor builds.
+MAX_VOCABULARY = 1 << 24
+
+#: Entries (rows x V) held at once when rows of P are streamed from logits.
+STREAM_BLOCK_ENTRIES = 1 << 22
+
+
+# --------------------------------------------------------------------------- counts
+
+
+def validated_counts(counts: Any, name: str = "counts") -> sparse.csr_matrix:
+    """A context x token count matrix as CSR: non-negative whole numbers, 2-D, V >= 2."""
+    matrix = sparse.csr_matrix(counts) if not sparse.issparse(counts) else counts.tocsr()
+    if matrix.ndim != 2:
+        raise InputError(f"{name}: expected a 2-D context x token matrix")
+    if matrix.shape[1] < 2:
+        raise InputError(f"{name}: vocabulary size V={matrix.shape[1]} is out of range (need V >= 2)")
+    if matrix.shape[0] == 0:
+        raise InputError(f"{name}: there are no contexts (shape {matrix.shape})")
+    data = np.asarray(matrix.data, dtype=np.float64)
+    if not np.all(np.isfinite(data)):
+        raise InputError(f"{name}: non-finite count")
+    if np.any(data < 0):
+        raise InputError(f"{name}: negative count {float(data[data < 0][0])!r}")
+    if np.any(data != np.round(data)):
+        raise InputError(f"{name}: fractional count {float(data[data != np.round(data)][0])!r} (counts are whole)")
+    if np.any(np.asarray(matrix.sum(axis=1)).ravel() == 0):
+        row = int(np.flatnonzero(np.asarray(matrix.sum(axis=1)).ravel() == 0)[0])
+        raise InputError(f"{name}: context {row} has no observed next token")
+    return sparse.csr_matrix(matrix, dtype=np.float64)
+
+
+def empirical_distribution(counts: Any) -> sparse.csr_matrix:
+    """:math:`\\tilde N`: each context's counts divided by their total."""
+    matrix = validated_counts(counts)
+    totals = np.asarray(matrix.sum(axis=1)).ravel()
+    return sparse.csr_matrix(sparse.diags(1.0 / totals) @ matrix)
+
+
+def unique_continuations(counts: Any) -> tuple[np.ndarray, np.ndarray]:
+    """``(contexts, tokens)``: one context for each distinct token that is the *only* observed
+    continuation of some context (the set :math:`\\mathcal C^{uu}` of Prop. A.5)."""
+    matrix = validated_counts(counts)
+    distinct = np.diff(matrix.indptr)
+    rows = np.flatnonzero(distinct == 1)
+    tokens = matrix.indices[matrix.indptr[rows]]
+    tokens, first = np.unique(tokens, return_index=True)
+    return rows[first], tokens
+
+
+def batch_unique_continuations(full: Any, batch: Any) -> tuple[np.ndarray, np.ndarray]:
+    """``(contexts, tokens)`` of :math:`\\mathcal C^u_B` (Prop. A.7): contexts with one distinct
+    next token in the batch but several in the whole data, one context per distinct batch token."""
+    full_m, batch_m = validated_counts(full, "full"), sparse.csr_matrix(batch, dtype=np.float64)
+    if full_m.shape != batch_m.shape:
+        raise InputError(f"batch: shape {batch_m.shape} differs from the full counts' {full_m.shape}")
+    in_batch = np.diff(batch_m.indptr)
+    several = np.diff(full_m.indptr) >= 2
+    rows = np.flatnonzero((in_batch == 1) & several)
+    tokens = batch_m.indices[batch_m.indptr[rows]]
+    tokens, first = np.unique(tokens, return_index=True)
+    return rows[first], tokens
+
+
+def ngram_counts(tokens: Sequence[int] | np.ndarray, order: int, V: int) -> tuple[sparse.csr_matrix, np.ndarray]:
+    """Counts of next tokens after each distinct context of ``order`` preceding tokens.
+
+    Returns the (contexts x V) count matrix and the context of each row (``order`` ids)."""
+    ids = np.asarray(tokens, dtype=np.int64)
+    order = check_size(order, "order", 1, 16)
+    V = check_size(V, "V", 2, MAX_VOCABULARY)
+    if ids.ndim != 1 or len(ids) <= order:
+        raise InputError(f"tokens: need a 1-D stream longer than order={order}")
+    if ids.min() < 0 or ids.max() >= V:
+        raise InputError(f"tokens: ids must lie in [0, {V})")
+    windows = np.lib.stride_tricks.sliding_window_view(ids, order + 1)
+    if order * np.log2(V) < 62:  # encode each context as one integer (base V digits): fast unique
+        codes = windows[:, :order] @ (V ** np.arange(order - 1, -1, -1, dtype=np.int64))
+        _, first, row = np.unique(codes, return_index=True, return_inverse=True)
+        contexts = windows[first, :order]
+    else:
+        contexts, row = np.unique(windows[:, :order], axis=0, return_inverse=True)
+    counts = sparse.coo_matrix((np.ones(len(row)), (row.ravel(), windows[:, order])), shape=(len(contexts), V))
+    return counts.tocsr(), contexts
+
+
+# --------------------------------------------------------------------------- instances
+
+
+@dataclass(frozen=True)
+class LogitRows:
+    """Rows of logits :math:`z_c = W h_c` given by factors, never materialised as C x V."""
+
+    H: np.ndarray  # (C, D)
+    W: np.ndarray  # (V, D)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.H.shape[0], self.W.shape[0]
+
+    def block(self, rows: slice | np.ndarray) -> np.ndarray:
+        """Logits of some rows, (r, V)."""
+        return self.H[rows] @ self.W.T
+
+    def probabilities(self, rows: slice | np.ndarray) -> np.ndarray:
+        """Softmax of some rows (log-sum-exp stabilised)."""
+        z = self.block(rows)
+        z = z - z.max(axis=1, keepdims=True)
+        e = np.exp(z)
+        return e / e.sum(axis=1, keepdims=True)
+
+    def row_blocks(self, rows: np.ndarray) -> list[np.ndarray]:
+        step = max(1, STREAM_BLOCK_ENTRIES // self.shape[1])
+        return [rows[i : i + step] for i in range(0, len(rows), step)]
+
+
+def construct_unique_continuation(
+    V: int, k: int, D: int, seed: int, *, scale: float = 1.0
+) -> tuple[LogitRows, np.ndarray]:
+    """k contexts with distinct unique continuations and logits :math:`HW^\\top` of inner
+    dimension D (entries of H and W normal, times ``scale``): ``(logits, tokens)``."""
+    V = check_size(V, "V", 2, MAX_VOCABULARY)
+    k = check_size(k, "k", 1, V)
+    D = check_size(D, "D", 1, 4096)
+    scale = check_probability(scale, "scale", 0.0, 1e6)
+    rng = np.random.default_rng(check_size(seed, "seed", 0))
+    H = scale * rng.standard_normal((k, D)) / np.sqrt(D)
+    W = rng.standard_normal((V, D))
+    tokens = rng.permutation(V)[:k] if k < V else rng.permutation(V)
+    return LogitRows(H, W), tokens
+
+
+def construct_zipf_language(
+    V: int,
+    contexts: int,
+    seed: int,
+    *,
+    exponent: float = 1.1,
+    unique_share: float = 0.5,
+    mean_tokens: int = 8,
+) -> sparse.csr_matrix:
+    """A synthetic language: next-token counts whose token frequencies follow Zipf's law.
+
+    ``unique_share`` of the contexts have a single observed continuation (drawn from the
+    Zipf law); the others draw a Poisson number of tokens (mean ``mean_tokens``)."""
+    V = check_size(V, "V", 2, MAX_VOCABULARY)
+    contexts = check_size(contexts, "contexts", 1, 10_000_000)
+    exponent = check_probability(exponent, "exponent", 0.0, 10.0)
+    unique_share = check_probability(unique_share, "unique_share", 0.0, 1.0)
+    rng = np.random.default_rng(check_size(seed, "seed", 0))
+    weights = 1.0 / np.arange(1, V + 1) ** exponent
+    weights /= weights.sum()
+    rows, cols = [], []
+    for c in range(contexts):
+        n = 1 if rng.random() < unique_share else max(2, int(rng.poisson(mean_tokens)))
+        drawn = rng.choice(V, size=n, p=weights)
+        if n == 1:
+            rows.append(c)
+            cols.append(int(drawn[0]))
+            continue
+        rows.extend([c] * n)
+        cols.extend(int(t) for t in drawn)
+    counts = sparse.coo_matrix((np.ones(len(rows)), (rows, cols)), shape=(contexts, V))
+    return counts.tocsr()
+
+
+def sample_batch(counts: Any, tokens: int, seed: int) -> sparse.csr_matrix:
+    """A mini-batch: ``tokens`` (context, next token) occurrences drawn without replacement."""
+    matrix = validated_counts(counts)
+    total = int(matrix.sum())
+    tokens = check_size(tokens, "tokens", 1, total)
+    rng = np.random.default_rng(check_size(seed, "seed", 0))
+    coo = matrix.tocoo()
+    occurrence_owner = np.repeat(np.arange(len(coo.data)), coo.data.astype(np.int64))
+    chosen = occurrence_owner[rng.choice(total, size=tokens, replace=False)]
+    kept = np.bincount(chosen, minlength=len(coo.data)).astype(np.float64)
+    batch = sparse.coo_matrix((kept, (coo.row, coo.col)), shape=matrix.shape).tocsr()
+    batch.eliminate_zeros()
+    return batch
+
+
+# --------------------------------------------------------------------------- quantities
+
+
+def dominance_margins(logits: LogitRows, tokens: np.ndarray) -> np.ndarray:
+    """:math:`\\alpha_j = \\sum_{v \\notin T} P_{jv}` for each context j, computed from the logits
+    as :math:`\\exp(\\operatorname{lse}(z_{j, \\notin T}) - \\operatorname{lse}(z_j))` (no
+    cancellation), streaming blocks of rows: memory O(block x V), never C x V."""
+    C, V = logits.shape
+    tokens = np.asarray(tokens)
+    if len(tokens) != C:
+        raise InputError(f"tokens: {len(tokens)} tokens for {C} contexts")
+    outside = np.ones(V, dtype=bool)
+    outside[tokens] = False
+    if not outside.any():
+        return np.zeros(C)
+    margins = np.empty(C)
+    for block in logits.row_blocks(np.arange(C)):
+        z = logits.block(block)
+        top = z.max(axis=1, keepdims=True)
+        e = np.exp(z - top)
+        margins[block] = e[:, outside].sum(axis=1) / e.sum(axis=1)
+    return margins
+
+
+def varah_bound(margins: np.ndarray) -> float:
+    """Varah's bound for a strictly diagonally dominant k x k matrix with row margins
+    :math:`\\alpha_j`: :math:`\\sigma_{\\min} \\ge \\min_j \\alpha_j / \\sqrt k`."""
+    margins = np.asarray(margins, dtype=np.float64)
+    return float(margins.min() / np.sqrt(len(margins))) if len(margins) else 0.0
+
+
+def log_probability_floor(logits: LogitRows) -> float:
+    """A lower bound on :math:`\\log P_{cv}` over all entries, in O((C + V) D):
+    :math:`|z_{cv}| \\le \\max_c \\lVert h_c \\rVert \\max_v \\lVert w_v \\rVert = R`, so
+    :math:`\\log P_{cv} \\ge -2R - \\log V`."""
+    R = float(np.linalg.norm(logits.H, axis=1).max() * np.linalg.norm(logits.W, axis=1).max())
+    return -2 * R - np.log(logits.shape[1])
+
+
+def prediction_error_submatrix(P_rows: Any, tokens: Any) -> np.ndarray:
+    """:math:`(P - \\tilde N)[C^{uu}, T]`: rows of P at the unique contexts, columns at their
+    tokens, minus the identity (dense; small k only)."""
+    _, rows = validated_probabilities(np.asarray(P_rows, dtype=np.float64), "P")
+    tokens = np.asarray(tokens)
+    if tokens.shape != (rows.shape[0],):
+        raise InputError(f"tokens: {tokens.shape[0] if tokens.ndim else 0} tokens for {rows.shape[0]} rows of P")
+    if tokens.min() < 0 or tokens.max() >= rows.shape[1] or len(np.unique(tokens)) != len(tokens):
+        raise InputError(f"tokens: must be distinct ids in [0, {rows.shape[1]})")
+    return rows[:, tokens] - np.eye(len(tokens))
+
+
+def positive_graph(matrix: Any) -> nx.DiGraph:
+    """The directed graph with an edge i -> j wherever ``matrix[i, j] > 0`` (i != j)."""
+    m = sparse.coo_matrix(matrix)
+    graph = nx.DiGraph()
+    graph.add_nodes_from(range(m.shape[0]))
+    graph.add_edges_from((int(i), int(j)) for i, j, v in zip(m.row, m.col, m.data, strict=True) if v > 0 and i != j)
+    return graph
+
+
+def attracting_components(stochastic: Any) -> int:
+    """Number of attracting (closed) strongly connected components of the graph of the
+    positive entries of a square row-stochastic matrix."""
+    return nx.number_attracting_components(positive_graph(stochastic))
+
+
+def stochastic_defect_rank(stochastic: Any) -> int:
+    """:math:`\\operatorname{rank}(I - P_T) = n - a(P_T)`, the theorem's value."""
+    n = stochastic.shape[0]
+    return n - attracting_components(stochastic)
+
+
+def is_weakly_chained_diagonally_dominant(matrix: Any) -> bool:
+    """Whether every row is weakly diagonally dominant and every row reaches a strictly
+    dominant row along nonzero off-diagonal entries (then the matrix is nonsingular)."""
+    m = np.asarray(sparse.csr_matrix(matrix).todense(), dtype=np.float64)
+    diagonal = np.abs(np.diag(m))
+    off = np.abs(m).sum(axis=1) - diagonal
+    if np.any(diagonal < off):
+        return False
+    strict = set(np.flatnonzero(diagonal > off).tolist())
+    if not strict:
+        return False
+    graph = positive_graph(np.abs(m))
+    reached = set(strict)
+    for node in strict:
+        reached |= nx.ancestors(graph, node)
+    return len(reached) == m.shape[0]
+
+
+def log_softmax(A: Any) -> np.ndarray:
+    """Row-wise :math:`\\log\\operatorname{softmax}`: :math:`A_{ij} - \\operatorname{lse}(A_i)`."""
+    A = np.asarray(A, dtype=np.float64)
+    if A.ndim != 2 or not np.all(np.isfinite(A)):
+        raise InputError("A: expected a finite 2-D array")
+    top = A.max(axis=1, keepdims=True)
+    return A - (top + np.log(np.exp(A - top).sum(axis=1, keepdims=True)))
+
+
+def row_shift(A: Any, shifts: Any) -> np.ndarray:
+    """:math:`A + \\lambda\\mathbf 1^\\top`: add ``shifts[i]`` to every entry of row i."""
+    A = np.asarray(A)
+    shifts = np.asarray(shifts)
+    if shifts.shape != (A.shape[0],):
+        raise InputError(f"shifts: shape {shifts.shape} does not match the {A.shape[0]} rows of A")
+    return A + shifts[:, None]
+
+
+def construct_low_rank_integers(rows: int, columns: int, rank: int, seed: int, *, spread: int = 3) -> np.ndarray:
+    """An integer matrix :math:`HW^\\top` with H, W integer of inner dimension ``rank``
+    (entries in [-spread, spread]); its rank is at most ``rank`` (generically equal)."""
+    rows = check_size(rows, "rows", 1, 100_000)
+    columns = check_size(columns, "columns", 2, MAX_VOCABULARY)
+    rank = check_size(rank, "rank", 0, min(rows, columns))
+    rng = np.random.default_rng(check_size(seed, "seed", 0))
+    H = rng.integers(-spread, spread + 1, size=(rows, rank))
+    W = rng.integers(-spread, spread + 1, size=(columns, rank))
+    return (H @ W.T).astype(np.int64)
+
+
+def construct_stochastic_with_classes(n: int, closed: int, seed: int, *, density: float = 0.3) -> np.ndarray:
+    """An integer matrix whose row normalisation is stochastic with exactly ``closed``
+    attracting classes: states split into ``closed`` closed blocks (strongly connected inside)
+    and transient states that lead into them. Returns non-negative integer weights (n x n)."""
+    n = check_size(n, "n", 1, 5000)
+    closed = check_size(closed, "closed", 1, n)
+    density = check_probability(density, "density", 0.0, 1.0)
+    rng = np.random.default_rng(check_size(seed, "seed", 0))
+    order = rng.permutation(n)
+    transient = order[: rng.integers(0, n - closed + 1)]
+    recurrent = order[len(transient) :]
+    blocks = np.array_split(recurrent, closed)
+    weights = np.zeros((n, n), dtype=np.int64)
+    for block in blocks:
+        cycle = np.roll(block, 1)
+        weights[block, cycle] += rng.integers(1, 5, size=len(block))  # a cycle: strongly connected
+        extra = rng.random((len(block), len(block))) < density
+        weights[np.ix_(block, block)] += extra * rng.integers(1, 5, size=extra.shape)
+    for i, state in enumerate(transient):
+        target_block = blocks[rng.integers(closed)]
+        weights[state, rng.choice(target_block)] += rng.integers(1, 5)
+        later = transient[i + 1 :]
+        if len(later):
+            mask = rng.random(len(later)) < density
+            weights[state, later[mask]] += rng.integers(1, 5, size=mask.sum())
+    return weights
