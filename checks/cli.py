@@ -1,4 +1,4 @@
-"""The ``rankwall`` command line: ``list``, ``verify`` and ``search``.
+"""The ``rankwall`` command line: ``list``, ``verify``, ``search`` and ``experiment``.
 
 Exit codes: 0 every verdict holds (or, for ``search``, no counterexample was found); 1 a claim
 is violated (a counterexample was found); 2 bad usage or bad input; 3 (``verify`` only) nothing
@@ -15,6 +15,7 @@ import time
 from collections import Counter
 from collections.abc import Sequence
 from fractions import Fraction
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -30,6 +31,7 @@ from theory._validation import InputError
 from theory.softmax_jacobian import MAX_VOCABULARY
 
 EXIT_OK, EXIT_VIOLATED, EXIT_USAGE, EXIT_INCONCLUSIVE = 0, 1, 2, 3
+EXPERIMENTS = {"batch-rank": "rank of the logit gradient against batch size (seed 000, Figure 7)"}
 STYLE = {Status.HOLDS: "green", Status.VIOLATED: "bold red", Status.INCONCLUSIVE: "yellow"}
 
 
@@ -94,6 +96,19 @@ def build_parser() -> argparse.ArgumentParser:
     hunt.add_argument("--mutant", default=None, help="search a planted false variant instead")
     hunt.add_argument("--budget", type=_positive_int("--budget", 1, 10_000_000), default=CI_SEARCH_BUDGET)
     backend_options(hunt)
+
+    experiment = sub.add_parser("experiment", help="run an experiment and write JSON and PNG")
+    experiment.add_argument("name", choices=sorted(EXPERIMENTS), metavar="NAME", help=", ".join(sorted(EXPERIMENTS)))
+    experiment.add_argument("--out", default="out", help="folder for the JSON and PNG (default: out)")
+    experiment.add_argument("--seed", type=_positive_int("--seed", 0), default=0)
+    experiment.add_argument(
+        "--batch-sizes",
+        type=_positive_int("--batch-sizes", 1, 1_000_000),
+        nargs="+",
+        default=[64, 256, 1024, 4096, 8192],
+        help="batch-rank: tokens per batch",
+    )
+    experiment.add_argument("--json", action="store_true", help="print the records as JSON")
     return parser
 
 
@@ -228,6 +243,39 @@ def run_search(args: argparse.Namespace, out: Console, err: Console) -> int:
     return EXIT_VIOLATED if result.counterexample is not None else EXIT_OK
 
 
+def run_experiment(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from checks.experiments import batch_rank
+
+    sizes = tuple(args.batch_sizes)
+    with _progress(err) as progress:
+        task = progress.add_task("batch-rank", total=3 * len(sizes))
+
+        def step(description: str) -> None:
+            progress.update(task, description=description)
+            progress.advance(task)
+
+        records = batch_rank.run(sizes, seed=args.seed, on_step=step)
+    json_path, png_path = batch_rank.write(records, Path(args.out))
+    if args.json:
+        print(json.dumps(records, indent=2))
+        return EXIT_OK
+    table = Table(title="batch-rank: rank of the logit gradient G = diag(f)(P - Ñ^B)")
+    for column in ("language", "tokens", "contexts", "certified rank", "/ (V-1)", "70%", "99%", "99.9%"):
+        table.add_column(column, no_wrap=column != "language", overflow="fold")
+    for r in records:
+        table.add_row(
+            r["language"],
+            str(r["batch_tokens"]),
+            str(r["contexts"]),
+            str(r["certified_rank"]),
+            f"{r['rank_share_of_V_minus_1']:.3f}",
+            *(str(r["components"][str(s)]) for s in batch_rank.SHARES),
+        )
+    out.print(table)
+    out.print(f"wrote {json_path} and {png_path}")
+    return EXIT_OK
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``rankwall`` console script."""
     try:
@@ -240,6 +288,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_list(args, out)
         if args.command == "verify":
             return run_verify(args, out, err)
+        if args.command == "experiment":
+            return run_experiment(args, out, err)
         return run_search(args, out, err)
     except (UsageError, BackendUnavailable, InputError) as error:
         print(f"rankwall: error: {error}", file=sys.stderr)

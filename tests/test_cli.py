@@ -110,3 +110,21 @@ def test_console_script_is_installed():
         [sys.executable, "-m", "checks.cli", "list", "--json"], capture_output=True, text=True, check=True
     )
     assert json.loads(listed.stdout)
+
+
+def test_batch_rank_experiment_writes_json_and_png(capsys, tmp_path):
+    code, out, _ = run(
+        capsys, "experiment", "batch-rank", "--batch-sizes", "16", "64", "--out", str(tmp_path), "--json"
+    )
+    records = json.loads(out)
+    assert code == EXIT_OK and len(records) == 6
+    assert (tmp_path / "batch_rank.png").stat().st_size > 10_000
+    for language in {r["language"] for r in records}:
+        ranks = [r["certified_rank"] for r in records if r["language"] == language]
+        assert ranks == sorted(ranks), "rank grows with the batch"
+    assert all(r["certified_rank"] <= r["V"] - 1 for r in records)
+
+
+def test_unknown_experiment_is_a_usage_error(capsys):
+    code, _, err = run(capsys, "experiment", "nope")
+    assert code == EXIT_USAGE and "invalid choice" in err

@@ -1,0 +1,1 @@
+"""Experiments: runs that measure the theory on synthetic and real data, writing JSON and PNG."""
