@@ -3,7 +3,8 @@
 Prints, in one run:
 - the O(V)-per-row dominance certificate against a dense SVD rank of P - Ñ (k = V/2 unique
   contexts), at V = 2048 and 4096, as a speed ratio;
-- python-flint's exact rank against sympy's at n = 200 (an integer matrix of rank 150);
+- python-flint's exact rank against sympy's DomainMatrix at n = 200 (an integer matrix of rank
+  150), and against sympy's Matrix.rank at n = 25;
 - the peak traced memory of `rankwall verify error-rank.unique-continuation --V 131072`,
   against the 128 GiB a dense V x V float64 array would take.
 
@@ -20,6 +21,7 @@ import time
 import tracemalloc
 
 import sympy
+from sympy.polys.matrices import DomainMatrix
 
 from checks import exact
 from checks.claims.error_rank import dense_rank_lower, rank_interval
@@ -48,15 +50,25 @@ def certificate_versus_svd(V: int) -> dict:
 
 
 def flint_versus_sympy(n: int = 200, rank: int = 150) -> dict:
+    """python-flint against sympy's fastest exact rank (DomainMatrix over QQ) at n, and against
+    the textbook Matrix.rank at n = 25 (at n = 50 it does not finish within five minutes)."""
     A = er.construct_low_rank_integers(n, n, rank, seed=0, spread=2)
     t_flint, (r_flint, _) = timed(lambda: exact.exact_rank(A))
-    t_sympy, r_sympy = timed(lambda: sympy.Matrix(A.tolist()).rank())
+    domain = DomainMatrix.from_list_sympy(n, n, A.tolist()).convert_to(sympy.QQ)
+    t_sympy, r_sympy = timed(domain.rank)
+    small = er.construct_low_rank_integers(25, 25, 18, seed=0, spread=2)
+    t_small_flint, (r_small, _) = timed(lambda: exact.exact_rank(small))
+    t_small_sympy, r_small_sympy = timed(lambda: sympy.Matrix(small.tolist()).rank())
     return {
         "n": n,
         "flint_s": t_flint,
-        "sympy_s": t_sympy,
+        "sympy_domainmatrix_s": t_sympy,
         "ratio": t_sympy / t_flint,
         "ranks_agree": r_flint == r_sympy == rank,
+        "n_small": 25,
+        "sympy_matrix_rank_s": t_small_sympy,
+        "ratio_small": t_small_sympy / t_small_flint,
+        "small_ranks_agree": r_small == r_small_sympy == 18,
     }
 
 
@@ -96,8 +108,12 @@ def main() -> None:
         )
     e = report["exact_rank"]
     print(
-        f"exact rank n = {e['n']}: python-flint {e['flint_s'] * 1e3:.1f} ms   sympy {e['sympy_s'] * 1e3:.1f} ms   "
-        f"ratio {e['ratio']:.0f}x   ranks agree: {e['ranks_agree']}"
+        f"exact rank n = {e['n']}: python-flint {e['flint_s'] * 1e3:.1f} ms   sympy DomainMatrix "
+        f"{e['sympy_domainmatrix_s'] * 1e3:.1f} ms   ratio {e['ratio']:.0f}x   ranks agree: {e['ranks_agree']}"
+    )
+    print(
+        f"exact rank n = {e['n_small']}: sympy Matrix.rank {e['sympy_matrix_rank_s']:.2f} s   "
+        f"ratio {e['ratio_small']:.0f}x   ranks agree: {e['small_ranks_agree']}"
     )
     m = report["memory"]
     print(

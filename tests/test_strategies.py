@@ -10,6 +10,7 @@ from hypothesis import find, given, settings
 from checks import strategies
 from checks.backends import resolve
 from checks.claims.softmax_jacobian import BUILDERS, build
+from checks.verdict import REGISTRY
 from theory._validation import InputError
 
 NUMPY = resolve("numpy")
@@ -56,3 +57,21 @@ def test_logit_gaps_reach_underflow():
 @given(strategies.runner_up_instances(exact_witness=True))
 def test_attaining_runner_ups_have_no_tail(instance):
     assert instance.params["tail_mass"] == 0.0 and instance.params["m"] >= 0.5
+
+
+@pytest.mark.parametrize("claim", list(REGISTRY), ids=lambda c: c.id)
+def test_every_claim_strategy_draws_checkable_instances(claim):
+    """Each strategy's draws are checked end to end: a verdict, or a named InputError for a
+    parameter combination outside a constructor's domain (which the search rejects)."""
+    checked = []
+
+    @settings(max_examples=12, deadline=None)
+    @given(claim.strategy())
+    def probe(instance):
+        try:
+            checked.append(claim.check(instance, NUMPY).status)
+        except InputError as error:
+            assert str(error).split(":")[0], error
+
+    probe()
+    assert checked, f"{claim.id}: every draw was rejected"
