@@ -1,4 +1,4 @@
-"""The ``rankwall`` command line: ``list``, ``verify``, ``search`` and ``experiment``.
+"""The ``rankwall`` command line: ``list``, ``verify``, ``search``, ``compress`` and ``experiment``.
 
 Exit codes: 0 every verdict holds (or, for ``search``, no counterexample was found); 1 a claim
 is violated (a counterexample was found); 2 bad usage or bad input; 3 (``verify`` only) nothing
@@ -96,6 +96,15 @@ def build_parser() -> argparse.ArgumentParser:
     hunt.add_argument("--mutant", default=None, help="search a planted false variant instead")
     hunt.add_argument("--budget", type=_positive_int("--budget", 1, 10_000_000), default=CI_SEARCH_BUDGET)
     backend_options(hunt)
+
+    compress = sub.add_parser("compress", help="Eq. 1: share of the logit gradient destroyed by a head")
+    compress.add_argument("--V", type=_positive_int("--V", 2, MAX_VOCABULARY), default=131072, dest="V")
+    compress.add_argument("--D", type=_positive_int("--D", 1, 65536), default=576, dest="D")
+    compress.add_argument("--tokens", type=_positive_int("--tokens", 1, 10_000_000), default=4096)
+    compress.add_argument("--head", choices=("random", "lowrank"), default="random")
+    compress.add_argument("--rank", type=_positive_int("--rank", 1, 65536), default=None, help="lowrank: rank of W")
+    compress.add_argument("--seed", type=_positive_int("--seed", 0), default=0)
+    compress.add_argument("--json", action="store_true")
 
     experiment = sub.add_parser("experiment", help="run an experiment and write JSON and PNG")
     experiment.add_argument("name", choices=sorted(EXPERIMENTS), metavar="NAME", help=", ".join(sorted(EXPERIMENTS)))
@@ -243,6 +252,64 @@ def run_search(args: argparse.Namespace, out: Console, err: Console) -> int:
     return EXIT_VIOLATED if result.counterexample is not None else EXIT_OK
 
 
+def run_compress(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from theory import compression as cp
+
+    if args.D > args.V:
+        raise UsageError(f"--D: hidden size {args.D} exceeds the vocabulary --V {args.V}")
+    rank = None
+    if args.head == "lowrank":
+        rank = args.rank if args.rank is not None else max(1, args.D // 8)
+        if rank > args.D:
+            raise UsageError(f"--rank: {rank} exceeds --D {args.D}")
+    started = time.perf_counter()
+    W = cp.construct_head(args.V, args.D, args.seed, rank=rank)
+    Q, dimension = cp.column_basis(W)
+    H, targets = cp.construct_batch(args.tokens, W.shape[1], args.V, args.seed + 1)
+    blocks = list(range(0, args.tokens, cp.BLOCK_ROWS))
+    with _progress(err) as progress:
+        task = progress.add_task("projecting the logit gradient", total=len(blocks))
+
+        def streamed() -> Any:
+            for block in cp.logit_gradient_blocks(H, W, targets):
+                yield block
+                progress.advance(task)
+
+        result = cp.compression(streamed(), Q)
+    record = {
+        "V": args.V,
+        "D": args.D,
+        "head": args.head,
+        "rank_W": dimension,
+        "tokens": args.tokens,
+        "destroyed_frequency_weighted": result.destroyed,
+        "cosine_frequency_weighted": result.cosine,
+        "destroyed_squared_norm": result.destroyed_squared,
+        "destroyed_per_token_mean": result.destroyed_per_token,
+        "cosine_per_token_mean": result.cosine_per_token,
+        "pythagoras_residual": result.destroyed**2 + result.cosine**2 - 1,
+        "seconds": round(time.perf_counter() - started, 3),
+    }
+    if args.json:
+        print(json.dumps(record, indent=2))
+        return EXIT_OK
+    table = Table(title=f"Eq. 1 on {args.tokens} tokens, V={args.V}, {args.head} head of rank {dimension}")
+    table.add_column("quantity")
+    table.add_column("value", justify="right")
+    for key in (
+        "destroyed_frequency_weighted",
+        "cosine_frequency_weighted",
+        "destroyed_squared_norm",
+        "destroyed_per_token_mean",
+        "cosine_per_token_mean",
+        "pythagoras_residual",
+        "seconds",
+    ):
+        table.add_row(key.replace("_", " "), f"{record[key]:.6g}")
+    out.print(table)
+    return EXIT_OK
+
+
 def run_experiment(args: argparse.Namespace, out: Console, err: Console) -> int:
     from checks.experiments import batch_rank
 
@@ -290,6 +357,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_verify(args, out, err)
         if args.command == "experiment":
             return run_experiment(args, out, err)
+        if args.command == "compress":
+            return run_compress(args, out, err)
         return run_search(args, out, err)
     except (UsageError, BackendUnavailable, InputError) as error:
         print(f"rankwall: error: {error}", file=sys.stderr)

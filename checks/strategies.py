@@ -290,3 +290,26 @@ def step_instances(draw: Any, delta: str) -> Instance:
             "delta": draw(st.sampled_from(kinds)) if delta == "any" else delta,
         },
     )
+
+
+# ----------------------------------------------------------------- compression
+
+
+@st.composite
+def compression_instances(draw: Any, aligned: bool = False) -> Instance:
+    """A batch gradient through a random or low-rank head (or one aligned with the gradient)."""
+    V = draw(st.integers(2, 600))
+    D = draw(st.integers(1, min(V, 64)))
+    low = draw(st.booleans())
+    return Instance(
+        "batch-gradient",
+        {
+            "V": V,
+            "D": D,
+            "rank": draw(st.integers(1, D)) if low else None,
+            "tokens": draw(st.integers(1, 64)),
+            "seed": draw(st.integers(0, 2**16)),
+            "scale": draw(st.sampled_from([0.1, 1.0, 10.0])),
+            "aligned": aligned,
+        },
+    )

@@ -1,0 +1,141 @@
+r"""Gradient compression through the LM head (seed 000, §2.4 and §3.3, Eq. 1).
+
+Backpropagation through :math:`L = HW^\top` sends the logit gradient G (one row per token, in
+:math:`\mathbb R^V`) to :math:`\nabla_H = GW`: only the component of each row in the column space
+of W survives, the component in :math:`\ker W^\top = (\operatorname{col} W)^\perp` is destroyed.
+With :math:`\Pi = QQ^\top` the orthogonal projector on :math:`\operatorname{col} W` (Q from a QR
+factor of W), the paper's Eq. 1 measures
+
+.. math:: r = \frac{\lVert G - G\Pi \rVert_F}{\lVert G \rVert_F},\qquad
+          c = \frac{\lVert G\Pi \rVert_F}{\lVert G \rVert_F},\qquad r^2 + c^2 = 1,
+
+the share of the gradient norm destroyed and the cosine between G and what survives (for the
+Frobenius inner product :math:`\langle G, G\Pi\rangle = \lVert G\Pi\rVert_F^2`). The paper weights
+contexts by frequency (each token's row counted once); we also report the per-token mean of the
+row-wise shares, and the squared-norm share :math:`r^2`, each labelled.
+
+The projection goes through a rank-revealing QR factor of W (float64, column pivoting), so a
+rank-deficient W (a low-rank head :math:`W = AB`) is answered on its actual column space, and
+rows of G are streamed in blocks: memory is O(VD + block V), never :math:`V^2`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import scipy.linalg
+
+from theory._validation import InputError, check_size
+
+#: Rows of G processed at once (memory: block x V floats).
+BLOCK_ROWS = 256
+
+
+def column_basis(W: Any) -> tuple[np.ndarray, int]:
+    """An orthonormal basis Q (V x r) of col W from a column-pivoted QR, and the numerical rank r:
+    diagonal entries of R below :math:`\\max(V, D)\\,u\\,|R_{11}|` count as zero."""
+    W = np.asarray(W, dtype=np.float64)
+    if W.ndim != 2:
+        raise InputError(f"W: expected a 2-D (V x D) head, got ndim={W.ndim}")
+    V, D = W.shape
+    if V < 2 or D < 1:
+        raise InputError(f"W: shape {W.shape} is out of range (need V >= 2 and D >= 1)")
+    if D > V:
+        raise InputError(f"W: hidden size D={D} exceeds the vocabulary V={V}")
+    if not np.all(np.isfinite(W)):
+        raise InputError("W: non-finite value")
+    Q, R, _ = scipy.linalg.qr(W, mode="economic", pivoting=True)
+    diagonal = np.abs(np.diag(R))
+    if diagonal.size == 0 or diagonal[0] == 0:
+        return Q[:, :0], 0
+    rank = int(np.sum(diagonal > max(V, D) * np.finfo(np.float64).eps * diagonal[0]))
+    return Q[:, :rank], rank
+
+
+@dataclass(frozen=True)
+class Compression:
+    """Eq. 1 in its three labelled variants, with the norms it was computed from."""
+
+    destroyed: float  # r: frequency-weighted (Frobenius) share of the norm in ker W^T
+    cosine: float  # c: Frobenius cosine between G and its projection on col W
+    destroyed_squared: float  # r^2: share of the squared norm
+    destroyed_per_token: float  # mean over rows of ||g_i - Pi g_i|| / ||g_i||
+    cosine_per_token: float  # mean over rows of ||Pi g_i|| / ||g_i||
+    rank: int  # dimension of col W
+    rows: int
+
+
+def compression(G_rows: Any, Q: np.ndarray) -> Compression:
+    """Eq. 1 for an iterable of row blocks of G (each r x V), projecting through Q."""
+    total = kept = lost = 0.0
+    per_token_lost: list[np.ndarray] = []
+    per_token_kept: list[np.ndarray] = []
+    rows = 0
+    for block in G_rows:
+        block = np.asarray(block, dtype=np.float64)
+        if block.ndim != 2 or block.shape[1] != Q.shape[0]:
+            raise InputError(f"G: rows of length {block.shape[-1]} do not match V={Q.shape[0]}")
+        if not np.all(np.isfinite(block)):
+            raise InputError("G: non-finite gradient")
+        coefficients = block @ Q
+        residual = block - coefficients @ Q.T
+        norms = np.linalg.norm(block, axis=1)
+        kept_norms = np.linalg.norm(coefficients, axis=1)
+        lost_norms = np.linalg.norm(residual, axis=1)
+        total += float(norms @ norms)
+        kept += float(kept_norms @ kept_norms)
+        lost += float(lost_norms @ lost_norms)
+        nonzero = norms > 0
+        per_token_lost.append(lost_norms[nonzero] / norms[nonzero])
+        per_token_kept.append(kept_norms[nonzero] / norms[nonzero])
+        rows += block.shape[0]
+    if total == 0:
+        raise InputError("G: the gradient is zero, no share of it is defined")
+    lost_share = np.concatenate(per_token_lost)
+    kept_share = np.concatenate(per_token_kept)
+    return Compression(
+        destroyed=float(np.sqrt(lost / total)),
+        cosine=float(np.sqrt(kept / total)),
+        destroyed_squared=float(lost / total),
+        destroyed_per_token=float(lost_share.mean()),
+        cosine_per_token=float(kept_share.mean()),
+        rank=Q.shape[1],
+        rows=rows,
+    )
+
+
+def logit_gradient_blocks(H: np.ndarray, W: np.ndarray, targets: np.ndarray, block: int = BLOCK_ROWS) -> Any:
+    """Rows :math:`(\\operatorname{softmax}(Wh_i) - e_{t_i})/T` of the cross-entropy logit
+    gradient of T tokens, in blocks (the 1/T is the frequency weight of each token)."""
+    T = len(targets)
+    for start in range(0, T, block):
+        z = H[start : start + block] @ W.T
+        z -= z.max(axis=1, keepdims=True)
+        p = np.exp(z)
+        p /= p.sum(axis=1, keepdims=True)
+        p[np.arange(p.shape[0]), targets[start : start + block]] -= 1
+        yield p / T
+
+
+def construct_head(V: int, D: int, seed: int, *, rank: int | None = None, width: int | None = None) -> np.ndarray:
+    """A random head W (V x width): full rank D (width = D), or low rank W = AB with A: V x rank,
+    B: rank x width (the paper's constrained heads)."""
+    V = check_size(V, "V", 2, 1 << 24)
+    D = check_size(D, "D", 1, V)
+    rng = np.random.default_rng(check_size(seed, "seed", 0))
+    if rank is None:
+        return rng.standard_normal((V, D)) / np.sqrt(D)
+    rank = check_size(rank, "rank", 1, D)
+    width = D if width is None else check_size(width, "width", rank, V)
+    return (rng.standard_normal((V, rank)) @ rng.standard_normal((rank, width))) / np.sqrt(rank * width)
+
+
+def construct_batch(tokens: int, D: int, V: int, seed: int, *, scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    """Hidden states (tokens x D, Gaussian times ``scale``) and Zipfian next-token targets."""
+    tokens = check_size(tokens, "tokens", 1, 10_000_000)
+    rng = np.random.default_rng(check_size(seed, "seed", 0))
+    weights = 1.0 / np.arange(1, V + 1) ** 1.1
+    targets = rng.choice(V, size=tokens, p=weights / weights.sum())
+    return scale * rng.standard_normal((tokens, D)), targets
