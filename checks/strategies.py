@@ -313,3 +313,24 @@ def compression_instances(draw: Any, aligned: bool = False) -> Instance:
             "aligned": aligned,
         },
     )
+
+
+# ----------------------------------------------------------------- heads
+
+
+@st.composite
+def head_instances(draw: Any, heads: tuple[str, ...], K_min: int = 1, scale_min: float = 0.3) -> Instance:
+    """A head, its sizes (N contexts, V tokens, hidden size d, K latents) and logit scale."""
+    d = draw(st.integers(1, 10))
+    return Instance(
+        "head",
+        {
+            "head": draw(st.sampled_from(heads)),
+            "N": draw(st.integers(d + 2, 80)),
+            "V": draw(st.integers(d + 2, 150)),
+            "d": d,
+            "K": draw(st.integers(K_min, 8)),
+            "seed": draw(st.integers(0, 2**16)),
+            "scale": draw(st.sampled_from([s for s in (0.3, 1.0, 3.0, 10.0) if s >= scale_min])),
+        },
+    )

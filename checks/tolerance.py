@@ -87,3 +87,12 @@ def log_softmax_error(A: Any, L: Any, u: float) -> float:
     top = np.abs(A).max(axis=1, keepdims=True)
     scale = 1 + np.abs(A) + top + np.abs(L)
     return gamma(A.shape[1] + 4, u) * float(np.sqrt(np.sum(scale * scale)))
+
+
+def head_log_probability_error(L: Any, logit_bound: float, K: int, u: float) -> float:
+    """Frobenius bound on the error of computed head log-probabilities: each entry passes through
+    at most two log-sum-exps over V and K terms and a few elementwise maps, so it carries at most
+    :math:`\\gamma_{V+K+16}(1 + |L_{ij}| + 2R)` with R a bound on the logits' magnitude."""
+    L = np.asarray(L, dtype=np.float64)
+    scale = 1 + np.abs(L) + 2 * logit_bound
+    return gamma(L.shape[1] + K + 16, u) * float(np.sqrt(np.sum(scale * scale)))

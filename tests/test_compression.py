@@ -104,3 +104,11 @@ def test_rankwall_compress(capsys):
 )
 def test_rankwall_compress_refuses_bad_sizes(capsys, argv, message):
     assert main(argv) == EXIT_USAGE and message in capsys.readouterr().err
+
+
+def test_the_logit_gradient_descends_faster_than_the_hidden_state_update():
+    W = cp.construct_head(1024, 16, 0)
+    H, targets = cp.construct_batch(64, 16, 1024, 1)
+    change = cp.loss_change_along(H, W, targets, (1e-3, 1e-2))
+    for along_gradient, along_update in zip(change["logit gradient"], change["hidden-state update"], strict=True):
+        assert along_gradient < along_update < 0

@@ -139,3 +139,25 @@ def construct_batch(tokens: int, D: int, V: int, seed: int, *, scale: float = 1.
     weights = 1.0 / np.arange(1, V + 1) ** 1.1
     targets = rng.choice(V, size=tokens, p=weights / weights.sum())
     return scale * rng.standard_normal((tokens, D)), targets
+
+
+def cross_entropy(Z: np.ndarray, targets: np.ndarray) -> float:
+    """Mean cross-entropy of logits Z (T x V) against targets (log-sum-exp stabilised)."""
+    top = Z.max(axis=1, keepdims=True)
+    lse = top[:, 0] + np.log(np.exp(Z - top).sum(axis=1))
+    return float(np.mean(lse - Z[np.arange(len(targets)), targets]))
+
+
+def loss_change_along(H: np.ndarray, W: np.ndarray, targets: np.ndarray, fractions: Any) -> dict[str, list[float]]:
+    """Section 3.4 (Figure 6): the change of the batch loss when the logits move by a fraction of
+    their norm along -G (the logit gradient) and along -GWW^T (the move that a step on H makes),
+    both directions normalised to the same logit-update norm."""
+    Z = H @ W.T
+    G = np.concatenate(list(logit_gradient_blocks(H, W, targets)))
+    induced = G @ W @ W.T
+    base, norm = cross_entropy(Z, targets), float(np.linalg.norm(Z))
+    directions = {"logit gradient": G / np.linalg.norm(G), "hidden-state update": induced / np.linalg.norm(induced)}
+    return {
+        name: [cross_entropy(Z - t * norm * d, targets) - base for t in np.asarray(fractions, dtype=float)]
+        for name, d in directions.items()
+    }
