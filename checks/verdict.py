@@ -19,7 +19,7 @@ from __future__ import annotations
 import fnmatch
 import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from fractions import Fraction
 from typing import Any
@@ -145,6 +145,13 @@ class Claim:
     strategy: Callable[[], Any]
     mutants: dict[str, Claim] = field(default_factory=dict)
     array_api: bool = True  # False: the claim computes in NumPy whatever backend is asked for
+
+    def with_mutant(self, name: str, statement: str, **changes: Any) -> Claim:
+        """Plant a false variant ``id[name]`` of this claim (``rankwall search --mutant name``):
+        the same claim with another statement and whichever fields the falsehood changes."""
+        mutant = replace(self, id=f"{self.id}[{name}]", statement=statement, mutants={}, **changes)
+        self.mutants[name] = mutant
+        return mutant
 
     def check(self, instance: Instance, backend: Any, factor: Fraction = Fraction(1)) -> Verdict:
         """Decide the claim on one instance (see the module docstring)."""

@@ -162,15 +162,11 @@ efficiency = _claim(
     measure=measure_efficiency,
     judge_exactly=judge_efficiency,
 )
-pythagoras.mutants["r-plus-c-is-1"] = Claim(
-    **{
-        **pythagoras.__dict__,
-        "id": "compression.pythagoras[r-plus-c-is-1]",
-        "statement": "r + c = 1  (false: r² + c² = 1, so r + c > 1 whenever both are positive)",
-        "measure": lambda i, b, f: measure_pythagoras(i, b, f, power=1),
-        "judge_exactly": lambda i, f: judge_pythagoras(i, f, power=1),
-        "mutants": {},
-    }
+pythagoras.with_mutant(
+    "r-plus-c-is-1",
+    statement="r + c = 1  (false: r² + c² = 1, so r + c > 1 whenever both are positive)",
+    measure=lambda i, b, f: measure_pythagoras(i, b, f, power=1),
+    judge_exactly=lambda i, f: judge_pythagoras(i, f, power=1),
 )
 
 for _claim_object in (pythagoras, ky_fan, ky_fan_attained, efficiency):

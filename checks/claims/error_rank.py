@@ -486,47 +486,31 @@ bottleneck = _claim(
     strategy=lambda: low_rank_instances(factors=True),
 )
 
-unique_continuation.mutants["at-least-k-plus-1"] = Claim(
-    **{
-        **unique_continuation.__dict__,
-        "id": "error-rank.unique-continuation[at-least-k-plus-1]",
-        "statement": "rank(P − Ñ) ≥ min(k + 1, V)  (false: only k rows, and (P − Ñ)1 = 0)",
-        "measure": lambda i, b, f: measure_unique(i, b, f, extra=1),
-        "judge_exactly": lambda i, f: judge_unique(i, f, extra=1),
-        "mutants": {},
-    }
+unique_continuation.with_mutant(
+    "at-least-k-plus-1",
+    statement="rank(P − Ñ) ≥ min(k + 1, V)  (false: only k rows, and (P − Ñ)1 = 0)",
+    measure=lambda i, b, f: measure_unique(i, b, f, extra=1),
+    judge_exactly=lambda i, f: judge_unique(i, f, extra=1),
 )
-unique_continuation.mutants["full-rank-when-k-is-V"] = Claim(
-    **{
-        **unique_continuation.__dict__,
-        "id": "error-rank.unique-continuation[full-rank-when-k-is-V]",
-        "statement": "rank(P − Ñ) = V when k = V  (false: (P − Ñ)1 = 0)",
-        "measure": lambda i, b, f: measure_unique(i, b, f, extra=1),
-        "judge_exactly": lambda i, f: judge_unique(i, f, extra=1),
-        "witnesses": lambda V: [Instance("unique-continuation", {"V": V, "k": V, "D": 4, "seed": 0, "scale": 1.0})],
-        "strategy": lambda: unique_continuation_instances(k_equals_V=True),
-        "mutants": {},
-    }
+unique_continuation.with_mutant(
+    "full-rank-when-k-is-V",
+    statement="rank(P − Ñ) = V when k = V  (false: (P − Ñ)1 = 0)",
+    measure=lambda i, b, f: measure_unique(i, b, f, extra=1),
+    judge_exactly=lambda i, f: judge_unique(i, f, extra=1),
+    witnesses=lambda V: [Instance("unique-continuation", {"V": V, "k": V, "D": 4, "seed": 0, "scale": 1.0})],
+    strategy=lambda: unique_continuation_instances(k_equals_V=True),
 )
-row_shift.mutants["preserves-rank"] = Claim(
-    **{
-        **row_shift.__dict__,
-        "id": "logprob-rank.row-shift[preserves-rank]",
-        "statement": "rank(A + λ1ᵀ) = rank(A + μ1ᵀ)  (false: a shift can add the direction 1)",
-        "measure": lambda i, b, f: measure_row_shift(i, b, f, allowed=0),
-        "judge_exactly": lambda i, f: judge_row_shift(i, f, allowed=0),
-        "mutants": {},
-    }
+row_shift.with_mutant(
+    "preserves-rank",
+    statement="rank(A + λ1ᵀ) = rank(A + μ1ᵀ)  (false: a shift can add the direction 1)",
+    measure=lambda i, b, f: measure_row_shift(i, b, f, allowed=0),
+    judge_exactly=lambda i, f: judge_row_shift(i, f, allowed=0),
 )
-log_softmax_rank.mutants["no-extra-rank"] = Claim(
-    **{
-        **log_softmax_rank.__dict__,
-        "id": "logprob-rank.log-softmax[no-extra-rank]",
-        "statement": "rank(log softmax(A)) ≤ rank(A)  (false: the normaliser adds a direction)",
-        "measure": lambda i, b, f: measure_log_softmax(i, b, f, drop=1),
-        "judge_exactly": lambda i, f: judge_log_softmax(i, f, drop=1),
-        "mutants": {},
-    }
+log_softmax_rank.with_mutant(
+    "no-extra-rank",
+    statement="rank(log softmax(A)) ≤ rank(A)  (false: the normaliser adds a direction)",
+    measure=lambda i, b, f: measure_log_softmax(i, b, f, drop=1),
+    judge_exactly=lambda i, f: judge_log_softmax(i, f, drop=1),
 )
 
 for _claim_object in (

@@ -153,17 +153,13 @@ jacobian = _claim(
     witnesses=lambda V: _witnesses(V, hd.HEADS, Ks=(3,)),
     strategy=lambda: head_instances(hd.HEADS),
 )
-bottleneck.mutants["moc-exceeds-d-plus-1"] = Claim(
-    **{
-        **bottleneck.__dict__,
-        "id": "heads.softmax-moc-rank[moc-exceeds-d-plus-1]",
-        "statement": "MoC log-probabilities reach rank > d + 1  (false: MoC is a softmax of one mixed state)",
-        "measure": lambda i, b, f: measure_bottleneck(i, b, f, claimed_above=True),
-        "judge_exactly": lambda i, f: judge_bottleneck(i, f, claimed_above=True),
-        "witnesses": lambda V: _witnesses(V, ("moc",)),
-        "strategy": lambda: head_instances(("moc",)),
-        "mutants": {},
-    }
+bottleneck.with_mutant(
+    "moc-exceeds-d-plus-1",
+    statement="MoC log-probabilities reach rank > d + 1  (false: MoC is a softmax of one mixed state)",
+    measure=lambda i, b, f: measure_bottleneck(i, b, f, claimed_above=True),
+    judge_exactly=lambda i, f: judge_bottleneck(i, f, claimed_above=True),
+    witnesses=lambda V: _witnesses(V, ("moc",)),
+    strategy=lambda: head_instances(("moc",)),
 )
 
 for _claim_object in (bottleneck, mos, jacobian):

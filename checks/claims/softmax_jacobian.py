@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
@@ -443,10 +443,6 @@ def _claim(name: str, **fields: Any) -> Claim:
     return Claim(id=f"softmax-jacobian.{name}", **fields)
 
 
-def _mutant(parent: Claim, name: str, **changes: Any) -> Claim:
-    return replace(parent, id=f"{parent.id}[{name}]", mutants={}, **changes)
-
-
 def _with_factor(
     measure: Callable[..., Measurement], judge: Callable[..., Judgement], extra: Fraction
 ) -> dict[str, Any]:
@@ -586,27 +582,23 @@ lower_bound_approached = _claim(
     strategy=lambda: spread_instances(low_vocabulary=3),
 )
 
-upper_bound.mutants["constant-1.9"] = _mutant(
-    upper_bound,
+upper_bound.with_mutant(
     "constant-1.9",
     statement="‖J‖₂ ≤ 1.9·m(1 − m)  (false: the runner-up row attains 2m(1 − m))",
     **_with_factor(upper_bound.measure, upper_bound.judge_exactly, Fraction(19, 20)),
 )
-lower_bound.mutants["factor-1.1"] = _mutant(
-    lower_bound,
+lower_bound.with_mutant(
     "factor-1.1",
     statement="1.1·m(1 − m) ≤ ‖J‖₂  (false: a spread tail comes within a factor n/(n−1))",
     **_with_factor(lower_bound.measure, lower_bound.judge_exactly, Fraction(11, 10)),
 )
-trace.mutants["equals-entropy"] = _mutant(
-    trace,
+trace.with_mutant(
     "equals-entropy",
     statement="tr J = −Σ p_i log p_i  (false: the trace is a collision complement)",
     measure=measure_trace_entropy,
     judge_exactly=judge_trace_entropy,
 )
-rank.mutants["equals-V"] = _mutant(
-    rank,
+rank.with_mutant(
     "equals-V",
     statement="rank J = V  (false: J·1 = 0 always)",
     measure=measure_rank_full,

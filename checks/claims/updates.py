@@ -231,27 +231,19 @@ eckart_young_attained = _claim(
     strategy=lambda: step_instances("truncated-svd"),
 )
 
-first_order_rank.mutants["at-most-2D-minus-1"] = Claim(
-    **{
-        **first_order_rank.__dict__,
-        "id": "updates.first-order-rank[at-most-2D-minus-1]",
-        "statement": "rank of the first-order update ≤ 2D − 1  (false: generically it is 2D)",
-        "measure": lambda i, b, f: measure_rank(i, b, f, "first-order", drop=1),
-        "judge_exactly": lambda i, f: judge_rank(i, f, "first-order", drop=1),
-        "mutants": {},
-    }
+first_order_rank.with_mutant(
+    "at-most-2D-minus-1",
+    statement="rank of the first-order update ≤ 2D − 1  (false: generically it is 2D)",
+    measure=lambda i, b, f: measure_rank(i, b, f, "first-order", drop=1),
+    judge_exactly=lambda i, f: judge_rank(i, f, "first-order", drop=1),
 )
-eckart_young.mutants["one-more-tail-value"] = Claim(
-    **{
-        **eckart_young.__dict__,
-        "id": "updates.eckart-young[one-more-tail-value]",
-        "statement": "‖cΔ − G‖_F ≥ (Σ_{i≥2D} σ_i(G)²)^{1/2}  (false: the truncated SVD misses only i > 2D)",
-        "measure": lambda i, b, f: measure_eckart_young(i, b, f, extra=1),
-        "judge_exactly": lambda i, f: judge_eckart_young(i, f, extra=1),
-        "witnesses": lambda V: _witnesses(V, ("truncated-svd",)),
-        "strategy": lambda: step_instances("truncated-svd"),
-        "mutants": {},
-    }
+eckart_young.with_mutant(
+    "one-more-tail-value",
+    statement="‖cΔ − G‖_F ≥ (Σ_{i≥2D} σ_i(G)²)^{1/2}  (false: the truncated SVD misses only i > 2D)",
+    measure=lambda i, b, f: measure_eckart_young(i, b, f, extra=1),
+    judge_exactly=lambda i, f: judge_eckart_young(i, f, extra=1),
+    witnesses=lambda V: _witnesses(V, ("truncated-svd",)),
+    strategy=lambda: step_instances("truncated-svd"),
 )
 
 for _claim_object in (first_order_rank, exact_step_rank, eckart_young, eckart_young_attained):
