@@ -334,3 +334,37 @@ def head_instances(draw: Any, heads: tuple[str, ...], K_min: int = 1, scale_min:
             "scale": draw(st.sampled_from([s for s in (0.3, 1.0, 3.0, 10.0) if s >= scale_min])),
         },
     )
+
+
+# ----------------------------------------------------------------- expressivity
+
+
+@st.composite
+def expressivity_instances(draw: Any, tangent: bool = False) -> Instance:
+    """Circle witnesses (V up to 8,192 here; the witnesses go to 131,072) or D = 1 tangent heads."""
+    if tangent:
+        return Instance("tangent", {"V": draw(st.integers(2, 2000)), "seed": draw(st.integers(0, 2**16))})
+    return Instance(
+        "top1",
+        {
+            "V": draw(st.one_of(st.integers(2, 64), st.sampled_from([1024, 8192]))),
+            "D": draw(st.integers(2, 16)),
+            "contexts": draw(st.integers(1, 8)),
+            "seed": draw(st.integers(0, 2**16)),
+            "eps": draw(st.sampled_from([1e-3, 1e-6])),
+        },
+    )
+
+
+@st.composite
+def gibbs_instances(draw: Any) -> Instance:
+    return Instance(
+        "gibbs",
+        {
+            "V": draw(st.integers(2, 200)),
+            "contexts": draw(st.integers(1, 60)),
+            "seed": draw(st.integers(0, 2**16)),
+            "scale": draw(st.sampled_from([0.1, 1.0, 10.0])),
+            "exact_fit": draw(st.booleans()),
+        },
+    )

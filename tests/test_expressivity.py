@@ -1,0 +1,87 @@
+"""Tests of theory/expressivity.py: Gibbs, the circle witness, the D = 1 contrast."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from theory import expressivity as ex
+from theory._validation import InputError
+
+
+class TestGibbs:
+    def test_gap_is_the_weighted_kl_and_vanishes_at_the_empirical_distribution(self):
+        rng = np.random.default_rng(0)
+        counts = rng.integers(0, 4, size=(20, 9)) + np.eye(20, 9, dtype=int)
+        counts[counts.sum(1) == 0, 0] = 1
+        N = counts / counts.sum(1, keepdims=True)
+        f = counts.sum(1) / counts.sum()
+        P = rng.dirichlet(np.ones(9), size=20)
+        gap, kl = ex.kl_gap(P, N, f)
+        assert gap == pytest.approx(kl, rel=1e-12) and gap > 0
+        assert ex.kl_gap(N, N, f) == (0.0, 0.0)
+
+
+class TestCircleWitness:
+    @pytest.mark.parametrize("V", [2, 3, 50, 4096])
+    def test_argmax_and_probability(self, V):
+        rng = np.random.default_rng(V)
+        targets = rng.integers(0, V, 20)
+        probs = rng.uniform(1 / V + 1e-3, 0.999, 20) if V > 2 else rng.uniform(0.51, 0.99, 20)
+        H, W = ex.construct_top1_witness(targets, probs, 3, 1e-9, V)
+        argmax, top, ties = ex.top1(H, W)
+        assert (argmax == targets).all() and (ties == 1).all()
+        np.testing.assert_allclose(top, probs, atol=1e-9)
+        assert np.all(W[:, 2] == 0)  # extra dimensions unused
+
+    def test_top1_rises_from_uniform_to_one(self):
+        values = ex.circle_top1([0.0, 1.0, 10.0, 1e6], 100)
+        assert values[0] == pytest.approx(0.01) and np.all(np.diff(values) > 0) and values[-1] > 0.99
+
+    def test_float32_loses_the_argmax_at_large_V(self):
+        """The precision frontier: neighbouring logits differ by r(1 - cos 2pi/V) ~ r 2pi^2/V^2."""
+        V = 131072
+        targets = np.arange(0, V, V // 32)
+        H, W = ex.construct_top1_witness(targets, np.full(len(targets), 0.5), 2, 1e-9, V)
+        assert (ex.top1(H, W)[0] == targets).all()
+        z = H.astype(np.float32) @ W.astype(np.float32).T
+        assert (z.argmax(axis=1) != targets).any()
+
+
+class TestDimensionOne:
+    def test_without_bias_only_the_extremes_can_win(self):
+        w = np.array([0.3, -1.0, 2.0, 0.5])
+        assert ex.interior_tokens(w).tolist() == [0, 3]
+        for h in (-3.0, -0.1, 0.1, 3.0):
+            assert np.argmax(h * w) in (1, 2)
+
+    def test_with_a_bias_every_token_wins(self):
+        W, b = ex.tangent_head(50, 0)
+        argmax, _, ties = ex.top1(W, W, b)
+        assert (argmax == np.arange(50)).all() and (ties == 1).all()
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (
+            lambda: ex.construct_top1_witness([0, 5], [0.5, 0.5], 2, 1e-6, 5),
+            "targets: token ids must be integers in [0, 5)",
+        ),
+        (lambda: ex.construct_top1_witness([0, 1], [0.5, 0.1], 2, 1e-6, 5), "probs: 0.1 is outside (1/V, 1)"),
+        (lambda: ex.construct_top1_witness([0], [1.0], 2, 1e-6, 5), "probs: 1.0 is outside"),
+        (lambda: ex.construct_top1_witness([0], [0.5], 1, 1e-6, 5), "D: 1 is out of range"),
+        (lambda: ex.construct_top1_witness([0], [0.5], 2, 0.0, 5), "eps: 0.0 is outside"),
+        (lambda: ex.construct_top1_witness([0], [np.nan], 2, 1e-6, 5), "probs: nan is outside"),
+        (lambda: ex.construct_top1_witness([0.5], [0.5], 2, 1e-6, 5), "targets: token ids must be integers"),
+        (lambda: ex.kl_gap(np.ones((2, 2)), np.ones((2, 3)), np.ones(2)), "do not fit together"),
+        (
+            lambda: ex.kl_gap(np.array([[0.0, 1.0]]), np.array([[0.5, 0.5]]), np.ones(1)),
+            "zero probability on an observed",
+        ),
+    ],
+)
+def test_bad_input_is_refused_with_a_named_argument(call, message):
+    with pytest.raises(InputError) as error:
+        call()
+    assert message in str(error.value)

@@ -1,0 +1,134 @@
+r"""Expressivity of the LM head (seed 000, §2.1, Appendix A.2: Prop. A.2 and Prop. A.4; App. B.1).
+
+1. *Prop. A.2 (Gibbs).* The cross-entropy of P against the empirical :math:`\tilde N`, weighted by
+   context frequencies f, exceeds that of :math:`\tilde N` itself by
+   :math:`\sum_c f_c\,\mathrm{KL}(\tilde N_c \,\|\, P_c) \ge 0`: it is minimised exactly at
+   :math:`P = \tilde N` (on the contexts that occur).
+2. *Prop. A.4.* For D >= 2, any V, any target token :math:`t_c` and any top-1 probability
+   :math:`p_c \in (1/V, 1)` per context, there are H and W with no bias such that every context's
+   argmax is :math:`t_c` and its top-1 probability is within :math:`\varepsilon` of :math:`p_c`.
+   Witness: the rows of W on the unit circle, :math:`w_v = (\cos\theta_v, \sin\theta_v)`,
+   :math:`\theta_v = 2\pi v/V`, and :math:`h_c = r_c w_{t_c}`; the top-1 probability
+   :math:`1/\sum_v e^{r(\cos\theta_v - 1)}` rises continuously from 1/V (r = 0) to 1 (r -> oo), so
+   a bisection finds :math:`r_c`. Extra dimensions are zero.
+3. *D = 1.* Without a bias, the logits :math:`hw_v` are maximised at the largest or the smallest
+   :math:`w_v`: for V >= 3 a token with an interior :math:`w_v` is never the argmax. With a bias,
+   D = 1 makes every token the argmax: the lines :math:`z_v(h) = w_v h - w_v^2/2` are tangent to
+   the convex curve :math:`h^2/2`, so token v wins exactly near :math:`h = w_v`. (With one shared
+   head, the reachable top-1 probabilities of a token are an interval set by the head, not all of
+   (1/V, 1): D = 1 with a bias buys the argmax, not the full Prop. A.4.)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from theory._validation import InputError, check_probability, check_size
+
+#: Bisection steps for the circle radius after the bracket is found (2^-64 of the bracket: below
+#: one ulp of r).
+RADIUS_STEPS = 64
+
+
+def kl_gap(P: Any, N_tilde: Any, f: Any) -> tuple[float, float]:
+    """``(CE(P) - CE(Ñ), sum_c f_c KL(Ñ_c || P_c))``: the two sides of Gibbs' identity, with
+    0 log 0 = 0. P must be positive wherever Ñ is."""
+    P, N_tilde, f = (np.asarray(x, dtype=np.float64) for x in (P, N_tilde, f))
+    if P.shape != N_tilde.shape or P.ndim != 2 or f.shape != (P.shape[0],):
+        raise InputError(f"P: shape {P.shape}, Ñ {N_tilde.shape} and f {f.shape} do not fit together")
+    if np.any(P < 0) or np.any(N_tilde < 0) or np.any(f < 0):
+        raise InputError("P: probabilities and frequencies must be non-negative")
+    support = N_tilde > 0
+    if np.any(P[support] == 0):
+        raise InputError("P: zero probability on an observed token (the cross-entropy is infinite)")
+    logP = np.log(np.where(support, P, 1.0))
+    logN = np.log(np.where(support, N_tilde, 1.0))
+    ce_P = -np.sum(f[:, None] * N_tilde * logP)
+    ce_N = -np.sum(f[:, None] * N_tilde * logN)
+    kl = np.sum(f[:, None] * N_tilde * (logN - logP))
+    return float(ce_P - ce_N), float(kl)
+
+
+def circle_head(V: int, D: int = 2) -> np.ndarray:
+    """W (V x D): rows :math:`(\\cos 2\\pi v/V, \\sin 2\\pi v/V, 0, \\dots)`."""
+    V = check_size(V, "V", 2, 1 << 24)
+    D = check_size(D, "D", 2, 1 << 16)
+    theta = 2 * np.pi * np.arange(V) / V
+    W = np.zeros((V, D))
+    W[:, 0], W[:, 1] = np.cos(theta), np.sin(theta)
+    return W
+
+
+def circle_top1(radius: Any, V: int) -> np.ndarray:
+    """Top-1 probability :math:`1/\\sum_v e^{r(\\cos\\theta_v - 1)}` of the circle witness at radius r."""
+    radius = np.atleast_1d(np.asarray(radius, dtype=np.float64))
+    gaps = np.cos(2 * np.pi * np.arange(V) / V) - 1.0  # <= 0, zero at v = 0
+    return 1.0 / np.exp(radius[:, None] * gaps[None, :]).sum(axis=1)
+
+
+def circle_radius(probabilities: Any, V: int) -> np.ndarray:
+    """Radii r with top-1 probability p on the V-point circle, by bisection (monotone in r)."""
+    p = np.atleast_1d(np.asarray(probabilities, dtype=np.float64))
+    distinct, where = np.unique(p, return_inverse=True)
+    low = np.zeros_like(distinct)
+    high = np.ones_like(distinct)
+    while np.any(circle_top1(high, V) < distinct):
+        high = np.where(circle_top1(high, V) < distinct, 2 * high, high)
+    for _ in range(RADIUS_STEPS):
+        middle = (low + high) / 2
+        below = circle_top1(middle, V) < distinct
+        low, high = np.where(below, middle, low), np.where(below, high, middle)
+    return ((low + high) / 2)[where]
+
+
+def construct_top1_witness(targets: Any, probs: Any, D: int, eps: float, V: int) -> tuple[np.ndarray, np.ndarray]:
+    """H (C x D) and W (V x D), no bias, with argmax :math:`t_c` and top-1 probability within
+    ``eps`` of :math:`p_c` for every context (Prop. A.4's circle construction)."""
+    V = check_size(V, "V", 2, 1 << 24)
+    D = check_size(D, "D", 2, 1 << 16)
+    eps = check_probability(eps, "eps", 0.0, 1.0, closed=False)
+    targets = np.asarray(targets)
+    probs = np.asarray(probs, dtype=np.float64)
+    if targets.ndim != 1 or targets.shape != probs.shape or len(targets) == 0:
+        raise InputError(f"targets: shape {targets.shape} and probs {probs.shape} must be equal 1-D, non-empty")
+    if not np.issubdtype(targets.dtype, np.integer) or targets.min() < 0 or targets.max() >= V:
+        raise InputError(f"targets: token ids must be integers in [0, {V})")
+    if not np.all(np.isfinite(probs)) or np.any(probs <= 1.0 / V) or np.any(probs >= 1.0):
+        bad = probs[~(np.isfinite(probs) & (probs > 1.0 / V) & (probs < 1.0))][0]
+        raise InputError(f"probs: {float(bad)!r} is outside (1/V, 1) = ({1.0 / V:.3g}, 1)")
+    W = circle_head(V, D)
+    H = circle_radius(probs, V)[:, None] * W[targets]
+    return H, W
+
+
+def top1(
+    H: np.ndarray, W: np.ndarray, bias: np.ndarray | None = None, block: int = 64
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(argmax, top-1 probability, tie count)`` of softmax(W h + b) for every row of H, streamed."""
+    argmax, probability, ties = [], [], []
+    for start in range(0, H.shape[0], block):
+        z = H[start : start + block] @ W.T
+        if bias is not None:
+            z = z + bias
+        top = z.max(axis=1, keepdims=True)
+        argmax.append(z.argmax(axis=1))
+        ties.append((z == top).sum(axis=1))
+        probability.append(1.0 / np.exp(z - top).sum(axis=1))
+    return np.concatenate(argmax), np.concatenate(probability), np.concatenate(ties)
+
+
+def tangent_head(V: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """D = 1 with a bias: slopes :math:`w_v` (distinct, sorted) and biases :math:`-w_v^2/2`."""
+    V = check_size(V, "V", 2, 1 << 24)
+    rng = np.random.default_rng(check_size(seed, "seed", 0))
+    w = np.sort(rng.uniform(-1, 1, size=V))
+    return w[:, None], -(w**2) / 2
+
+
+def interior_tokens(w: Any) -> np.ndarray:
+    """For D = 1 without a bias: the tokens that can never be the strict argmax, those whose
+    weight lies strictly between the smallest and the largest."""
+    w = np.asarray(w, dtype=np.float64).ravel()
+    return np.flatnonzero((w > w.min()) & (w < w.max()))
