@@ -1,4 +1,4 @@
-"""The ``rankwall`` command line: ``list``, ``verify``, ``search``, ``compress`` and ``experiment``.
+"""The ``rankwall`` command line: ``list``, ``verify``, ``search``, ``compress``, ``argmax`` and ``experiment``.
 
 Exit codes: 0 every verdict holds (or, for ``search``, no counterexample was found); 1 a claim
 is violated (a counterexample was found); 2 bad usage or bad input; 3 (``verify`` only) nothing
@@ -105,6 +105,10 @@ def build_parser() -> argparse.ArgumentParser:
     compress.add_argument("--rank", type=_positive_int("--rank", 1, 65536), default=None, help="lowrank: rank of W")
     compress.add_argument("--seed", type=_positive_int("--seed", 0), default=0)
     compress.add_argument("--json", action="store_true")
+
+    argmax = sub.add_parser("argmax", help="the tokens of a head that no hidden state can make the argmax")
+    argmax.add_argument("--head", required=True, help=".npy (W, V x D) or .npz (W, optional b)")
+    argmax.add_argument("--json", action="store_true")
 
     experiment = sub.add_parser("experiment", help="run an experiment and write JSON and PNG")
     experiment.add_argument("name", choices=sorted(EXPERIMENTS), metavar="NAME", help=", ".join(sorted(EXPERIMENTS)))
@@ -310,6 +314,55 @@ def run_compress(args: argparse.Namespace, out: Console, err: Console) -> int:
     return EXIT_OK
 
 
+def load_head(path: str) -> tuple[Any, Any]:
+    """W (and the bias b, if any) from a .npy or .npz file, with a clear error when unusable."""
+    import numpy as np
+
+    file = Path(path)
+    if not file.is_file():
+        raise UsageError(f"--head: {path} does not exist")
+    try:
+        data = np.load(file, allow_pickle=False)
+    except (OSError, ValueError) as error:
+        raise UsageError(f"--head: {path} is not a NumPy .npy/.npz file ({error})") from None
+    if isinstance(data, np.ndarray):
+        return data, None
+    if "W" not in data:
+        raise UsageError(f"--head: {path} holds {sorted(data.files)}, expected an array named W (and optionally b)")
+    return data["W"], data["b"] if "b" in data else None
+
+
+def run_argmax(args: argparse.Namespace, out: Console, err: Console) -> int:
+    import numpy as np
+
+    from theory import expressivity as ex
+
+    W, b = load_head(args.head)
+    started = time.perf_counter()
+    with _progress(err) as progress:
+        task = progress.add_task("deciding argmaxable tokens", total=int(np.shape(W)[0]))
+        result = ex.argmaxable(W, b, on_token=lambda: progress.advance(task))
+    never = np.flatnonzero(~result["argmaxable"])
+    record = {
+        "head": args.head,
+        "V": int(W.shape[0]),
+        "D": int(W.shape[1]),
+        "bias": b is not None,
+        "unargmaxable": never.tolist(),
+        "methods": dict(Counter(str(m) for m in result["method"])),
+        "seconds": round(time.perf_counter() - started, 3),
+    }
+    if args.json:
+        print(json.dumps(record, indent=2))
+        return EXIT_OK
+    out.print(
+        f"{record['V']} tokens, D = {record['D']}, {'with' if b is not None else 'no'} bias: "
+        f"{len(never)} unargmaxable {never[:20].tolist()}{' ...' if len(never) > 20 else ''}"
+    )
+    out.print(f"decided by: {record['methods']}  ({record['seconds']} s)")
+    return EXIT_OK
+
+
 def run_experiment(args: argparse.Namespace, out: Console, err: Console) -> int:
     from checks.experiments import batch_rank
 
@@ -359,6 +412,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_experiment(args, out, err)
         if args.command == "compress":
             return run_compress(args, out, err)
+        if args.command == "argmax":
+            return run_argmax(args, out, err)
         return run_search(args, out, err)
     except (UsageError, BackendUnavailable, InputError) as error:
         print(f"rankwall: error: {error}", file=sys.stderr)

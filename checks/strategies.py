@@ -368,3 +368,18 @@ def gibbs_instances(draw: Any) -> Instance:
             "exact_fit": draw(st.booleans()),
         },
     )
+
+
+@st.composite
+def argmax_instances(draw: Any) -> Instance:
+    """Heads without bias for the argmaxable-token checks (small D, so qhull can cross-check)."""
+    D = draw(st.integers(2, 5))
+    return Instance(
+        "argmax-head",
+        {
+            "V": draw(st.integers(D + 2, 120)),
+            "D": D,
+            "seed": draw(st.integers(0, 2**16)),
+            "interior": draw(st.integers(0, 4)),
+        },
+    )

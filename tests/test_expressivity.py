@@ -85,3 +85,63 @@ def test_bad_input_is_refused_with_a_named_argument(call, message):
     with pytest.raises(InputError) as error:
         call()
     assert message in str(error.value)
+
+
+class TestArgmaxableTokens:
+    @pytest.mark.parametrize("D", [2, 3, 4])
+    def test_lp_pipeline_agrees_with_the_convex_hull(self, D):
+        from scipy.spatial import ConvexHull
+
+        W = np.random.default_rng(D).standard_normal((150, D))
+        decided = ex.argmaxable(W)["argmaxable"]
+        vertices = np.zeros(150, dtype=bool)
+        vertices[ConvexHull(W).vertices] = True
+        assert (decided == vertices).all()
+
+    def test_interior_rows_never_win_and_every_answer_is_rechecked(self):
+        W = np.vstack([ex.circle_head(12), [[0.1, 0.0]]])
+        result = ex.argmaxable(W)
+        assert result["argmaxable"].tolist() == [True] * 12 + [False]
+        assert set(result["method"]) <= {"certificate h = s w_i", "LP, re-checked", "LP margin <= 1e-9"}
+
+    def test_a_bias_can_make_interior_rows_argmaxable(self):
+        W, b = ex.tangent_head(10, 1)
+        assert ex.argmaxable(W, b)["argmaxable"].all()
+        assert ex.argmaxable(W)["argmaxable"].sum() == 2
+
+    def test_tokens_that_win_only_at_infinity(self):
+        """w_2 = w_0 + w_1 halves: with a huge bias gap, only the direction matters."""
+        W = np.array([[1.0, 0.0], [-1.0, 0.0], [0.0, 1.0]])
+        b = np.array([0.0, 0.0, -1e6])
+        assert ex.argmaxable(W, b)["argmaxable"].all()
+
+    @pytest.mark.parametrize(
+        ("W", "bias", "message"),
+        [
+            (np.ones(3), None, "W: expected a (V x D) head"),
+            (np.full((3, 2), np.nan), None, "W: non-finite value"),
+            (np.ones((3, 2)), np.ones(2), "bias: shape (2,) does not match"),
+            (np.ones((3, 2)), np.array([0.0, np.inf, 0.0]), "bias: non-finite value"),
+        ],
+    )
+    def test_bad_heads_are_refused(self, W, bias, message):
+        with pytest.raises(InputError) as error:
+            ex.argmaxable(W, bias)
+        assert message in str(error.value)
+
+
+def test_rankwall_argmax(capsys, tmp_path):
+    import json
+
+    from checks.cli import EXIT_OK, EXIT_USAGE, main
+
+    W = np.vstack([ex.circle_head(8), [[0.0, 0.0]]])
+    np.save(tmp_path / "head.npy", W)
+    assert main(["argmax", "--head", str(tmp_path / "head.npy"), "--json"]) == EXIT_OK
+    record = json.loads(capsys.readouterr().out)
+    assert record["unargmaxable"] == [8] and record["V"] == 9
+    np.savez(tmp_path / "wrong.npz", X=W)
+    assert main(["argmax", "--head", str(tmp_path / "wrong.npz")]) == EXIT_USAGE
+    assert "expected an array named W" in capsys.readouterr().err
+    (tmp_path / "text.npy").write_text("not numpy")
+    assert main(["argmax", "--head", str(tmp_path / "text.npy")]) == EXIT_USAGE

@@ -132,3 +132,85 @@ def interior_tokens(w: Any) -> np.ndarray:
     weight lies strictly between the smallest and the largest."""
     w = np.asarray(w, dtype=np.float64).ravel()
     return np.flatnonzero((w > w.min()) & (w < w.max()))
+
+
+# --------------------------------------------------------------------------- argmaxable tokens
+
+#: Scales at which the cheap certificate h = s w_i is tried before any LP.
+CHEAP_SCALES = (1.0, 10.0, 1000.0)
+
+
+def _validated_head(W: Any, bias: Any) -> tuple[np.ndarray, np.ndarray]:
+    W = np.asarray(W, dtype=np.float64)
+    if W.ndim != 2 or W.shape[0] < 2 or W.shape[1] < 1:
+        raise InputError(f"W: expected a (V x D) head with V >= 2 and D >= 1, got shape {W.shape}")
+    if not np.all(np.isfinite(W)):
+        raise InputError("W: non-finite value")
+    b = np.zeros(W.shape[0]) if bias is None else np.asarray(bias, dtype=np.float64)
+    if b.shape != (W.shape[0],):
+        raise InputError(f"bias: shape {b.shape} does not match the {W.shape[0]} rows of W")
+    if not np.all(np.isfinite(b)):
+        raise InputError("bias: non-finite value")
+    return W, b
+
+
+def strict_winner(W: np.ndarray, b: np.ndarray, h: np.ndarray, token: int) -> bool:
+    """Whether ``token`` is the strict argmax of W h + b, with a margin above the rounding of the
+    logits (:math:`\\gamma_{D+2}(|W||h| + |b|)`)."""
+    z = W @ h + b
+    error = (W.shape[1] + 2) * 2.0**-53 * (np.abs(W) @ np.abs(h) + np.abs(b))
+    others = np.delete(np.arange(len(z)), token)
+    return bool(np.all(z[token] - error[token] > z[others] + error[others]))
+
+
+def argmax_lp(W: np.ndarray, b: np.ndarray, token: int) -> tuple[float, np.ndarray]:
+    """The margin LP for one token, solved with HiGHS: maximise delta over (h, s, delta) with
+    (w_j - w_i) h + (b_j - b_i) s + delta <= 0 for all j != i, h in [-1, 1]^D, s in [0, 1],
+    delta <= 1. Positive delta: the token is argmaxable, at h/s, or (s = 0) far enough along h
+    to pass every bias gap. Returns delta and the candidate hidden state."""
+    from scipy.optimize import linprog
+
+    V, D = W.shape
+    others = np.delete(np.arange(V), token)
+    A = np.hstack([W[others] - W[token], (b[others] - b[token])[:, None], np.ones((V - 1, 1))])
+    cost = np.zeros(D + 2)
+    cost[-1] = -1.0
+    bounds = [(-1.0, 1.0)] * D + [(0.0, 1.0), (None, 1.0)]
+    result = linprog(cost, A_ub=A, b_ub=np.zeros(V - 1), bounds=bounds, method="highs")
+    if result.status != 0:
+        raise ArithmeticError(f"argmax LP for token {token}: {result.message}")
+    h, s = result.x[:D], result.x[D]
+    if s > 0:
+        return float(-result.fun), h / s
+    # A direction at infinity: scale it past every bias gap, t (w_i - w_j) h > b_j - b_i.
+    gains = (W[token] - W[others]) @ h
+    gaps = b[others] - b[token]
+    needed = np.max(np.where(gains > 0, gaps / np.where(gains > 0, gains, 1.0), 0.0), initial=0.0)
+    return float(-result.fun), h * (2 * needed + 1)
+
+
+def argmaxable(W: Any, bias: Any = None, *, on_token: Any = None) -> dict[str, Any]:
+    """Decide for every token whether some h makes it the strict argmax of W h + b.
+
+    Cheap certificates first (h = s w_i for a few scales s, checked by evaluating the logits), then
+    the margin LP for the rest; an LP answer "argmaxable" is re-checked by evaluating W h + b at its
+    solution (scaled up when it lies at infinity). Returns the decisions and how each was reached."""
+    W, b = _validated_head(W, bias)
+    V = W.shape[0]
+    decided = np.zeros(V, dtype=bool)
+    method = np.full(V, "", dtype=object)
+    margins = np.full(V, np.nan)
+    for i in range(V):
+        if any(strict_winner(W, b, s * W[i], i) for s in CHEAP_SCALES):
+            decided[i], method[i] = True, "certificate h = s w_i"
+        else:
+            delta, h = argmax_lp(W, b, i)
+            margins[i] = delta
+            if delta > 1e-9:
+                decided[i] = strict_winner(W, b, h, i)
+                method[i] = "LP, re-checked" if decided[i] else "LP margin positive, not re-checked"
+            else:
+                method[i] = "LP margin <= 1e-9"
+        if on_token is not None:
+            on_token()
+    return {"argmaxable": decided, "method": method, "lp_margin": margins}

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from checks import exact, tolerance
-from checks.strategies import expressivity_instances, gibbs_instances
+from checks.strategies import argmax_instances, expressivity_instances, gibbs_instances
 from checks.verdict import REGISTRY, Claim, Instance, Judgement, Measurement, Relation
 from theory import error_rank as er
 from theory import expressivity as ex
@@ -161,3 +161,76 @@ top1_witness.with_mutant(
 
 for _claim_object in (gibbs, top1_witness, d1_bias):
     REGISTRY.register(_claim_object)
+
+
+def argmax_head(instance: Instance) -> np.ndarray:
+    """A random head (rows Gaussian), optionally with interior rows planted at convex combinations."""
+    p = instance.params
+    rng = np.random.default_rng(p["seed"])
+    W = rng.standard_normal((p["V"], p["D"]))
+    if p["interior"]:
+        weights = rng.dirichlet(np.ones(p["V"]), size=p["interior"])
+        W = np.vstack([W, weights @ W])  # convex combinations: never the strict argmax
+    return W
+
+
+def measure_hull(instance: Instance, backend: Any, factor: Fraction) -> Measurement:
+    """Tokens where the LP pipeline and the convex hull (qhull) disagree: 0 is the claim."""
+    from scipy.spatial import ConvexHull
+
+    W = argmax_head(instance)
+    decided = ex.argmaxable(W)["argmaxable"]
+    vertices = np.zeros(len(W), dtype=bool)
+    vertices[ConvexHull(W).vertices] = True
+    disagree = int(np.sum(decided != vertices))
+    certificate = {"argmaxable": int(decided.sum()), "hull_vertices": int(vertices.sum())}
+    return Measurement(float(disagree), 0.0, 0.0, "HiGHS LP pipeline vs qhull", certificate, True)
+
+
+def judge_hull(instance: Instance, factor: Fraction) -> Judgement:
+    m = measure_hull(instance, None, factor)
+    return Judgement(m.lhs, 0.0, None if m.lhs else 0, m.method, certificate=m.certificate)
+
+
+def measure_all_argmaxable(instance: Instance, backend: Any, factor: Fraction) -> Measurement:
+    W = argmax_head(instance)
+    result = ex.argmaxable(W)
+    never = int(np.sum(~result["argmaxable"]))
+    return Measurement(float(never), 0.0, 0.0, "HiGHS LP pipeline", {"unargmaxable": never}, True)
+
+
+def judge_all_argmaxable(instance: Instance, factor: Fraction) -> Judgement:
+    """An unargmaxable planted row is a convex combination of the others: for any h its logit is
+    the same combination of theirs, so it cannot exceed all of them (exact, whatever the LP says)."""
+    m = measure_all_argmaxable(instance, None, factor)
+    planted = instance.params["interior"]
+    if planted:
+        return Judgement(m.lhs, 0.0, -1, "exact: a planted row is a convex combination of the others")
+    return Judgement(m.lhs, 0.0, None if m.lhs else 0, m.method)
+
+
+argmax_vs_hull = _claim(
+    "expressivity.argmaxable-vs-hull",
+    source="seed 001 ('Stolen Probability', Demeter et al. 2020; Grivas et al. 2022)",
+    title="Without a bias, a token is argmaxable exactly when it is a vertex of the convex hull",
+    statement="the LP pipeline's argmaxable tokens are the vertices of conv{w_v} (qhull)",
+    domain="Gaussian heads without bias, D = 2..6, with or without planted interior rows",
+    relation=Relation.AT_MOST,
+    measure=measure_hull,
+    judge_exactly=judge_hull,
+    witnesses=lambda V: [
+        Instance("argmax-head", {"V": max(min(V, 300), D + 3), "D": D, "seed": s, "interior": k})
+        for D in (2, 3, 5)
+        for s in (0, 1)
+        for k in (0, 3)
+    ],
+    strategy=lambda: argmax_instances(),
+)
+argmax_vs_hull.with_mutant(
+    "every-token-argmaxable",
+    "every token of every head is argmaxable  (false: a row inside the convex hull never wins)",
+    measure=measure_all_argmaxable,
+    judge_exactly=judge_all_argmaxable,
+    witnesses=lambda V: [Instance("argmax-head", {"V": 50, "D": 3, "seed": 0, "interior": 2})],
+)
+REGISTRY.register(argmax_vs_hull)
