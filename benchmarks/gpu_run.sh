@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# One prepared GPU run: every claim at V = 131,072 on torch/CUDA and on CuPy (float64 and
+# One prepared GPU run: `rankwall verify --V 131072` on torch/CUDA and on CuPy (float64 and
 # float32), then the spectral-norm throughput benchmark on the GPU. Prints timings; writes the
-# JSON verdicts to ${OUT:-out}/. Needs a CUDA device; CuPy is optional (install cupy-cuda12x,
-# or carry its wheel) and is skipped with a message when missing.
+# JSON verdicts to ${OUT:-out}/. The softmax-jacobian claims compute on the requested backend;
+# the other families compute in NumPy whatever the backend (the JSON names the backend used).
+# Needs a CUDA device; CuPy is optional (install cupy-cuda12x, or carry its wheel) and is
+# skipped with a message when missing.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${OUT:-out}"
