@@ -145,3 +145,37 @@ def test_rankwall_argmax(capsys, tmp_path):
     assert "expected an array named W" in capsys.readouterr().err
     (tmp_path / "text.npy").write_text("not numpy")
     assert main(["argmax", "--head", str(tmp_path / "text.npy")]) == EXIT_USAGE
+
+
+class TestPrecisionFrontier:
+    @pytest.mark.parametrize("D", [2, 3, 5])
+    def test_sphere_codes_are_unit_vectors_and_distinct(self, D):
+        W = ex.sphere_code(500, D, seed=1)
+        np.testing.assert_allclose(np.linalg.norm(W, axis=1), 1.0, rtol=1e-12)
+        gram = W @ W.T
+        np.fill_diagonal(gram, -1)
+        assert gram.max() < 1 - 1e-6
+
+    def test_fibonacci_spreads_better_than_the_circle(self):
+        def nearest(W):
+            gram = W @ W.T
+            np.fill_diagonal(gram, -1)
+            return 1 - gram.max()
+
+        assert nearest(ex.sphere_code(2000, 3)) > 100 * nearest(ex.sphere_code(2000, 2))
+
+    def test_code_witness_reaches_the_probability(self):
+        W = ex.sphere_code(300, 3)
+        targets = np.arange(0, 300, 30)
+        H = ex.code_witness(W, targets, 0.7)
+        argmax, top, _ = ex.top1(H, W)
+        assert (argmax == targets).all()
+        np.testing.assert_allclose(top, 0.7, atol=1e-9)
+
+    def test_smallest_dimension_grows_as_precision_falls(self):
+        import torch
+
+        assert ex.smallest_surviving_dimension(1024, torch.float64) == 2
+        assert ex.smallest_surviving_dimension(1024, torch.bfloat16) > ex.smallest_surviving_dimension(
+            1024, torch.float32
+        )

@@ -214,3 +214,61 @@ def argmaxable(W: Any, bias: Any = None, *, on_token: Any = None) -> dict[str, A
         if on_token is not None:
             on_token()
     return {"argmaxable": decided, "method": method, "lp_margin": margins}
+
+
+# --------------------------------------------------------------------------- codes on the sphere
+
+
+def sphere_code(V: int, D: int, seed: int = 0) -> np.ndarray:
+    """V unit vectors in R^D spread over the sphere: the circle for D = 2, the Fibonacci lattice for
+    D = 3 (minimal angle about 3.8/sqrt(V)), normalised Gaussian points for D >= 4."""
+    V = check_size(V, "V", 2, 1 << 24)
+    D = check_size(D, "D", 2, 1 << 12)
+    if D == 2:
+        return circle_head(V)
+    if D == 3:
+        k = np.arange(V) + 0.5
+        polar = np.arccos(1 - 2 * k / V)
+        azimuth = np.pi * (1 + 5**0.5) * k
+        return np.stack([np.cos(azimuth) * np.sin(polar), np.sin(azimuth) * np.sin(polar), np.cos(polar)], axis=1)
+    points = np.random.default_rng(check_size(seed, "seed", 0)).standard_normal((V, D))
+    return points / np.linalg.norm(points, axis=1, keepdims=True)
+
+
+def code_witness(W: np.ndarray, targets: np.ndarray, probability: float) -> np.ndarray:
+    """Hidden states :math:`h_c = r_c w_{t_c}` with top-1 probability ``probability`` for each target,
+    on any code whose rows are unit vectors (by bisection on r; the top-1 probability
+    :math:`1/\\sum_v e^{r(\\langle w_v, w_t\\rangle - 1)}` rises with r when t is the unique nearest)."""
+    gaps = W[targets] @ W.T - 1.0  # (C, V), zero at the target
+    low, high = np.zeros(len(targets)), np.ones(len(targets))
+    top = lambda r: 1.0 / np.exp(r[:, None] * gaps).sum(axis=1)  # noqa: E731
+    while np.any(top(high) < probability):
+        high = np.where(top(high) < probability, 2 * high, high)
+    for _ in range(RADIUS_STEPS):
+        middle = (low + high) / 2
+        below = top(middle) < probability
+        low, high = np.where(below, middle, low), np.where(below, high, middle)
+    return ((low + high) / 2)[:, None] * W[targets]
+
+
+def surviving_share(H: np.ndarray, W: np.ndarray, targets: np.ndarray, dtype: Any) -> float:
+    """Share of contexts whose target stays the strict argmax when H W^T is computed in ``dtype``
+    (a torch dtype: float64, float32, bfloat16 or float16)."""
+    import torch
+
+    z = torch.tensor(H).to(dtype) @ torch.tensor(W).to(dtype).T
+    strict = (z == z.max(dim=1, keepdim=True).values).sum(dim=1).numpy() == 1
+    return float(((z.argmax(dim=1).numpy() == targets) & strict).mean())
+
+
+def smallest_surviving_dimension(
+    V: int, dtype: Any, *, probability: float = 0.5, contexts: int = 64, dimensions: Any = range(2, 17), seed: int = 0
+) -> int | None:
+    """The smallest D in ``dimensions`` whose sphere-code witness keeps every sampled target the
+    strict argmax in ``dtype`` (None if none does)."""
+    targets = np.random.default_rng(seed).integers(0, V, contexts)
+    for D in dimensions:
+        W = sphere_code(V, D, seed)
+        if surviving_share(code_witness(W, targets, probability), W, targets, dtype) == 1.0:
+            return int(D)
+    return None
