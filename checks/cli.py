@@ -71,7 +71,13 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="rankwall", description=__doc__.split("\n")[0])
+    parser = _Parser(
+        prog="rankwall",
+        description="Check the mathematics of the softmax / LM-head bottleneck: list the claims, verify them, "
+        "search for counterexamples, and measure heads.",
+        epilog="Exit codes: 0 all hold / none found, 1 violated / counterexample found, 2 bad usage, "
+        "3 inconclusive (verify). JSON contract: docs/cli.md.",
+    )
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     listing = sub.add_parser("list", help="every claim: id, source, statement")
@@ -81,20 +87,35 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--backend", choices=BACKENDS, default="numpy")
         p.add_argument("--device", default=None, help="cpu or cuda (array-api-strict: a named device)")
         p.add_argument("--dtype", choices=DTYPES, default="float64")
-        p.add_argument("--seed", type=_positive_int("--seed", 0), default=0)
+        p.add_argument(
+            "--seed", type=_positive_int("--seed", 0), default=0, help="seed of random instances / the search"
+        )
         p.add_argument("--json", action="store_true", help="machine-readable output")
 
     verify = sub.add_parser("verify", help="check claims on constructed and random instances")
     verify.add_argument("patterns", nargs="*", metavar="PATTERN", help="claim ids or shell patterns")
-    verify.add_argument("--V", type=_positive_int("--V", 2, MAX_VOCABULARY), default=1024, dest="V")
-    verify.add_argument("--examples", type=_positive_int("--examples", 0, 100_000), default=16)
+    verify.add_argument(
+        "--V",
+        type=_positive_int("--V", 2, MAX_VOCABULARY),
+        default=1024,
+        dest="V",
+        help="vocabulary size (default 1024)",
+    )
+    verify.add_argument(
+        "--examples", type=_positive_int("--examples", 0, 100_000), default=16, help="random instances per claim"
+    )
     backend_options(verify)
 
     hunt = sub.add_parser("search", help="hunt a counterexample with Hypothesis")
     hunt.add_argument("claim", metavar="CLAIM")
     hunt.add_argument("--tighten", type=_factor, default=Fraction(1), help="multiply the bound by F")
     hunt.add_argument("--mutant", default=None, help="search a planted false variant instead")
-    hunt.add_argument("--budget", type=_positive_int("--budget", 1, 10_000_000), default=CI_SEARCH_BUDGET)
+    hunt.add_argument(
+        "--budget",
+        type=_positive_int("--budget", 1, 10_000_000),
+        default=CI_SEARCH_BUDGET,
+        help=f"examples to try (default {CI_SEARCH_BUDGET}, the CI budget)",
+    )
     backend_options(hunt)
 
     compress = sub.add_parser("compress", help="Eq. 1: share of the logit gradient destroyed by a head")
