@@ -3,7 +3,8 @@
 Prints, in one run, for random heads with V = 10,000 and D in {2, 8, 32}: the time per token of
 the certified pipeline (duplicates, batched certificates, reflections, then the cutting-plane
 margin LP for the rest) against an LP for every token, measured on the same sample of tokens, as
-a ratio; and, where qhull can run (D <= 8), the agreement of the pipeline's answers with the vertices of the convex hull.
+a ratio; and, where qhull can run (D <= 8), the agreement of the pipeline's answers with the
+vertices of the convex hull.
 
 Usage: python benchmarks/argmax.py [--V N] [--sample N] [--json]
 """

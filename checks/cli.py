@@ -136,6 +136,22 @@ def build_parser() -> argparse.ArgumentParser:
     )
     argmax.add_argument("--json", action="store_true")
 
+    spot = sub.add_parser("spot", help="spot checks of the theory on a real model's logits, head and attention")
+    spot.add_argument(
+        "model",
+        nargs="?",
+        default="smollm2",
+        help="a Hugging Face model folder, a .gguf file, or smollm2 (default: SmolLM2-135M-Instruct)",
+    )
+    spot.add_argument("--text", default=None, help="UTF-8 text file (default: the project's wikitext-2.valid.txt)")
+    spot.add_argument("--tokens", type=_positive_int("--tokens", 16, 65536), default=1024, help="predictions")
+    spot.add_argument(
+        "--context", type=_positive_int("--context", 2, 8192), default=512, help="tokens per forward pass"
+    )
+    spot.add_argument("--no-argmax", action="store_true", help="skip the unargmaxable-token search (about a minute)")
+    spot.add_argument("--out", default="spot-out", help="folder for spot.json and spot.png (default: spot-out)")
+    spot.add_argument("--json", action="store_true")
+
     experiment = sub.add_parser("experiment", help="run an experiment and write JSON and PNG")
     experiment.add_argument("name", choices=sorted(EXPERIMENTS), metavar="NAME", help=", ".join(sorted(EXPERIMENTS)))
     experiment.add_argument("--out", default="out", help="folder for the JSON and PNG (default: out)")
@@ -372,6 +388,62 @@ def run_argmax(args: argparse.Namespace, out: Console, err: Console) -> int:
     return EXIT_OK
 
 
+def run_spot(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from checks.data import corpus_path
+    from checks.models import spot
+    from checks.models.loading import load_causal_lm
+
+    text = args.text if args.text is not None else corpus_path("wikitext-2.valid.txt")
+    steps = 5 if args.no_argmax else 6
+    with _progress(err) as progress:
+        task = progress.add_task("loading the model", total=steps)
+
+        def step(description: str) -> None:
+            progress.update(task, description=description)
+            progress.advance(task)
+
+        loaded = load_causal_lm(args.model)
+        step("reading the text")
+        record = spot.spot(loaded, text, args.tokens, context=args.context, argmax=not args.no_argmax, on_step=step)
+    json_path, png_path = spot.write(record, Path(args.out))
+    if args.json:
+        print(json.dumps(record, indent=2))
+        return EXIT_OK
+    out.print(f"{record['model']}: V = {record['V']}, D = {record['D']}, {record['tokens']} tokens of {text}")
+    eq1 = record["eq1"]
+    table = Table(title="Eq. 1: the logit gradient through the head (paper: destroyed 0.95-0.99, cosine 0.1-0.3)")
+    for column in ("variant", "destroyed", "cosine"):
+        table.add_column(column)
+    table.add_row("Frobenius (frequency-weighted)", f"{eq1['destroyed']:.4f}", f"{eq1['cosine']:.4f}")
+    table.add_row("mean over tokens", f"{eq1['destroyed_per_token']:.4f}", f"{eq1['cosine_per_token']:.4f}")
+    table.add_row("squared norm", f"{eq1['destroyed_squared']:.4f}", f"{eq1['cosine'] ** 2:.4f}")
+    out.print(table)
+    table = Table(title="Figure 7: rank of the logit gradient")
+    for column in ("tokens", "certified rank", "components 70%", "components 99.9%"):
+        table.add_column(column, justify="right")
+    for r in record["gradient_rank"]:
+        table.add_row(*(str(r[k]) for k in ("tokens", "certified_rank", "components_70", "components_99.9")))
+    out.print(table)
+    eff = record["update_efficiency"]
+    table = Table(title="Figure 6: loss change for a logit update of a given norm")
+    for column in ("fraction of ||L||", "along -G", "along -G W Wᵀ", "ratio"):
+        table.add_column(column, justify="right")
+    for f, a, b in zip(eff["fractions"], eff["logit gradient"], eff["hidden-state update"], strict=True):
+        table.add_row(f"{f:g}", f"{a:.4g}", f"{b:.4g}", f"{a / b:.1f}x" if b else "-")
+    out.print(table)
+    att = record["attention"]
+    out.print(
+        f"attention: {att['rows']} rows, median m {att['median_m']:.3f}, {att['share_m_above_0.9']:.1%} past 0.9; "
+        f"gain ~ {att['gain_vs_capacity_constant']:.3f} (2m(1-m))^{att['gain_vs_capacity_log_slope']:.2f}; "
+        f"row sums zero to float32 rounding in {att['rows_summing_to_zero_within_float32_rounding']} rows; "
+        f"violations: bounds {att['jacobian_bound_violations']}, gain > ||J|| {att['gain_above_norm_violations']}"
+    )
+    if "unargmaxable" in record:
+        out.print(f"unargmaxable tokens: {len(record['unargmaxable'])} {record['unargmaxable'][:20]}")
+    out.print(f"wrote {json_path} and {png_path}")
+    return EXIT_OK
+
+
 def run_experiment(args: argparse.Namespace, out: Console, err: Console) -> int:
     from checks.experiments import batch_rank
 
@@ -423,6 +495,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_compress(args, out, err)
         if args.command == "argmax":
             return run_argmax(args, out, err)
+        if args.command == "spot":
+            return run_spot(args, out, err)
         return run_search(args, out, err)
     except (UsageError, BackendUnavailable, InputError) as error:
         print(f"rankwall: error: {error}", file=sys.stderr)

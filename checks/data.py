@@ -30,6 +30,12 @@ def data_folder() -> Path:
     return Path(__file__).resolve().parents[2] / "shared" / "data"
 
 
+def corpus_path(name: str) -> Path:
+    """The path of a corpus file, after checking its sha256 against :data:`CORPORA`."""
+    read_corpus(name)
+    return data_folder() / name
+
+
 def read_corpus(name: str) -> str:
     """The text of a corpus file, after checking its sha256 against :data:`CORPORA`."""
     if name not in CORPORA:

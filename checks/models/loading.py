@@ -113,6 +113,8 @@ def load_causal_lm(model: str | os.PathLike[str] | None = None) -> LoadedModel:
     options: dict[str, Any] = {"local_files_only": True}
     if source.gguf_file is not None:
         options["gguf_file"] = source.gguf_file
+    quiet = os.environ.get("TQDM_DISABLE")
+    os.environ["TQDM_DISABLE"] = "1"  # transformers' GGUF conversion has its own progress bar
     try:
         tokenizer = AutoTokenizer.from_pretrained(source.folder, **options)
         loaded = AutoModelForCausalLM.from_pretrained(
@@ -120,6 +122,11 @@ def load_causal_lm(model: str | os.PathLike[str] | None = None) -> LoadedModel:
         )
     except (OSError, ValueError, KeyError, RuntimeError, EOFError) as error:
         raise InputError(f"model: could not load {source.folder / (source.gguf_file or '')}: {error}") from error
+    finally:
+        if quiet is None:
+            del os.environ["TQDM_DISABLE"]
+        else:
+            os.environ["TQDM_DISABLE"] = quiet
     loaded.eval()
     return LoadedModel(loaded, tokenizer, source)
 

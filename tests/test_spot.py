@@ -1,0 +1,107 @@
+"""Spot checks on the real SmolLM2-135M (checks.models.spot); skipped where it is not installed."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+
+import numpy as np
+import pytest
+
+from checks import tolerance
+from checks.cli import main
+from checks.data import corpus_path
+from checks.models import loading, spot
+from theory._validation import InputError
+
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec(loading.SMOLLM2_PACKAGE) is None or importlib.util.find_spec("transformers") is None,
+    reason=f"SmolLM2 or transformers is not installed ({loading.INSTALL_HINT})",
+)
+
+TOKENS = 96
+
+
+@pytest.fixture(scope="module")
+def smollm2():
+    return loading.load_causal_lm()
+
+
+@pytest.fixture(scope="module")
+def record(smollm2):
+    return spot.spot(smollm2, corpus_path("wikitext-2.valid.txt"), TOKENS, context=48, argmax=False)
+
+
+def test_the_model_is_the_one_the_data_readme_describes(smollm2):
+    assert smollm2.head.shape == (49152, 576) and smollm2.tied
+
+
+def test_eq1_shares_are_a_pythagorean_pair(record):
+    eq1 = record["eq1"]
+    assert 0 < eq1["destroyed"] < 1 and 0 < eq1["cosine"] < 1
+    slack = tolerance.gamma(record["V"] + 4, 2.0**-53) * 4
+    assert abs(eq1["destroyed"] ** 2 + eq1["cosine"] ** 2 - 1) <= slack
+    assert abs(eq1["destroyed_squared"] - eq1["destroyed"] ** 2) <= slack
+
+
+def test_gradient_rank_never_exceeds_its_rows(record):
+    for row in record["gradient_rank"]:
+        assert row["components_70"] <= row["components_99.9"] <= row["certified_rank"] <= row["tokens"]
+
+
+def test_the_logit_gradient_is_the_steepest_first_order_direction(record):
+    """For a small enough step, -G (unit Frobenius norm) lowers the loss at least as much as any other
+    unit direction, the induced -G W W^T included."""
+    eff = record["update_efficiency"]
+    assert eff["logit gradient"][0] < eff["hidden-state update"][0] < 0
+
+
+def test_attention_rows_obey_the_jacobian_theory(record):
+    attention = record["attention"]
+    assert attention["rows"] == 30 * 9 * TOKENS
+    assert attention["jacobian_bound_violations"] == 0
+    assert attention["gain_above_norm_violations"] == 0
+    assert attention["rows_summing_to_zero_within_float32_rounding"] == attention["rows"]
+
+
+def test_float64_loss_matches_the_model_to_float32_rounding(smollm2, record):
+    """The model's float32 logits carry at most gamma_{D+2}(float32) ||w|| ||h|| each; the mean
+    cross-entropy moves by at most twice the largest logit error."""
+    W = smollm2.head
+    ids = spot.read_tokens(smollm2, corpus_path("wikitext-2.valid.txt"), TOKENS)
+    import torch
+
+    with torch.no_grad():
+        H = smollm2.model.model(input_ids=torch.as_tensor(ids[:-1])[None, :48]).last_hidden_state[0].double().numpy()
+    bound = (
+        2
+        * tolerance.gamma(W.shape[1] + 2, 2.0**-24)
+        * np.linalg.norm(W, axis=1).max()
+        * np.linalg.norm(H, axis=1).max()
+    )
+    assert abs(record["loss_float64"] - record["loss_float32_model"]) <= bound
+
+
+def test_text_shorter_than_the_tokens_is_refused(smollm2, tmp_path):
+    short = tmp_path / "short.txt"
+    short.write_text("Too short to hold a thousand tokens.")
+    with pytest.raises(InputError, match="fewer than --tokens 1000"):
+        spot.read_tokens(smollm2, short, 1000)
+
+
+def test_missing_text_is_refused(smollm2, tmp_path):
+    with pytest.raises(InputError, match=r"--text: .* does not exist"):
+        spot.read_tokens(smollm2, tmp_path / "absent.txt", 16)
+
+
+def test_cli_spot_on_a_missing_model_folder(tmp_path, capsys):
+    assert main(["spot", str(tmp_path / "no-model"), "--tokens", "16"]) == 2
+    assert "model:" in capsys.readouterr().err
+
+
+def test_cli_spot_writes_json_and_png(tmp_path, capsys):
+    code = main(["spot", "--tokens", "32", "--context", "32", "--no-argmax", "--json", "--out", str(tmp_path)])
+    assert code == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed == json.loads((tmp_path / "spot.json").read_text())
+    assert (tmp_path / "spot.png").stat().st_size > 10_000
