@@ -31,7 +31,11 @@ from theory._validation import InputError
 from theory.softmax_jacobian import MAX_VOCABULARY
 
 EXIT_OK, EXIT_VIOLATED, EXIT_USAGE, EXIT_INCONCLUSIVE = 0, 1, 2, 3
-EXPERIMENTS = {"batch-rank": "rank of the logit gradient against batch size (seed 000, Figure 7)"}
+EXPERIMENTS = {
+    "batch-rank": "rank of the logit gradient against batch size (seed 000, Figure 7)",
+    "spamlang": "learning to repeat a token through a rank-D head, V = 1,024 to 131,072 (seed 000, Figure 3)",
+    "lowrank-heads": "a small Transformer on tinyshakespeare with W = AB, D = 2^i (seed 000, Figure 2)",
+}
 STYLE = {Status.HOLDS: "green", Status.VIOLATED: "bold red", Status.INCONCLUSIVE: "yellow"}
 
 
@@ -162,6 +166,9 @@ def build_parser() -> argparse.ArgumentParser:
         nargs="+",
         default=[64, 256, 1024, 4096, 8192],
         help="batch-rank: tokens per batch",
+    )
+    experiment.add_argument(
+        "--steps", type=_positive_int("--steps", 1, 1_000_000), default=None, help="spamlang, lowrank-heads: steps"
     )
     experiment.add_argument("--json", action="store_true", help="print the records as JSON")
     return parser
@@ -445,6 +452,11 @@ def run_spot(args: argparse.Namespace, out: Console, err: Console) -> int:
 
 
 def run_experiment(args: argparse.Namespace, out: Console, err: Console) -> int:
+    runner = {"batch-rank": run_batch_rank, "spamlang": run_spamlang, "lowrank-heads": run_lowrank_heads}
+    return runner[args.name](args, out, err)
+
+
+def run_batch_rank(args: argparse.Namespace, out: Console, err: Console) -> int:
     from checks.experiments import batch_rank
 
     sizes = tuple(args.batch_sizes)
@@ -473,6 +485,64 @@ def run_experiment(args: argparse.Namespace, out: Console, err: Console) -> int:
             *(str(r["components"][str(s)]) for s in batch_rank.SHARES),
         )
     out.print(table)
+    out.print(f"wrote {json_path} and {png_path}")
+    return EXIT_OK
+
+
+def run_spamlang(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from checks.experiments import spamlang
+
+    steps = args.steps or spamlang.STEPS
+    runs = 2 * len(spamlang.VOCABULARIES) + 2
+    with _progress(err) as progress:
+        task = progress.add_task("spamlang: training", total=runs * spamlang.logs_per_run(steps))
+        records = spamlang.run(steps=steps, seed=args.seed, on_log=lambda: progress.advance(task))
+    json_path, png_path = spamlang.write(records, Path(args.out))
+    if args.json:
+        print(json.dumps(records, indent=2))
+        return EXIT_OK
+    table = Table(title=f"SpamLang: training loss after {steps} steps (log V at the start)")
+    for column in ("V", "D", "head", "role", "log V", "final loss", "final / log V", "sightings per token"):
+        table.add_column(column, justify="right")
+    for r in records:
+        table.add_row(
+            f"{r['V']:,}",
+            str(r["D"]),
+            "tied" if r["tied"] else "untied",
+            r["role"],
+            f"{r['initial_loss_log_V']:.2f}",
+            f"{r['final_loss']:.3g}",
+            f"{r['final_loss'] / r['initial_loss_log_V']:.3f}",
+            f"{r['sightings_per_token']:.2f}",
+        )
+    out.print(table)
+    out.print(f"wrote {json_path} and {png_path}")
+    return EXIT_OK
+
+
+def run_lowrank_heads(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from checks.experiments import lowrank_heads
+
+    steps = args.steps or lowrank_heads.STEPS
+    runs = len(lowrank_heads.BPE_DIMENSIONS) + len(lowrank_heads.CHAR_DIMENSIONS)
+    with _progress(err) as progress:
+        task = progress.add_task("lowrank-heads: training", total=lowrank_heads.evaluations(steps, runs))
+        result = lowrank_heads.run(steps=steps, seed=args.seed, on_eval=lambda: progress.advance(task))
+    json_path, png_path = lowrank_heads.write(result, Path(args.out))
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return EXIT_OK
+    table = Table(title=f"Low-rank heads W = AB: validation loss after {steps * result['tokens_per_step']:,} tokens")
+    for column in ("tokens", "V", "D", "rank bound", "final validation loss"):
+        table.add_column(column, justify="right")
+    for name in ("bpe", "characters"):
+        for r in result[name]["runs"]:
+            table.add_row(name, f"{r['V']:,}", str(r["D"]), str(r["head_rank_bound"]), f"{r['valid_loss'][-1]:.4f}")
+    out.print(table)
+    for name in ("bpe", "characters"):
+        factor = result[name]["speedup_largest_over_smallest_D"]
+        shown = f"x{factor:.2f}" if factor is not None else "never reached"
+        out.print(f"{name}: largest D reaches the smallest D's final loss {shown} sooner")
     out.print(f"wrote {json_path} and {png_path}")
     return EXIT_OK
 

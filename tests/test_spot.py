@@ -105,3 +105,19 @@ def test_cli_spot_writes_json_and_png(tmp_path, capsys):
     printed = json.loads(capsys.readouterr().out)
     assert printed == json.loads((tmp_path / "spot.json").read_text())
     assert (tmp_path / "spot.png").stat().st_size > 10_000
+
+
+@pytest.mark.slow
+def test_the_recorded_run_in_the_docs_is_reproduced(tmp_path, capsys):
+    """docs/models.md quotes docs/_static/spot/spot.json; the same command reproduces its figures up to
+    float32 forward-pass differences across machines (1e-3 on shares and cosines)."""
+    from pathlib import Path
+
+    text = corpus_path("wikitext-2.valid.txt")
+    assert main(["spot", "--text", str(text), "--tokens", "1024", "--json", "--out", str(tmp_path)]) == 0
+    fresh = json.loads(capsys.readouterr().out)
+    recorded = json.loads((Path(__file__).resolve().parents[1] / "docs/_static/spot/spot.json").read_text())
+    for key in ("destroyed", "cosine", "destroyed_per_token", "cosine_per_token"):
+        assert abs(fresh["eq1"][key] - recorded["eq1"][key]) <= 1e-3
+    assert fresh["gradient_rank"] == recorded["gradient_rank"]
+    assert fresh["unargmaxable"] == recorded["unargmaxable"]
