@@ -7,7 +7,6 @@ from sybil import Sybil
 from sybil.parsers.myst import PythonCodeBlockParser, SkipParser
 
 
-
 def setup(namespace: dict) -> None:
     """``DOCS``: the docs folder, where recorded runs live under ``_static``."""
     namespace["DOCS"] = Path(__file__).resolve().parent
