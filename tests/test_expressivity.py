@@ -156,6 +156,17 @@ class TestArgmaxableTokens:
             ex.argmaxable(W, bias)
         assert message in str(error.value)
 
+    @pytest.mark.parametrize("tokens", [[0, 3], [-1], [[0, 1]], [0.5]])
+    def test_bad_token_ids_are_refused(self, tokens):
+        with pytest.raises(InputError, match="tokens: expected a 1-D array of token ids in"):
+            ex.argmaxable(ex.circle_head(3), tokens=np.array(tokens))
+
+    def test_restricting_to_some_tokens_decides_only_those(self):
+        W = np.vstack([ex.circle_head(8), [[0.0, 0.0]]])
+        result = ex.argmaxable(W, tokens=[1, 8])
+        assert result["argmaxable"].tolist() == [False, True] + [False] * 7
+        assert result["method"][8] == f"LP margin <= {ex.LP_MARGIN_FLOOR:g}" and result["method"][0] == ""
+
 
 def test_rankwall_argmax(capsys, tmp_path):
     import json

@@ -121,3 +121,27 @@ def test_the_recorded_run_in_the_docs_is_reproduced(tmp_path, capsys):
         assert abs(fresh["eq1"][key] - recorded["eq1"][key]) <= 1e-3
     assert fresh["gradient_rank"] == recorded["gradient_rank"]
     assert fresh["unargmaxable"] == recorded["unargmaxable"]
+
+
+def test_a_local_hugging_face_folder_runs_end_to_end(smollm2, tmp_path):
+    """A tiny random llama saved with save_pretrained (safetensors, SmolLM2's tokenizer) loads from
+    its folder, its head loads alone, and the spot check runs on it."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    config = LlamaConfig(
+        vocab_size=49152,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        tie_word_embeddings=False,
+    )
+    LlamaForCausalLM(config).save_pretrained(tmp_path)
+    smollm2.tokenizer.save_pretrained(tmp_path)
+    loaded = loading.load_causal_lm(tmp_path)
+    W, bias, _ = loading.load_head(tmp_path)
+    assert np.array_equal(W, loaded.head) and bias is None and not loaded.tied
+    record = spot.spot(loaded, corpus_path("wikitext-2.valid.txt"), 32, context=32, argmax=False)
+    assert record["D"] == 32 and record["attention"]["rows"] == 2 * 4 * 32
+    assert record["attention"]["jacobian_bound_violations"] == 0

@@ -183,10 +183,14 @@ def plot(result: dict[str, Any], path: Path) -> None:
     for ax, name in zip(axes, ("bpe", "characters"), strict=True):
         sweep = result[name]
         for r in sweep["runs"]:
-            ax.plot(r["tokens"], r["valid_loss"], marker=".", label=f"D = {r['D']}")
+            ax.plot(np.array(r["tokens"]) / 1e6, r["valid_loss"], marker=".", label=f"D = {r['D']}")
         factor = sweep["speedup_largest_over_smallest_D"]
         shown = f"x{factor:.2f}" if factor is not None else "not reached"
-        ax.set(xlabel="tokens seen", ylabel="validation loss", title=f"{name}, V = {sweep['V']:,}: speed-up {shown}")
+        ax.set(
+            xlabel="tokens seen (millions)",
+            ylabel="validation loss",
+            title=f"{name}, V = {sweep['V']:,}: speed-up {shown}",
+        )
         ax.legend(fontsize=8)
     figure.tight_layout()
     figure.savefig(path, dpi=120)
