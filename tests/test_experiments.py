@@ -50,7 +50,7 @@ class TestLowRankHeads:
         from checks.experiments import lowrank_heads
 
         model = lowrank_heads.make_model(300, 8, 0)
-        W = (model.A.weight @ model.B.weight).detach().double()
+        W = model.A.weight.detach().double() @ model.B.weight.detach().double()
         assert torch.linalg.matrix_rank(W).item() == 8
 
     def test_speedup_reads_the_first_crossing(self):
