@@ -10,7 +10,6 @@ dense SVD with a Weyl margin, and the number of singular components needed to ho
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ import scipy.sparse as sparse
 
 from checks import tolerance
 from checks.data import characters, read_corpus, words
+from checks.outputs import write_outputs
 from theory import error_rank as er
 
 SHARES = (0.7, 0.99, 0.999)
@@ -120,8 +120,4 @@ def plot(records: list[dict[str, Any]], path: Path) -> None:
 
 def write(records: list[dict[str, Any]], out: Path) -> tuple[Path, Path]:
     """Write ``batch_rank.json`` and ``batch_rank.png`` into ``out``."""
-    out.mkdir(parents=True, exist_ok=True)
-    json_path, png_path = out / "batch_rank.json", out / "batch_rank.png"
-    json_path.write_text(json.dumps(records, indent=2))
-    plot(records, png_path)
-    return json_path, png_path
+    return write_outputs(records, out, "batch_rank", plot)

@@ -15,7 +15,6 @@ and the essay predicts no effect of D.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable
 from pathlib import Path
@@ -24,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from checks.data import read_corpus
+from checks.outputs import write_outputs
 
 WIDTH = 128
 LAYERS = 2
@@ -199,8 +199,4 @@ def plot(result: dict[str, Any], path: Path) -> None:
 
 def write(result: dict[str, Any], out: Path) -> tuple[Path, Path]:
     """Write ``lowrank_heads.json`` and ``lowrank_heads.png`` into ``out``."""
-    out.mkdir(parents=True, exist_ok=True)
-    json_path, png_path = out / "lowrank_heads.json", out / "lowrank_heads.png"
-    json_path.write_text(json.dumps(result, indent=2))
-    plot(result, png_path)
-    return json_path, png_path
+    return write_outputs(result, out, "lowrank_heads", plot)

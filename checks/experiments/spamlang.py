@@ -15,12 +15,13 @@ means fewer sightings per token; the record reports them so the two effects are 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from checks.outputs import write_outputs
 
 VOCABULARIES = (1024, 4096, 16384, 65536, 131072)
 D = 64
@@ -139,8 +140,4 @@ def plot(records: list[dict[str, Any]], path: Path) -> None:
 
 def write(records: list[dict[str, Any]], out: Path) -> tuple[Path, Path]:
     """Write ``spamlang.json`` and ``spamlang.png`` into ``out``."""
-    out.mkdir(parents=True, exist_ok=True)
-    json_path, png_path = out / "spamlang.json", out / "spamlang.png"
-    json_path.write_text(json.dumps(records, indent=2))
-    plot(records, png_path)
-    return json_path, png_path
+    return write_outputs(records, out, "spamlang", plot)

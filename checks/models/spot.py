@@ -23,7 +23,6 @@ its head W and the next tokens t:
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -33,6 +32,7 @@ import numpy as np
 from checks import tolerance
 from checks.experiments.batch_rank import components_for
 from checks.models.loading import LoadedModel
+from checks.outputs import write_outputs
 from theory import compression as cp
 from theory import expressivity as ex
 from theory import softmax_jacobian as sj
@@ -313,8 +313,4 @@ def plot(record: dict[str, Any], path: Path) -> None:
 
 def write(record: dict[str, Any], out: Path) -> tuple[Path, Path]:
     """``spot.json`` and ``spot.png`` in ``out``."""
-    out.mkdir(parents=True, exist_ok=True)
-    json_path, png_path = out / "spot.json", out / "spot.png"
-    json_path.write_text(json.dumps(record, indent=2))
-    plot(record, png_path)
-    return json_path, png_path
+    return write_outputs(record, out, "spot", plot)
