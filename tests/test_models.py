@@ -95,6 +95,15 @@ def test_cli_argmax_reports_a_missing_head(tmp_path, capsys):
 
 @needs_smollm2
 class TestSmolLM2Head:
+    @pytest.mark.parametrize(
+        ("constant", "value", "message"),
+        [("SMOLLM2_SHA256", "0" * 64, "has sha256"), ("SMOLLM2_BYTES", 1, "corrupted download")],
+    )
+    def test_a_file_that_fails_its_check_is_refused(self, monkeypatch, constant, value, message):
+        monkeypatch.setattr(loading, constant, value)
+        with pytest.raises(InputError, match=message):
+            loading.load_head("smollm2")
+
     def test_head_shape_and_hash(self):
         W, bias, name = loading.load_head("smollm2")
         assert W.shape == (49152, 576) and bias is None and "SmolLM2" in name
