@@ -409,9 +409,12 @@ def run_spot(args: argparse.Namespace, out: Console, err: Console) -> int:
             progress.update(task, description=description)
             progress.advance(task)
 
+        started = time.perf_counter()
         loaded = load_causal_lm(args.model)
+        load_seconds = time.perf_counter() - started
         step("reading the text")
         record = spot.spot(loaded, text, args.tokens, context=args.context, argmax=not args.no_argmax, on_step=step)
+        record["load_seconds"] = load_seconds
     json_path, png_path = spot.write(record, Path(args.out))
     if args.json:
         print(json.dumps(record, indent=2))

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import resource
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -15,3 +17,9 @@ def write_outputs(data: Any, out: Path, stem: str, plot: Callable[[Any, Path], N
     json_path.write_text(json.dumps(data, indent=2))
     plot(data, png_path)
     return json_path, png_path
+
+
+def peak_memory_mb() -> float:
+    """The process's peak resident memory so far, in MiB (``ru_maxrss``: KiB on Linux, bytes on macOS)."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / 2**20 if sys.platform == "darwin" else peak / 2**10

@@ -16,6 +16,7 @@ and the essay predicts no effect of D.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from checks.data import read_corpus
-from checks.outputs import write_outputs
+from checks.outputs import peak_memory_mb, write_outputs
 
 WIDTH = 128
 LAYERS = 2
@@ -156,6 +157,7 @@ def run(
     on_eval: Callable[[], None] | None = None,
 ) -> dict[str, Any]:
     """Both sweeps; the records and each sweep's speed-up of its largest D over its smallest."""
+    started = time.perf_counter()
     text = read_corpus("tinyshakespeare.txt")
     result: dict[str, Any] = {"steps": steps, "tokens_per_step": BATCH * CONTEXT}
     for name, (ids, V), dimensions in (
@@ -164,6 +166,8 @@ def run(
     ):
         runs = [train(ids, V, D, steps=steps, seed=seed, on_eval=on_eval) for D in dimensions]
         result[name] = {"V": V, "runs": runs, "speedup_largest_over_smallest_D": speedup(runs[-1], runs[0])}
+    result["seconds"] = time.perf_counter() - started
+    result["peak_memory_mb"] = peak_memory_mb()
     return result
 
 

@@ -15,13 +15,14 @@ means fewer sightings per token; the record reports them so the two effects are 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from checks.outputs import write_outputs
+from checks.outputs import peak_memory_mb, write_outputs
 
 VOCABULARIES = (1024, 4096, 16384, 65536, 131072)
 D = 64
@@ -65,6 +66,7 @@ def train(
     """Adam on uniform tokens with target = input; the loss every ``LOG_EVERY`` steps."""
     import torch
 
+    started = time.perf_counter()
     model = make_model(V, D, tied, seed)
     optimizer = torch.optim.Adam(model.parameters(), lr=LEARNING_RATE)
     generator = torch.Generator().manual_seed(seed + 1)
@@ -89,6 +91,8 @@ def train(
         "initial_loss_log_V": float(np.log(V)),
         "final_loss": losses[-1],
         "sightings_per_token": steps * BATCH / V,
+        "seconds": time.perf_counter() - started,
+        "peak_memory_mb": peak_memory_mb(),
     }
 
 

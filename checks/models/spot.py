@@ -23,6 +23,7 @@ its head W and the next tokens t:
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -32,7 +33,7 @@ import numpy as np
 from checks import tolerance
 from checks.experiments.batch_rank import components_for
 from checks.models.loading import LoadedModel
-from checks.outputs import write_outputs
+from checks.outputs import peak_memory_mb, write_outputs
 from theory import compression as cp
 from theory import expressivity as ex
 from theory import softmax_jacobian as sj
@@ -224,6 +225,7 @@ def spot(
 ) -> dict[str, Any]:
     """Every spot check on ``tokens`` predictions of the text; returns a JSON-ready record."""
     step = on_step or (lambda description: None)
+    started = time.perf_counter()
     ids = read_tokens(loaded, text_path, tokens)
     step("forward and backward passes")
     H, attention, model_loss = forward_backward(loaded, ids, context)
@@ -264,8 +266,15 @@ def spot(
     }
     if argmax:
         step("unargmaxable tokens of the head")
+        argmax_started = time.perf_counter()
         decided = ex.argmaxable(W)
         record["unargmaxable"] = np.flatnonzero(~decided["argmaxable"]).tolist()
+        record["unargmaxable_methods"] = {
+            str(m): int(n) for m, n in zip(*np.unique(decided["method"], return_counts=True), strict=True)
+        }
+        record["argmax_seconds"] = time.perf_counter() - argmax_started
+    record["seconds"] = time.perf_counter() - started
+    record["peak_memory_mb"] = peak_memory_mb()
     return record
 
 
