@@ -269,7 +269,7 @@ def spot(
         argmax_started = time.perf_counter()
         decided = ex.argmaxable(W)
         record["unargmaxable"] = np.flatnonzero(~decided["argmaxable"]).tolist()
-        record["unargmaxable_methods"] = {
+        record["argmax_methods"] = {
             str(m): int(n) for m, n in zip(*np.unique(decided["method"], return_counts=True), strict=True)
         }
         record["argmax_seconds"] = time.perf_counter() - argmax_started
