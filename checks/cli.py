@@ -374,13 +374,15 @@ def run_argmax(args: argparse.Namespace, out: Console, err: Console) -> int:
     with _progress(err) as progress:
         task = progress.add_task("deciding argmaxable tokens", total=int(np.shape(W)[0]))
         result = ex.argmaxable(W, b, on_progress=lambda n: progress.advance(task, n))
-    never = np.flatnonzero(~result["argmaxable"])
+    never = np.flatnonzero(result["never"])
+    undecided = np.flatnonzero(~result["argmaxable"] & ~result["never"])
     record = {
         "head": name,
         "V": int(W.shape[0]),
         "D": int(W.shape[1]),
         "bias": b is not None,
         "unargmaxable": never.tolist(),
+        "undecided": undecided.tolist(),
         "methods": dict(Counter(str(m) for m in result["method"])),
         "seconds": round(time.perf_counter() - started, 3),
     }
@@ -390,6 +392,7 @@ def run_argmax(args: argparse.Namespace, out: Console, err: Console) -> int:
     out.print(
         f"{record['V']} tokens, D = {record['D']}, {'with' if b is not None else 'no'} bias: "
         f"{len(never)} unargmaxable {never[:20].tolist()}{' ...' if len(never) > 20 else ''}"
+        + (f", {len(undecided)} undecided {undecided[:20].tolist()}" if len(undecided) else "")
     )
     out.print(f"decided by: {record['methods']}  ({record['seconds']} s)")
     return EXIT_OK

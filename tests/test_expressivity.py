@@ -114,6 +114,7 @@ class TestArgmaxableTokens:
         result = ex.argmaxable(W, b)
         # rows 0 and 6 tie exactly (both lose); row 1 outbids its twin 7 and still wins.
         assert np.flatnonzero(~result["argmaxable"]).tolist() == [0, 6, 7]
+        assert np.flatnonzero(result["never"]).tolist() == [0, 6, 7]
         assert result["method"][[0, 6, 7]].tolist() == ["duplicate row"] * 3
 
     @pytest.mark.parametrize("D", [8, 16])
@@ -177,7 +178,7 @@ def test_rankwall_argmax(capsys, tmp_path):
     np.save(tmp_path / "head.npy", W)
     assert main(["argmax", "--head", str(tmp_path / "head.npy"), "--json"]) == EXIT_OK
     record = json.loads(capsys.readouterr().out)
-    assert record["unargmaxable"] == [8] and record["V"] == 9
+    assert record["unargmaxable"] == [8] and record["undecided"] == [] and record["V"] == 9
     np.savez(tmp_path / "wrong.npz", X=W)
     assert main(["argmax", "--head", str(tmp_path / "wrong.npz")]) == EXIT_USAGE
     assert "expected an array named W" in capsys.readouterr().err

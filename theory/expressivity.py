@@ -141,6 +141,8 @@ def interior_tokens(w: Any) -> np.ndarray:
 CHEAP_SCALES = (1.0, 10.0, 1000.0)
 #: Reflections of h across the tie with the current winner before the LP is tried.
 REFLECTION_STEPS = 32
+#: Relative amount by which a reflection overshoots the exact mirror image of the deficit.
+REFLECTION_NUDGE = 1e-12
 #: Competitors added to the cutting-plane LP per round.
 LP_CUTS = 64
 #: An LP margin at or below this is read as "no h makes the token win" (HiGHS solves to a primal
@@ -169,7 +171,7 @@ def _certified_winners(W: np.ndarray, b: np.ndarray, H: np.ndarray, tokens: np.n
     rounding of the logits. Any summation order computes :math:`w_j \cdot h` to within
     :math:`\gamma_D |w_j| \cdot |h| \le \gamma_D \|w_j\| \|h\|`, and adding :math:`b_j` rounds once more."""
     V, D = W.shape
-    unit = (D + 2) * 2.0**-53 * 1.01
+    unit = (D + 2) * 2.0**-53 * 1.01  # >= gamma_{D+2} = (D+2)u / (1 - (D+2)u) while (D+2)u < 0.0099
     row_norms = np.linalg.norm(W, axis=1)
     wins = np.zeros(len(tokens), dtype=bool)
     block = max(1, BLOCK_ENTRIES // V)
@@ -199,7 +201,7 @@ def duplicate_losers(W: np.ndarray, b: np.ndarray) -> np.ndarray:
     g, bias = group.ravel()[order], b[order]
     first = np.r_[True, g[1:] != g[:-1]]
     tied_with_next = np.r_[(g[1:] == g[:-1]) & (bias[1:] == bias[:-1]), False]
-    loses = ~first | (first & tied_with_next)
+    loses = ~first | tied_with_next
     return np.sort(order[loses])
 
 
@@ -229,7 +231,8 @@ def reflect_toward_winner(W: np.ndarray, b: np.ndarray, h: np.ndarray, token: in
         if not np.any(direction):
             return None
         deficit = z[j] - (W[token] @ h + b[token])
-        h = h + 2 * (deficit + 1e-12 * (1 + abs(z[j]))) / (direction @ direction) * direction
+        deficit += REFLECTION_NUDGE * (1 + abs(z[j]))  # land just past the mirror image, not on a tie
+        h = h + 2 * deficit / (direction @ direction) * direction
     return h if strict_winner(W, b, h, token) else None
 
 
@@ -296,10 +299,11 @@ def argmaxable(
     In order: exact duplicates that lose to a twin; batched certificates, the whitened
     :math:`h = C^+(w_i - \\bar w)` and then h = s w_i, each checked by evaluating every logit
     with a rounding bound; reflections toward the current winner; and the cutting-plane margin
-    LP, whose positive answers are re-checked the same way. ``tokens`` restricts the decisions to some token ids (all by
-    default; the others are reported as not argmaxable with method ""). ``on_progress(n)`` is
-    called as n more tokens are decided. Returns the decisions, how each was reached, and the LP
-    margins (NaN where no LP ran)."""
+    LP, whose positive answers are re-checked the same way. ``tokens`` restricts the decisions to
+    some token ids (all by default; the others are left with method ""). ``on_progress(n)`` is
+    called as n more tokens are decided. Returns ``argmaxable`` (a winning h was certified),
+    ``never`` (shown never to win), how each token was decided, and the LP margins (NaN where no LP
+    ran). A token in neither set is undecided: the LP found a positive margin that rounding hides."""
     W, b = _validated_head(W, bias)
     V = W.shape[0]
     wanted = np.ones(V, dtype=bool)
@@ -336,9 +340,15 @@ def argmaxable(
         else:
             margins[token], h = cutting_plane_lp(W, b, token, start)
             decided[token] = h is not None
-            method[token] = "LP, re-checked" if h is not None else f"LP margin <= {LP_MARGIN_FLOOR:g}"
+            if h is not None:
+                method[token] = "LP, re-checked"
+            elif margins[token] <= LP_MARGIN_FLOOR:
+                method[token] = f"LP margin <= {LP_MARGIN_FLOOR:g}"
+            else:  # every competitor constrained, yet the answer wins by less than rounding
+                method[token] = "LP margin positive, not certified"
         progress(1)
-    return {"argmaxable": decided, "method": method, "lp_margin": margins}
+    never = (method == "duplicate row") | (method == f"LP margin <= {LP_MARGIN_FLOOR:g}")
+    return {"argmaxable": decided, "never": never, "method": method, "lp_margin": margins}
 
 
 # --------------------------------------------------------------------------- codes on the sphere

@@ -179,11 +179,12 @@ def measure_hull(instance: Instance, backend: Any, factor: Fraction) -> Measurem
     from scipy.spatial import ConvexHull
 
     W = argmax_head(instance)
-    decided = ex.argmaxable(W)["argmaxable"]
+    result = ex.argmaxable(W)
     vertices = np.zeros(len(W), dtype=bool)
     vertices[ConvexHull(W).vertices] = True
-    disagree = int(np.sum(decided != vertices))
-    certificate = {"argmaxable": int(decided.sum()), "hull_vertices": int(vertices.sum())}
+    agree = (result["argmaxable"] & vertices) | (result["never"] & ~vertices)  # undecided never agrees
+    disagree = int(np.sum(~agree))
+    certificate = {"argmaxable": int(result["argmaxable"].sum()), "hull_vertices": int(vertices.sum())}
     return Measurement(float(disagree), 0.0, 0.0, "HiGHS LP pipeline vs qhull", certificate, True)
 
 
@@ -195,7 +196,7 @@ def judge_hull(instance: Instance, factor: Fraction) -> Judgement:
 def measure_all_argmaxable(instance: Instance, backend: Any, factor: Fraction) -> Measurement:
     W = argmax_head(instance)
     result = ex.argmaxable(W)
-    never = int(np.sum(~result["argmaxable"]))
+    never = int(np.sum(result["never"]))
     return Measurement(float(never), 0.0, 0.0, "HiGHS LP pipeline", {"unargmaxable": never}, True)
 
 

@@ -268,7 +268,8 @@ def spot(
         step("unargmaxable tokens of the head")
         argmax_started = time.perf_counter()
         decided = ex.argmaxable(W)
-        record["unargmaxable"] = np.flatnonzero(~decided["argmaxable"]).tolist()
+        record["unargmaxable"] = np.flatnonzero(decided["never"]).tolist()
+        record["argmax_undecided"] = np.flatnonzero(~decided["argmaxable"] & ~decided["never"]).tolist()
         record["argmax_methods"] = {
             str(m): int(n) for m, n in zip(*np.unique(decided["method"], return_counts=True), strict=True)
         }
