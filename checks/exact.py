@@ -24,6 +24,7 @@ from typing import Any
 import flint
 import numpy as np
 
+from theory._validation import InputError, as_integer_array, check_size
 from theory.softmax_jacobian import secular_function
 
 #: Largest number of distinct values for which exact rational arithmetic is attempted
@@ -272,19 +273,33 @@ def _bisected_norm(row: ExactRow, bits: int = 256, steps: int = 200) -> tuple[fl
 #: The prime for ranks mod p (a word-size Mersenne prime for flint's nmod_mat).
 RANK_PRIME = 2**61 - 1
 
+#: Largest modulus flint's nmod_mat holds (one machine word).
+WORD_MODULUS = 2**64 - 1
+
 
 def _integer_rows(matrix: Any) -> tuple[int, int, list[int]]:
-    m = np.asarray(matrix)
-    whole = np.issubdtype(m.dtype, np.integer) or (m.dtype == object and all(isinstance(x, int) for x in m.ravel()))
-    if m.ndim != 2 or not whole:
-        raise TypeError("exact ranks take a 2-D integer matrix (scale rational rows to integers)")
+    """``(rows, columns, entries)`` of a 2-D matrix of integers, entries as Python ints."""
+    m = as_integer_array(matrix, "matrix", ndim=2, what="a 2-D integer matrix (scale rational rows to integers)")
     return m.shape[0], m.shape[1], [int(x) for x in m.ravel()]
+
+
+def check_prime(prime: Any) -> int:
+    """Require a prime p < 2^64: over Z/pZ, a field only for prime p, rank is defined (and
+    flint's nmod_mat aborts the interpreter on a composite modulus)."""
+    p = check_size(prime, "prime", 2, WORD_MODULUS)
+    if not flint.fmpz(p).is_prime():
+        raise InputError(f"prime: {p} is not prime (Z/{p}Z is not a field, so a rank mod {p} is not defined)")
+    return p
 
 
 def rank_mod_prime(matrix: Any, prime: int = RANK_PRIME) -> int:
     """Rank of an integer matrix reduced mod a prime: a certified *lower* bound on its rank
     over the rationals (reduction can only lose rank)."""
-    rows, columns, entries = _integer_rows(matrix)
+    prime = check_prime(prime)
+    return _rank_mod(*_integer_rows(matrix), prime)
+
+
+def _rank_mod(rows: int, columns: int, entries: list[int], prime: int) -> int:
     return flint.nmod_mat(rows, columns, [e % prime for e in entries], prime).rank()
 
 
@@ -293,7 +308,7 @@ def exact_rank(matrix: Any) -> tuple[int, str]:
     prime settles it at once; otherwise a fraction-free elimination over the integers
     (``fmpz_mat.rank``) gives the exact value."""
     rows, columns, entries = _integer_rows(matrix)
-    lower = rank_mod_prime(matrix)
+    lower = _rank_mod(rows, columns, entries, RANK_PRIME)
     if lower == min(rows, columns):
         return lower, "exact rank (full rank mod p)"
     return flint.fmpz_mat(rows, columns, entries).rank(), "exact rank (fraction-free elimination)"
