@@ -111,3 +111,75 @@ def test_a_rounded_truncated_svd_is_not_a_counterexample():
     instance = Instance("step", {**params, "delta": "truncated-svd"})
     assert REGISTRY["updates.eckart-young"].check(instance, resolve("numpy")).status is not Status.VIOLATED
     assert REGISTRY["updates.eckart-young-attained"].check(instance, resolve("numpy")).status is Status.HOLDS
+
+
+class TestIntegerInputsAreExact:
+    """Integer matrices are computed exactly (python-flint), never wrapped around in a fixed width."""
+
+    INT8 = tuple(np.array(m, dtype=np.int8) for m in ([[100]], [[100], [1]], [[100, 1]]))
+
+    def test_int8_first_order_update_is_exact(self):
+        update = up.first_order_update(*self.INT8)
+        assert update.tolist() == [[-2000100, -20001]]
+        assert all(type(v) is int for v in update.ravel())
+
+    def test_int8_exact_step_is_exact(self):
+        # H' = 100 - 10001 = -9901, W' = (100 - 10000, 1 - 100): H'W'^T - HW^T
+        assert up.exact_step(*self.INT8).tolist() == [[-9901 * -9900 - 10000, -9901 * -99 - 100]]
+
+    def test_unsigned_inputs_are_exact(self):
+        H, W, G = (m.astype(np.uint8) for m in self.INT8)
+        assert up.first_order_update(H, W, G).tolist() == [[-2000100, -20001]]
+
+    @pytest.mark.parametrize("eta", [1, 3, np.int64(-2)])
+    def test_int64_overflow_is_computed_exactly(self, eta):
+        big = 2**40
+        H, W, G = np.array([[big]]), np.array([[big], [3]]), np.array([[big, 5]])
+        Ho, Wo, Go = (m.astype(object) for m in (H, W, G))  # Python ints: the reference
+        e = int(eta)
+        assert up.first_order_update(H, W, G, eta).tolist() == (-e * (Go @ Wo @ Wo.T + Ho @ (Ho.T @ Go))).tolist()
+        truth = (Ho - e * (Go @ Wo)) @ (Wo - e * (Go.T @ Ho)).T - Ho @ Wo.T
+        assert up.exact_step(H, W, G, eta).tolist() == truth.tolist()
+        assert abs(up.first_order_update(H, W, G, eta)[0, 0]) > 2**63
+
+    def test_a_rational_eta_on_integers_stays_exact(self):
+        eta = Fraction(1, 3)
+        update = up.first_order_update(*self.INT8, eta)
+        assert update.tolist() == [[Fraction(-2000100, 3), Fraction(-20001, 3)]]
+        H, W, G = (m.astype(object) for m in self.INT8)
+        step = up.exact_step(*self.INT8, eta)
+        assert step.tolist() == ((H - eta * (G @ W)) @ (W - eta * (G.T @ H)).T - H @ W.T).tolist()
+        # Fraction matrices too (the reference: NumPy's object matmul on Python Fractions)
+        H = np.array([[Fraction(1, 2)]], dtype=object)
+        W = np.array([[Fraction(1, 3)], [2]], dtype=object)
+        G = np.array([[1, Fraction(-1, 5)]], dtype=object)
+        expected = -(G @ W @ W.T + H @ (H.T @ G))
+        assert up.first_order_update(H, W, G).tolist() == expected.tolist()
+
+    def test_a_float_eta_takes_the_float_path(self):
+        update = up.first_order_update(*self.INT8, 0.5)
+        assert update.dtype == np.float64
+        assert update.tolist() == [[-1000050.0, -10000.5]]
+        H, W, G = (m.astype(np.float32) for m in self.INT8)  # float matrices keep their dtype
+        assert up.first_order_update(H, W, G, 1).dtype == np.float32
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: up.first_order_update(np.ones((1, 1), dtype=bool), np.ones((2, 1)), np.ones((1, 2))), "H: boolean"),
+        (lambda: up.first_order_update([[1, 2], [3]], np.ones((3, 2)), np.ones((2, 3))), "H: ragged nested sequence"),
+        (lambda: up.first_order_update([[1]], [[1], [True]], [[1, 1]]), "W: boolean True at index (1, 0)"),
+        (lambda: up.first_order_update([[1]], [[1], [2]], [["1", 1]]), "G: string '1' at index (0, 0)"),
+        (lambda: up.first_order_update([[1]], [[1], [2]], [[1, 1]], True), "eta: expected a real number, got True"),
+        (lambda: up.first_order_update([[1]], [[1], [2]], [[1, 1]], "1"), "eta: expected a real number, got '1'"),
+        (lambda: up.exact_step([[1]], [[1], [2]], [[1, 1]], float("nan")), "eta: non-finite step size nan"),
+        (lambda: up.exact_step([[1]], [[1], [2]], [[1, 1]], np.ones(2)), "eta: expected a real number"),
+        (lambda: up.tail_norm([[1.0, 2.0], [3.0]], 1), "G: ragged nested sequence"),
+        (lambda: up.best_scale(np.array([[True]]), np.ones((1, 1))), "delta: boolean"),
+    ],
+)
+def test_inputs_that_cannot_be_computed_are_refused(call, message):
+    with pytest.raises(InputError) as error:
+        call()
+    assert message in str(error.value), str(error.value)

@@ -14,32 +14,97 @@ logits :math:`L = HW^\top` (H: C x D hidden states, W: V x D head) and a logit g
    scalar c, :math:`\lVert c\Delta - G \rVert_F \ge (\sum_{i > 2D} \sigma_i(G)^2)^{1/2}`, with
    equality for :math:`c\Delta` the truncated SVD :math:`G_{2D}`. So no step through a rank-D head
    can follow the logit gradient once G has rank above 2D.
+
+Arithmetic. Integer matrices (any integer dtype, or object arrays of Python ints) and object
+arrays of Fractions are computed *exactly*, with python-flint's ``fmpz_mat`` / ``fmpq_mat``
+products, and returned as object arrays of Python ints (Fractions when a matrix or the step size
+is a non-integer rational): an int8 or int64 input never wraps around. An integer or Fraction
+step size keeps exact inputs exact; a float step size, or any float matrix, takes the float path
+(exact matrices are then read as float64, float matrices keep their dtype). Booleans, strings,
+ragged lists and non-finite values are refused with :class:`InputError`.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
 
+import flint
 import numpy as np
 
-from theory._validation import InputError, check_size
+from theory._validation import InputError, as_numeric_array, as_real_scalar, check_size, is_exact
 
 
 def _matrix(x: Any, name: str) -> np.ndarray:
-    """A finite 2-D real array; integers, and object arrays of Python ints or Fractions, are kept
-    as they are, for exact arithmetic."""
-    array = np.asarray(x)
-    if array.ndim != 2:
-        raise InputError(f"{name}: expected a 2-D array, got ndim={array.ndim}")
-    exact_entries = array.dtype == object and all(isinstance(x, (int, Fraction)) for x in array.ravel())
-    if not (np.issubdtype(array.dtype, np.integer) or np.issubdtype(array.dtype, np.floating) or exact_entries):
-        raise InputError(f"{name}: expected a real dtype (or exact ints / Fractions), got {array.dtype}")
+    """A finite, non-empty 2-D real array; integers, and object arrays of Python ints or
+    Fractions, are kept as they are, for exact arithmetic."""
+    array = as_numeric_array(x, name, ndim=2)
     if array.size == 0:
         raise InputError(f"{name}: the array is empty (shape {array.shape})")
-    if np.issubdtype(array.dtype, np.floating) and not np.all(np.isfinite(array)):
+    if not is_exact(array) and not np.all(np.isfinite(array)):
         raise InputError(f"{name}: non-finite value")
     return array
+
+
+def _step_size(eta: Any) -> int | Fraction | float:
+    """:math:`\\eta` as an int, a Fraction (exact) or a finite float."""
+    value = as_real_scalar(eta, "eta")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise InputError(f"eta: non-finite step size {value!r}")
+    return value
+
+
+class _Exact:
+    """A python-flint matrix (``fmpz_mat`` or ``fmpq_mat``) spelled like a NumPy one (``@``,
+    ``.T``, ``+``, ``-``, scalar ``*``), so that each formula is written once for both."""
+
+    def __init__(self, matrix: Any) -> None:
+        self.matrix = matrix
+
+    @classmethod
+    def of(cls, array: np.ndarray, rational: bool) -> _Exact:
+        rows, columns = array.shape
+        if rational:
+            entries = [Fraction(v) for v in array.ravel().tolist()]
+            return cls(flint.fmpq_mat(rows, columns, [flint.fmpq(f.numerator, f.denominator) for f in entries]))
+        return cls(flint.fmpz_mat(rows, columns, [int(v) for v in array.ravel().tolist()]))
+
+    def to_numpy(self, rational: bool) -> np.ndarray:
+        """An object array of Python ints (or Fractions)."""
+        entries = self.matrix.entries()
+        out = np.empty(len(entries), dtype=object)
+        out[:] = [Fraction(int(e.p), int(e.q)) for e in entries] if rational else [int(e) for e in entries]
+        return out.reshape(self.matrix.nrows(), self.matrix.ncols())
+
+    @property
+    def T(self) -> _Exact:  # NumPy's spelling
+        return _Exact(self.matrix.transpose())
+
+    def __matmul__(self, other: _Exact) -> _Exact:
+        return _Exact(self.matrix * other.matrix)
+
+    def __add__(self, other: _Exact) -> _Exact:
+        return _Exact(self.matrix + other.matrix)
+
+    def __sub__(self, other: _Exact) -> _Exact:
+        return _Exact(self.matrix - other.matrix)
+
+    def __rmul__(self, scalar: Any) -> _Exact:
+        return _Exact(scalar * self.matrix)
+
+
+def _evaluate(formula: Callable[..., Any], H: np.ndarray, W: np.ndarray, G: np.ndarray, eta: Any) -> np.ndarray:
+    """``formula(H, W, G, eta)`` exactly (python-flint) when every input is exact, else in floats."""
+    if is_exact(H) and is_exact(W) and is_exact(G) and not isinstance(eta, float):
+        rational = isinstance(eta, Fraction) or any(
+            m.dtype == object and any(isinstance(v, Fraction) for v in m.flat) for m in (H, W, G)
+        )
+        scalar = flint.fmpq(eta.numerator, eta.denominator) if rational else flint.fmpz(eta)
+        return formula(*(_Exact.of(m, rational) for m in (H, W, G)), scalar).to_numpy(rational)
+    H, W, G = (m.astype(np.float64) if is_exact(m) else m for m in (H, W, G))
+    return formula(H, W, G, float(eta))
 
 
 def validated_step(H: Any, W: Any, G: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -56,13 +121,19 @@ def validated_step(H: Any, W: Any, G: Any) -> tuple[np.ndarray, np.ndarray, np.n
 
 def first_order_update(H: Any, W: Any, G: Any, eta: Any = 1) -> np.ndarray:
     """:math:`-\\eta\\,(GWW^\\top + HH^\\top G)`, the logit change to first order in :math:`\\eta`."""
-    H, W, G = validated_step(H, W, G)
+    return _evaluate(_first_order, *validated_step(H, W, G), _step_size(eta))
+
+
+def _first_order(H: Any, W: Any, G: Any, eta: Any) -> Any:
     return -eta * (G @ W @ W.T + H @ (H.T @ G))
 
 
 def exact_step(H: Any, W: Any, G: Any, eta: Any = 1) -> np.ndarray:
     """:math:`H'W'^\\top - HW^\\top` for :math:`H' = H - \\eta GW`, :math:`W' = W - \\eta G^\\top H`."""
-    H, W, G = validated_step(H, W, G)
+    return _evaluate(_step, *validated_step(H, W, G), _step_size(eta))
+
+
+def _step(H: Any, W: Any, G: Any, eta: Any) -> Any:
     H_next, W_next = H - eta * (G @ W), W - eta * (G.T @ H)
     return H_next @ W_next.T - H @ W.T
 
