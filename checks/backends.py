@@ -95,14 +95,21 @@ def resolve(name: str = "numpy", device: str | None = None, dtype: str = "float6
     if name == "torch":
         import torch
 
-        device = device or "cpu"
-        if device.startswith("cuda") and not torch.cuda.is_available():
+        try:
+            chosen = torch.device(device or "cpu")
+        except (RuntimeError, TypeError):
+            raise BackendUnavailable(f"--device: torch has no device {device!r} (cpu, cuda or cuda:N)") from None
+        if chosen.type not in ("cpu", "cuda"):
+            raise BackendUnavailable(f"--device: rankwall runs torch on cpu or cuda, not {device!r}")
+        if chosen.type == "cuda" and not torch.cuda.is_available():
             raise BackendUnavailable("--device: torch sees no CUDA device")
-        if device.startswith("cuda"):
+        if chosen.type == "cuda" and (chosen.index or 0) >= torch.cuda.device_count():
+            raise BackendUnavailable(f"--device: {device} does not exist ({torch.cuda.device_count()} CUDA devices)")
+        if chosen.type == "cuda":
             torch.backends.cuda.matmul.allow_tf32 = False
             torch.backends.cudnn.allow_tf32 = False
         xp = array_api_compat.array_namespace(torch.empty(0))
-        return Backend(name, xp, torch.device(device), getattr(torch, dtype))
+        return Backend(name, xp, chosen, getattr(torch, dtype))
     if name == "cupy":
         if device not in (None, "cuda") and not str(device).startswith("cuda"):
             raise BackendUnavailable(f"--device: cupy runs on cuda only, not {device!r}")

@@ -1,53 +1,70 @@
-"""The project's data: real text from ``../shared/data/`` (never downloaded), verified by hash.
+"""The project's data: real text shipped inside the package, verified by hash on load.
 
-The folder is found from ``$RANKWALL_DATA`` or as ``shared/data`` beside the checkout.
+The corpora live xz-compressed in ``checks/corpora/`` (source and licence in its
+``NOTICE.md``) and are checked against the sha256 below on every load; nothing is downloaded.
+A user's own text comes in through ``--text`` (the ``spot`` command) or, for every command
+that reads a corpus, through ``$RANKWALL_DATA``: a folder holding the user's own files under
+the same names (``tinyshakespeare.txt``, ...). Those are the user's texts, so they are read
+as they are, without a hash to match.
 """
 
 from __future__ import annotations
 
 import hashlib
+import lzma
 import os
 import re
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 
 import numpy as np
 
 from theory._validation import InputError
 
-#: sha256 of each corpus file, from ../shared/data/README.md.
+#: sha256 of each corpus text (uncompressed), as listed in ``checks/corpora/NOTICE.md``.
 CORPORA = {
     "tinyshakespeare.txt": "86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed",
     "wikitext-2.valid.txt": "f0737ed31fc1329026e95cb8b98e19c2a182c39c240ab909dc31abf2f8af58e8",
     "wikitext-2.test.txt": "d790b833ef8cf03a90db7bf1271b7520b83c45ce07ba3c1a9699df81e239eca0",
 }
-
-
-def data_folder() -> Path:
-    """``$RANKWALL_DATA``, else the ``shared/data`` folder beside this checkout."""
-    if "RANKWALL_DATA" in os.environ:
-        return Path(os.environ["RANKWALL_DATA"])
-    return Path(__file__).resolve().parents[2] / "shared" / "data"
-
-
-def corpus_path(name: str) -> Path:
-    """The path of a corpus file, after checking its sha256 against :data:`CORPORA`."""
-    read_corpus(name)
-    return data_folder() / name
+DATA_VARIABLE = "RANKWALL_DATA"
 
 
 def read_corpus(name: str) -> str:
-    """The text of a corpus file, after checking its sha256 against :data:`CORPORA`."""
+    """The text of a corpus: ``$RANKWALL_DATA/name`` if that variable is set (the user's own
+    text), else the shipped copy after checking its sha256 against :data:`CORPORA`."""
     if name not in CORPORA:
         raise InputError(f"corpus: unknown corpus {name!r} (known: {', '.join(CORPORA)})")
-    path = data_folder() / name
-    if not path.is_file():
-        raise InputError(f"corpus: {path} is missing (set RANKWALL_DATA to the folder that holds {name})")
-    raw = path.read_bytes()
+    if DATA_VARIABLE in os.environ:
+        path = Path(os.environ[DATA_VARIABLE]) / name
+        if not path.is_file():
+            raise InputError(f"{DATA_VARIABLE}: {path} is missing (unset {DATA_VARIABLE} to use the shipped copy)")
+        return read_text_file(path, DATA_VARIABLE)
+    shipped = resources.files("checks") / "corpora" / f"{name}.xz"
+    try:
+        raw = lzma.decompress(shipped.read_bytes())
+    except (FileNotFoundError, lzma.LZMAError) as error:
+        raise InputError(f"corpus: the shipped {name}.xz is missing or damaged ({error}); reinstall rankwall") from None
     digest = hashlib.sha256(raw).hexdigest()
     if digest != CORPORA[name]:
-        raise InputError(f"corpus: {path} has sha256 {digest[:16]}..., expected {CORPORA[name][:16]}...")
+        raise InputError(f"corpus: the shipped {name}.xz has sha256 {digest[:16]}..., expected {CORPORA[name][:16]}...")
     return raw.decode("utf-8")
+
+
+def read_text_file(path: str | Path, argument: str = "--text") -> str:
+    """A user's UTF-8 text file, with an error naming ``argument`` when it cannot be read."""
+    path = Path(path)
+    if not path.exists():
+        raise InputError(f"{argument}: {path} does not exist")
+    if not path.is_file():
+        raise InputError(f"{argument}: {path} is not a file")
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        raise InputError(f"{argument}: {path} is not UTF-8 text ({error.reason} at byte {error.start})") from None
+    except OSError as error:
+        raise InputError(f"{argument}: {path} cannot be read ({error.strerror})") from None
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,9 @@ class SearchResult:
     tighten: Fraction
     budget: int
     seed: int
-    examples: int
+    examples: int  # instances checked up to the first violation (all of them when none is found)
+    rejected: int  # drawn instances refused as invalid input (not counted in ``examples``)
+    shrink_steps: int  # instances checked while shrinking the first violation to a minimal one
     seconds: float
     counterexample: Verdict | None
 
@@ -47,6 +49,8 @@ class SearchResult:
             "budget": self.budget,
             "seed": self.seed,
             "examples": self.examples,
+            "rejected": self.rejected,
+            "shrink_steps": self.shrink_steps,
             "seconds": round(self.seconds, 3),
             "found": self.counterexample is not None,
             "counterexample": None if self.counterexample is None else self.counterexample.to_json(),
@@ -74,7 +78,8 @@ def search(
         raise ValueError("--tighten: the factor must be positive")
     if tighten != 1 and claim.bound is None:
         raise ValueError(f"--tighten: {claim.id} is an identity, it has no bound to tighten")
-    examples = 0
+    counts = {"examples": 0, "rejected": 0, "shrink_steps": 0}
+    found_one = False
     started = time.perf_counter()
 
     @settings(
@@ -90,20 +95,25 @@ def search(
     @hypothesis_seed(seed)
     @given(claim.strategy())
     def probe(instance: Instance) -> None:
-        nonlocal examples
-        examples += 1
-        if on_example is not None:
-            on_example()
+        nonlocal found_one
         try:
             verdict = claim.check(instance, backend, tighten)
         except InputError:
+            counts["rejected"] += 1
             reject()
+        counts["shrink_steps" if found_one else "examples"] += 1
+        if on_example is not None and not found_one:
+            on_example()
         target(closeness(verdict, claim.relation), label="closeness to a violation")
         if verdict.status is Status.VIOLATED:
+            found_one = True
             raise _Found(verdict)
 
+    counterexample = None
     try:
         probe()
     except _Found as found:
-        return SearchResult(claim.id, tighten, budget, seed, examples, time.perf_counter() - started, found.verdict)
-    return SearchResult(claim.id, tighten, budget, seed, examples, time.perf_counter() - started, None)
+        counterexample = found.verdict
+    return SearchResult(
+        claim.id, tighten, budget, seed, **counts, seconds=time.perf_counter() - started, counterexample=counterexample
+    )

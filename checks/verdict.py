@@ -154,15 +154,32 @@ class Claim:
         return mutant
 
     def check(self, instance: Instance, backend: Any, factor: Fraction = Fraction(1)) -> Verdict:
-        """Decide the claim on one instance (see the module docstring)."""
+        """Decide the claim on one instance (see the module docstring). A numerical failure of
+        the backend (an eigensolver that does not converge, an overflow) leaves the instance
+        undecided: the verdict is ``inconclusive`` and names the failure."""
         if factor != 1 and self.bound is None:
             raise ValueError(f"{self.id}: an identity has no bound to tighten")
-        return decide(
-            self,
-            instance,
-            self.measure(instance, backend, factor),
-            lambda: self.judge_exactly(instance, factor),
-        )
+        try:
+            measured = self.measure(instance, backend, factor)
+            return decide(self, instance, measured, lambda: self.judge_exactly(instance, factor))
+        except Exception as error:
+            if not is_numerical_failure(error):
+                raise
+            reason = f"{NUMERICAL_FAILURE}: {type(error).__name__}: {str(error).splitlines()[0][:200]}"
+            nan = math.nan
+            return Verdict(self.id, Status.INCONCLUSIVE, nan, nan, nan, nan, reason, instance)
+
+
+#: How the method of a verdict begins when the backend failed on the instance.
+NUMERICAL_FAILURE = "numerical failure, undecided"
+
+
+def is_numerical_failure(error: BaseException) -> bool:
+    """An arithmetic failure of a backend rather than a bug: overflow, a floating-point trap, or a
+    linear-algebra routine that did not converge (NumPy's, CuPy's and torch's ``LinAlgError``)."""
+    if isinstance(error, OverflowError | FloatingPointError):
+        return True
+    return any(cls.__name__ in ("LinAlgError", "_LinAlgError") for cls in type(error).__mro__)
 
 
 def decide(claim: Claim, instance: Instance, measured: Measurement, judge: Callable[[], Judgement]) -> Verdict:

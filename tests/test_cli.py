@@ -93,7 +93,7 @@ def test_search_a_mutant(capsys):
         (["verify", "--backend", "array-api-strict", "--device", "no_float64"], "has no float64"),
         (["search", "nope"], "unknown claim 'nope'"),
         (["search", "softmax-jacobian.trace", "--tighten", "0.5"], "is an identity"),
-        (["search", "softmax-jacobian.upper-bound", "--tighten", "-1"], "must be positive"),
+        (["search", "softmax-jacobian.upper-bound", "--tighten", "-1"], "--tighten: -1 is out of range"),
         (["search", "softmax-jacobian.upper-bound", "--tighten", "x"], "expected a number"),
         (["search", "softmax-jacobian.upper-bound", "--mutant", "nope"], "has no mutant 'nope'"),
         (["search", "softmax-jacobian.upper-bound", "--budget", "0"], "--budget: 0 is out of range"),

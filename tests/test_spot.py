@@ -10,7 +10,7 @@ import pytest
 
 from checks import tolerance
 from checks.cli import main
-from checks.data import corpus_path
+from checks.data import read_corpus
 from checks.models import loading, spot
 from theory._validation import InputError
 
@@ -29,7 +29,7 @@ def smollm2():
 
 @pytest.fixture(scope="module")
 def record(smollm2):
-    return spot.spot(smollm2, corpus_path("wikitext-2.valid.txt"), TOKENS, context=48, argmax=False)
+    return spot.spot(smollm2, read_corpus("wikitext-2.valid.txt"), TOKENS, context=48, argmax=False)
 
 
 def test_the_model_is_the_one_the_data_readme_describes(smollm2):
@@ -68,7 +68,7 @@ def test_float64_loss_matches_the_model_to_float32_rounding(smollm2, record):
     """The model's float32 logits carry at most gamma_{D+2}(float32) ||w|| ||h|| each; the mean
     cross-entropy moves by at most twice the largest logit error."""
     W = smollm2.head
-    ids = spot.read_tokens(smollm2, corpus_path("wikitext-2.valid.txt"), TOKENS)
+    ids = spot.read_tokens(smollm2, read_corpus("wikitext-2.valid.txt"), "wikitext-2.valid.txt", TOKENS)
     import torch
 
     with torch.no_grad():
@@ -82,16 +82,9 @@ def test_float64_loss_matches_the_model_to_float32_rounding(smollm2, record):
     assert abs(record["loss_float64"] - record["loss_float32_model"]) <= bound
 
 
-def test_text_shorter_than_the_tokens_is_refused(smollm2, tmp_path):
-    short = tmp_path / "short.txt"
-    short.write_text("Too short to hold a thousand tokens.")
-    with pytest.raises(InputError, match="fewer than --tokens 1000"):
-        spot.read_tokens(smollm2, short, 1000)
-
-
-def test_missing_text_is_refused(smollm2, tmp_path):
-    with pytest.raises(InputError, match=r"--text: .* does not exist"):
-        spot.read_tokens(smollm2, tmp_path / "absent.txt", 16)
+def test_text_shorter_than_the_tokens_is_refused(smollm2):
+    with pytest.raises(InputError, match="short.txt holds .* fewer than --tokens 1000"):
+        spot.read_tokens(smollm2, "Too short to hold a thousand tokens.", "short.txt", 1000)
 
 
 def test_cli_spot_on_a_missing_model_folder(tmp_path, capsys):
@@ -113,8 +106,7 @@ def test_the_recorded_run_in_the_docs_is_reproduced(tmp_path, capsys):
     float32 forward-pass differences across machines (1e-3 on shares and cosines)."""
     from pathlib import Path
 
-    text = corpus_path("wikitext-2.valid.txt")
-    assert main(["spot", "--text", str(text), "--tokens", "1024", "--json", "--out", str(tmp_path)]) == 0
+    assert main(["spot", "--tokens", "1024", "--json", "--out", str(tmp_path)]) == 0
     fresh = json.loads(capsys.readouterr().out)
     recorded = json.loads((Path(__file__).resolve().parents[1] / "docs/_static/spot/spot.json").read_text())
     for key in ("destroyed", "cosine", "destroyed_per_token", "cosine_per_token"):
@@ -142,6 +134,6 @@ def test_a_local_hugging_face_folder_runs_end_to_end(smollm2, tmp_path):
     loaded = loading.load_causal_lm(tmp_path)
     W, bias, _ = loading.load_head(tmp_path)
     assert np.array_equal(W, loaded.head) and bias is None and not loaded.tied
-    record = spot.spot(loaded, corpus_path("wikitext-2.valid.txt"), 32, context=32, argmax=False)
+    record = spot.spot(loaded, read_corpus("wikitext-2.valid.txt"), 32, context=32, argmax=False)
     assert record["D"] == 32 and record["attention"]["rows"] == 2 * 4 * 32
     assert record["attention"]["jacobian_bound_violations"] == 0

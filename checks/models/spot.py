@@ -53,20 +53,13 @@ ROW_SUM_FACTOR = 6
 F64 = 2.0**-53
 
 
-def read_tokens(loaded: LoadedModel, text_path: str | Path, tokens: int) -> np.ndarray:
-    """The first ``tokens + 1`` token ids of a text file (N predictions need N + 1 ids)."""
-    path = Path(text_path)
-    if not path.is_file():
-        raise InputError(f"--text: {path} does not exist")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as error:
-        raise InputError(f"--text: {path} is not UTF-8 text ({error})") from None
+def read_tokens(loaded: LoadedModel, text: str, label: str, tokens: int) -> np.ndarray:
+    """The first ``tokens + 1`` token ids of ``text`` (N predictions need N + 1 ids)."""
     # Tokenize a prefix that is long enough (a token is rarely more than 16 characters here).
     length = min(len(text), 16 * (tokens + 1) + 1024)
     ids = np.asarray(loaded.tokenizer(text[:length])["input_ids"], dtype=np.int64)
     if len(ids) < tokens + 1:
-        raise InputError(f"--text: {path} holds {len(ids)} tokens, fewer than --tokens {tokens} + 1")
+        raise InputError(f"--text: {label} holds {len(ids)} tokens, fewer than --tokens {tokens} + 1")
     return ids[: tokens + 1]
 
 
@@ -216,17 +209,19 @@ def attention_summary(attention: dict[str, np.ndarray]) -> dict[str, Any]:
 
 def spot(
     loaded: LoadedModel,
-    text_path: str | Path,
+    text: str,
     tokens: int = 1024,
     *,
     context: int = 512,
     argmax: bool = True,
+    text_label: str = "text",
     on_step: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
-    """Every spot check on ``tokens`` predictions of the text; returns a JSON-ready record."""
+    """Every spot check on ``tokens`` predictions of ``text`` (named ``text_label`` in the
+    record); returns a JSON-ready record."""
     step = on_step or (lambda description: None)
     started = time.perf_counter()
-    ids = read_tokens(loaded, text_path, tokens)
+    ids = read_tokens(loaded, text, text_label, tokens)
     step("forward and backward passes")
     H, attention, model_loss = forward_backward(loaded, ids, context)
     W = loaded.head
@@ -243,7 +238,7 @@ def spot(
     curves = cp.loss_change_along(H, W, targets, UPDATE_FRACTIONS)
     record: dict[str, Any] = {
         "model": loaded.source.name,
-        "text": str(text_path),
+        "text": text_label,
         "tokens": tokens,
         "V": int(W.shape[0]),
         "D": int(W.shape[1]),

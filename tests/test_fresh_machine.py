@@ -1,0 +1,295 @@
+"""A bare clone works, and no failure looks like a verdict (issue 10): the project carries its own
+data, CI runs the README's test command in a fresh clone, exit codes cannot be confused, a backend
+that fails is an answer, input is checked before heavy work, and output stays legible."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from rich.console import Console
+
+from checks import cli, data
+from checks.cli import EXIT_BROKEN_PIPE, EXIT_INCONCLUSIVE, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, main
+from checks.outputs import write_outputs
+from checks.verdict import NUMERICAL_FAILURE, REGISTRY, Status
+from theory._validation import InputError
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+class TestTheProjectCarriesItsData:
+    """Nothing in the project reads the development folder beside the checkout: a user's clone has
+    only the repository and the package registries."""
+
+    @pytest.mark.parametrize("name", sorted(data.CORPORA))
+    def test_every_corpus_is_shipped_and_verified(self, name, monkeypatch):
+        monkeypatch.delenv(data.DATA_VARIABLE, raising=False)
+        text = data.read_corpus(name)
+        assert len(text) > 1_000_000
+
+    def test_a_corpus_whose_hash_differs_is_refused(self, monkeypatch):
+        monkeypatch.delenv(data.DATA_VARIABLE, raising=False)
+        monkeypatch.setitem(data.CORPORA, "tinyshakespeare.txt", "0" * 64)
+        with pytest.raises(InputError, match=r"tinyshakespeare.txt.xz has sha256 86c4e6aa"):
+            data.read_corpus("tinyshakespeare.txt")
+
+    def test_a_users_own_corpus_comes_in_through_the_variable(self, tmp_path, monkeypatch):
+        (tmp_path / "tinyshakespeare.txt").write_text("my own text")
+        monkeypatch.setenv(data.DATA_VARIABLE, str(tmp_path))
+        assert data.read_corpus("tinyshakespeare.txt") == "my own text"
+        with pytest.raises(InputError, match=r"RANKWALL_DATA: .*wikitext-2.valid.txt is missing"):
+            data.read_corpus("wikitext-2.valid.txt")
+
+    def test_the_notice_names_source_licence_and_hash_of_every_corpus(self):
+        notice = (ROOT / "checks" / "corpora" / "NOTICE.md").read_text()
+        for name, digest in data.CORPORA.items():
+            assert f"{name}.xz" in notice and digest in notice
+        assert "CC BY-SA 3.0" in notice and "public domain" in notice
+
+    def test_no_tracked_file_reads_the_development_folder(self):
+        tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True)
+        offenders = []
+        for name in tracked.stdout.split():
+            path = ROOT / name
+            if path.suffix in {".py", ".md", ".toml", ".sh", ".json", ".txt", ""} and path.is_file():
+                text = path.read_text(errors="replace")
+                if re.search(r"\.\./shared|shared[/]data", text):
+                    offenders.append(name)
+        assert offenders == []
+
+    def test_the_corpora_go_into_the_package(self):
+        pyproject = (ROOT / "pyproject.toml").read_text()
+        assert 'checks = ["corpora/*.xz", "corpora/NOTICE.md"]' in pyproject
+
+
+class TestCIIsAFreshCloneCheck:
+    def test_ci_runs_the_readme_test_command_in_a_fresh_clone(self):
+        script = (ROOT / ".ci" / "run").read_text()
+        assert "git clone" in script and "mktemp -d" in script
+        extract = re.search(r"command=\"\$\(awk '(.+?)' ", script).group(1)
+        command = subprocess.run(
+            ["awk", extract, str(ROOT / "README.md")], capture_output=True, text=True, check=True
+        ).stdout.strip()
+        readme = (ROOT / "README.md").read_text()
+        assert command.startswith("pip install torch==2.13.0 && ") and command.endswith("python -m pytest")
+        assert f"```bash\n{command}\n```" in readme
+
+
+class TestExitCodesCannotBeConfused:
+    def test_an_internal_error_is_not_a_violation(self, capsys, monkeypatch):
+        def broken(args, out, err):
+            raise RuntimeError("a bug")
+
+        monkeypatch.setitem(cli.HANDLERS, "list", broken)
+        code, _, err = run(capsys, "list")
+        assert code == EXIT_INTERNAL != 1
+        assert "internal error: RuntimeError: a bug" in err and "Traceback" not in err and "--debug" in err
+        code, _, err = run(capsys, "--debug", "list")
+        assert code == EXIT_INTERNAL and "Traceback" in err
+        code, _, err = run(capsys, "list", "--debug")
+        assert code == EXIT_INTERNAL and "Traceback" in err
+
+    def test_a_closed_pipe_ends_quietly(self):
+        process = subprocess.Popen(
+            [sys.executable, "-m", "checks.cli", "list", "--json"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=ROOT,
+        )
+        process.stdout.close()
+        stderr = process.stderr.read().decode()
+        assert process.wait(timeout=120) in (EXIT_OK, EXIT_BROKEN_PIPE)
+        assert stderr == ""
+
+    def test_version(self, capsys):
+        code, out, _ = run(capsys, "--version")
+        assert code == EXIT_OK and out.startswith("rankwall ")
+
+
+class TestABackendThatFailsIsAnAnswer:
+    def test_a_failing_eigensolver_gives_inconclusive(self, capsys, monkeypatch):
+        """torch's float32 eigh fails to converge with MKL on some AVX-512 CPUs; a NaN matrix makes
+        it fail everywhere. The instance is undecided, never violated, and the run does not crash."""
+        import torch
+
+        from checks.claims import softmax_jacobian as claims
+
+        real = claims.sj.dense_jacobian
+        monkeypatch.setattr(claims.sj, "dense_jacobian", lambda rows: real(rows) * torch.nan)
+        code, out, _ = run(capsys, "verify", "softmax-jacobian.trace", "--backend", "torch", "--dtype", "float32",
+                           "--V", "64", "--json")  # fmt: skip
+        verdict = json.loads(out)[0]
+        assert code == EXIT_INCONCLUSIVE and verdict["status"] == "inconclusive"
+        assert verdict["method"].startswith(NUMERICAL_FAILURE) and "LinAlgError" in verdict["method"]
+
+    def test_an_overflow_in_a_measurement_is_inconclusive(self, numpy_backend):
+        claim = REGISTRY["softmax-jacobian.upper-bound"]
+        instance = claim.witnesses(16)[0]
+
+        def overflowing(*args):
+            raise OverflowError("integer division result too large for a float")
+
+        broken = claim.with_mutant("overflowing", "test only", measure=overflowing)
+        try:
+            verdict = broken.check(instance, numpy_backend)
+        finally:
+            del claim.mutants["overflowing"]
+        assert verdict.status is Status.INCONCLUSIVE and "OverflowError" in verdict.method
+
+    def test_a_bug_is_not_hidden_as_inconclusive(self, numpy_backend):
+        claim = REGISTRY["softmax-jacobian.upper-bound"]
+
+        def buggy(*args):
+            raise KeyError("a bug")
+
+        broken = claim.with_mutant("buggy", "test only", measure=buggy)
+        try:
+            with pytest.raises(KeyError):
+                broken.check(claim.witnesses(16)[0], numpy_backend)
+        finally:
+            del claim.mutants["buggy"]
+
+    @pytest.mark.parametrize(
+        ("argv", "message"),
+        [
+            (["verify", "softmax-jacobian.psd", "--backend", "torch", "--device", "bogus"], "--device: torch has no"),
+            (["verify", "softmax-jacobian.psd", "--device", "cuda"], "--device: numpy runs on the cpu only"),
+            (["search", "softmax-jacobian.upper-bound", "--tighten", "1e400"], "argument --tighten: 1e400 is out"),
+            (["search", "softmax-jacobian.upper-bound", "--tighten", "1e-400"], "argument --tighten: 1e-400 is out"),
+            (["search", "softmax-jacobian.kernel", "--tighten", "2"], "--tighten: softmax-jacobian.kernel is an id"),
+        ],
+    )
+    def test_arguments_a_backend_cannot_use_are_refused(self, capsys, argv, message):
+        code, _, err = run(capsys, *argv)
+        assert code == EXIT_USAGE and message in err and "Traceback" not in err
+
+
+class TestInputIsCheckedBeforeHeavyWork:
+    def test_spot_checks_text_and_out_before_loading_the_model(self, capsys, tmp_path, monkeypatch):
+        from checks.models import loading
+
+        def never(*args, **kwargs):
+            raise AssertionError("the model was loaded before the arguments were checked")
+
+        monkeypatch.setattr(loading, "load_causal_lm", never)
+        code, _, err = run(capsys, "spot", "--text", str(tmp_path / "absent.txt"))
+        assert code == EXIT_USAGE and "--text:" in err and "does not exist" in err
+        binary = tmp_path / "binary.txt"
+        binary.write_bytes(b"\xff\xfe\x00")
+        code, _, err = run(capsys, "spot", "--text", str(binary))
+        assert code == EXIT_USAGE and "is not UTF-8 text" in err
+        blocker = tmp_path / "a-file"
+        blocker.write_text("")
+        code, _, err = run(capsys, "spot", "--out", str(blocker))
+        assert code == EXIT_USAGE and "--out:" in err and "is not a folder" in err
+
+    def test_experiments_check_out_before_they_run(self, capsys, tmp_path, monkeypatch):
+        blocker = tmp_path / "a-file"
+        blocker.write_text("")
+        monkeypatch.setattr(cli, "run_spamlang", lambda *a: pytest.fail("ran before checking --out"))
+        code, _, err = run(capsys, "experiment", "spamlang", "--out", str(blocker / "inside"))
+        assert code == EXIT_USAGE and "--out:" in err
+
+    @pytest.mark.parametrize(
+        ("argv", "flag"),
+        [
+            (["experiment", "batch-rank", "--steps", "3"], "--steps"),
+            (["experiment", "spamlang", "--batch-sizes", "64"], "--batch-sizes"),
+            (["experiment", "lowrank-heads", "--batch-sizes", "64"], "--batch-sizes"),
+        ],
+    )
+    def test_flags_that_do_not_apply_are_refused(self, capsys, tmp_path, argv, flag):
+        code, _, err = run(capsys, *argv, "--out", str(tmp_path))
+        assert code == EXIT_USAGE and f"{flag}: does not apply to {argv[1]}" in err
+
+    def test_a_failed_plot_leaves_no_partial_output(self, tmp_path):
+        def failing(data, path):
+            path.write_bytes(b"half a png")
+            raise RuntimeError("the plot failed")
+
+        with pytest.raises(RuntimeError):
+            write_outputs({"a": 1}, tmp_path, "record", failing)
+        assert list(tmp_path.iterdir()) == []
+
+    def test_outputs_replace_an_old_record_whole(self, tmp_path):
+        def plot(data, path):
+            path.write_bytes(b"png")
+
+        write_outputs({"run": 1}, tmp_path, "record", plot)
+        write_outputs({"run": 2}, tmp_path, "record", plot)
+        assert json.loads((tmp_path / "record.json").read_text()) == {"run": 2}
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["record.json", "record.png"]
+
+    def test_an_unknown_pattern_is_an_error_even_beside_a_known_one(self, capsys):
+        code, _, err = run(capsys, "verify", "softmax-jacobian.psd", "no-such-claim")
+        assert code == EXIT_USAGE and "'no-such-claim'" in err and "softmax-jacobian.psd'" not in err
+
+    @pytest.mark.parametrize("V", ["2", "3"])
+    def test_the_smallest_vocabularies_run(self, capsys, V):
+        code, out, _ = run(capsys, "verify", "softmax-jacobian.*", "heads.*", "--V", V, "--examples", "1", "--json")
+        verdicts = json.loads(out)
+        assert code == EXIT_OK
+        unchecked = {v["claim"] for v in verdicts if v["status"] == "unchecked"}
+        assert "heads.softmax-moc-rank" in unchecked
+        assert all(v["reason"] == f"no instance at V = {V}" for v in verdicts if v["status"] == "unchecked")
+        assert {v["status"] for v in verdicts} == {"holds", "unchecked"}
+
+    def test_compress_refuses_a_size_that_cannot_fit(self, capsys, monkeypatch):
+        monkeypatch.setattr(cli, "available_memory_bytes", lambda: 2**30)
+        code, _, err = run(capsys, "compress", "--V", "131072", "--D", "4096", "--tokens", "16")
+        assert code == EXIT_USAGE and "needs about 16.1 GiB" in err and "only 1.0 GiB" in err
+
+
+class TestOutputPeopleCanRead:
+    def test_verify_table_is_legible_at_80_columns(self):
+        claim = REGISTRY["softmax-jacobian.upper-bound"]
+        result = {
+            "claim": claim,
+            "verdict": claim.check(claim.witnesses(16)[0], cli.resolve("numpy")),
+            "counts": {"holds": 1},
+            "backend": None,
+        }
+        console = Console(width=80, record=True, color_system=None)
+        console.print(cli._verify_table([result], "t", 80))
+        text = console.export_text()
+        assert max(len(line) for line in text.splitlines()) <= 80
+        assert result["verdict"].method in text  # the method is not crushed into 5-character pieces
+
+    def test_argmax_prints_a_table(self, capsys, tmp_path):
+        head = tmp_path / "head.npy"
+        np.save(head, np.random.default_rng(101).standard_normal((40, 3)))
+        code, out, _ = run(capsys, "argmax", "--head", str(head))
+        assert code == EXIT_OK
+        assert "{" not in out and "never the argmax" in out and "method" in out
+
+    def test_search_reports_examples_within_the_budget(self, capsys):
+        code, out, _ = run(capsys, "search", "softmax-jacobian.upper-bound", "--budget", "40", "--json")
+        result = json.loads(out)
+        assert code == EXIT_OK and not result["found"]
+        assert result["examples"] <= result["budget"] == 40
+        code, out, _ = run(capsys, "search", "softmax-jacobian.upper-bound", "--budget", "40")
+        assert re.search(r"in \d+ examples of a budget of 40", " ".join(out.split()))
+
+    def test_argparse_names_the_flag_once(self, capsys):
+        code, _, err = run(capsys, "verify", "--V", "-5")
+        last = err.splitlines()[-1]
+        assert code == EXIT_USAGE and last.count("--V") == 1 and "argument --V: -5 is out of range" in last
+
+    def test_spot_puts_squares_under_their_own_headings(self):
+        record = json.loads((ROOT / "docs" / "_static" / "spot" / "spot.json").read_text())
+        console = Console(width=120, record=True, color_system=None)
+        cli.print_spot(record, console)
+        header = next(line for line in console.export_text().splitlines() if "variant" in line)
+        assert re.findall(r"\w+²?", header) == ["variant", "destroyed", "cosine", "destroyed²", "cosine²"]
