@@ -8,10 +8,12 @@ loaded. The default model's file is checked against its sha256 before use.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import json
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -78,6 +80,11 @@ def resolve(model: str | os.PathLike[str] | None) -> ModelSource:
     return ModelSource(path, None, path.name)
 
 
+def _one_line(error: BaseException) -> str:
+    """A library's error message on one line (its type name where it has none)."""
+    return " ".join(str(error).split()) or type(error).__name__
+
+
 @dataclass
 class LoadedModel:
     """A causal LM in evaluation mode (eager attention, float32), its tokenizer and head shape."""
@@ -97,6 +104,33 @@ class LoadedModel:
         return out is not None and emb is not None and out.weight.data_ptr() == emb.weight.data_ptr()
 
 
+@contextlib.contextmanager
+def quiet_progress_bars() -> Iterator[None]:
+    """Inside the block, third-party tqdm progress bars are created disabled (transformers' GGUF
+    conversion draws one), so the only bar on screen is rankwall's own; restored on exit.
+
+    tqdm reads ``TQDM_DISABLE`` once, when it is imported, so setting the variable here would
+    come too late; instead ``tqdm.std.tqdm.__init__`` (which every tqdm class calls) is wrapped
+    for the duration of the block. Bars created by other threads meanwhile are silenced too."""
+    try:
+        from tqdm import std as tqdm_std
+    except ImportError:
+        yield
+        return
+    stored = tqdm_std.tqdm.__dict__["__init__"]
+    init = tqdm_std.tqdm.__init__
+
+    def disabled_init(self: Any, *args: Any, **kwargs: Any) -> None:
+        kwargs["disable"] = True
+        init(self, *args, **kwargs)
+
+    tqdm_std.tqdm.__init__ = disabled_init
+    try:
+        yield
+    finally:
+        tqdm_std.tqdm.__init__ = stored
+
+
 def load_causal_lm(model: str | os.PathLike[str] | None = None) -> LoadedModel:
     """Load a causal LM and its tokenizer with transformers, offline, in float32 with eager
     attention (so the attention probabilities can be read and differentiated)."""
@@ -109,24 +143,23 @@ def load_causal_lm(model: str | os.PathLike[str] | None = None) -> LoadedModel:
     from transformers.utils import logging as hf_logging
 
     hf_logging.set_verbosity_error()
-    hf_logging.disable_progress_bar()
     options: dict[str, Any] = {"local_files_only": True}
     if source.gguf_file is not None:
         options["gguf_file"] = source.gguf_file
-    quiet = os.environ.get("TQDM_DISABLE")
-    os.environ["TQDM_DISABLE"] = "1"  # transformers' GGUF conversion has its own progress bar
+    hf_bars = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
     try:
-        tokenizer = AutoTokenizer.from_pretrained(source.folder, **options)
-        loaded = AutoModelForCausalLM.from_pretrained(
-            source.folder, attn_implementation="eager", dtype="float32", **options
-        )
+        with quiet_progress_bars():
+            tokenizer = AutoTokenizer.from_pretrained(source.folder, **options)
+            loaded = AutoModelForCausalLM.from_pretrained(
+                source.folder, attn_implementation="eager", dtype="float32", **options
+            )
     except (OSError, ValueError, KeyError, RuntimeError, EOFError) as error:
-        raise InputError(f"model: could not load {source.folder / (source.gguf_file or '')}: {error}") from error
+        where = source.folder / (source.gguf_file or "")
+        raise InputError(f"model: could not load {where}: {_one_line(error)}") from error
     finally:
-        if quiet is None:
-            del os.environ["TQDM_DISABLE"]
-        else:
-            os.environ["TQDM_DISABLE"] = quiet
+        if hf_bars:
+            hf_logging.enable_progress_bar()
     loaded.eval()
     return LoadedModel(loaded, tokenizer, source)
 
