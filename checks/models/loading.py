@@ -12,11 +12,14 @@ import contextlib
 import hashlib
 import importlib.util
 import json
+import math
 import os
+import zipfile
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 
@@ -75,9 +78,24 @@ def resolve(model: str | os.PathLike[str] | None) -> ModelSource:
         if path.suffix != ".gguf":
             raise InputError(f"model: {path} is a file but not a .gguf file")
         return ModelSource(path.parent, path.name, path.name)
-    if not (path / "config.json").is_file():
-        raise InputError(f"model: {path} has no config.json (not a Hugging Face model folder)")
+    read_config(path, "model")
     return ModelSource(path, None, path.name)
+
+
+def read_config(folder: Path, argument: str) -> dict[str, Any]:
+    """The ``config.json`` of a Hugging Face model folder, as a dict; anything else is an
+    :class:`InputError` naming ``argument`` and the file."""
+    path = folder / "config.json"
+    if not path.is_file():
+        raise InputError(f"{argument}: {folder} has no config.json (not a Hugging Face model folder)")
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        raise InputError(f"{argument}: {path} is not valid JSON: {_one_line(error)}") from error
+    if not isinstance(config, dict):
+        kind = {list: "list", str: "string", bool: "boolean", type(None): "null"}.get(type(config), "number")
+        raise InputError(f"{argument}: {path} holds a JSON {kind}, expected an object")
+    return config
 
 
 def _one_line(error: BaseException) -> str:
@@ -133,7 +151,8 @@ def quiet_progress_bars() -> Iterator[None]:
 
 def load_causal_lm(model: str | os.PathLike[str] | None = None) -> LoadedModel:
     """Load a causal LM and its tokenizer with transformers, offline, in float32 with eager
-    attention (so the attention probabilities can be read and differentiated)."""
+    attention (so the attention probabilities can be read and differentiated). Weights stored in
+    bfloat16 or float16 (the usual Hugging Face format) are widened to float32, exactly."""
     source = resolve(model)
     _require("transformers", "loading a model")
     if source.gguf_file is not None:
@@ -165,62 +184,239 @@ def load_causal_lm(model: str | os.PathLike[str] | None = None) -> LoadedModel:
 
 
 # --------------------------------------------------------------------------- heads alone
+#
+# Every reader below ends in _as_head, which checks the arrays it found (shape, dtype, finiteness,
+# the bias's length) and reports any problem as one line: "--head: FILE: WHAT has ...". Nothing
+# is ever unpickled, and complex, string, date or boolean arrays are refused rather than cast.
+
+#: What each refused numpy dtype kind holds, for the error message.
+_NOT_REAL = {
+    "O": "Python objects",
+    "U": "strings",
+    "S": "strings",
+    "c": "complex numbers",
+    "M": "dates or times",
+    "m": "dates or times",
+    "b": "booleans",
+    "V": "structured records",
+}
+#: safetensors dtypes that numpy reads (the ones it cannot, such as F8_E4M3, are refused by name);
+#: BF16 is widened from its bits here.
+_SAFETENSORS_NUMPY = {"F64", "F32", "F16", "I64", "I32", "I16", "I8", "U64", "U32", "U16", "U8", "BOOL", "C64"}
+
+
+def _check_dtype(dtype: np.dtype, where: str, what: str) -> None:
+    """Accept integers and real floats up to float64; refuse everything else without casting."""
+    if dtype.kind in _NOT_REAL or dtype.hasobject:
+        holds = _NOT_REAL.get(dtype.kind, "Python objects")
+        raise InputError(f"{where}: {what} holds {holds} (dtype {dtype}), expected real numbers (float or integer)")
+    if dtype.kind == "f" and dtype.itemsize > 8:
+        raise InputError(f"{where}: {what} has dtype {dtype}, wider than float64; convert it to float64 first")
+    if dtype.kind not in "fiu":
+        raise InputError(f"{where}: {what} has dtype {dtype}, expected real numbers (float or integer)")
+
+
+def _as_float64(array: np.ndarray, where: str, what: str) -> np.ndarray:
+    _check_dtype(array.dtype, where, what)
+    if array.dtype.kind in "iu" and array.size and (array.max() > 2**53 or array.min() < -(2**53)):
+        raise InputError(f"{where}: {what} holds integers beyond 2**53, not exactly representable in float64")
+    array = np.asarray(array, dtype=np.float64)
+    bad = ~np.isfinite(array)
+    if bad.any():
+        index = tuple(int(i) for i in np.argwhere(bad)[0])
+        at = f"row {index[0]}, column {index[1]}" if len(index) == 2 else f"index {index[0]}"
+        raise InputError(f"{where}: {what} has a non-finite value {array[index]} at {at}")
+    return array
+
+
+def _as_head(
+    W: np.ndarray, b: np.ndarray | None, where: str, w_name: str, b_name: str
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """``(W, b)`` in float64 once W is a finite V x D matrix (V >= 2, D >= 1) of real numbers and
+    b, if any, a finite vector of length V."""
+    _check_dtype(W.dtype, where, w_name)
+    if W.ndim != 2 or W.shape[0] < 2 or W.shape[1] < 1:
+        raise InputError(
+            f"{where}: {w_name} has shape {W.shape}, expected a 2-D (V x D) head with V >= 2 rows and D >= 1 columns"
+        )
+    W = _as_float64(W, where, w_name)
+    if b is None:
+        return W, None
+    _check_dtype(b.dtype, where, b_name)
+    if b.shape != (W.shape[0],):
+        raise InputError(
+            f"{where}: {b_name} has shape {b.shape}, expected ({W.shape[0]},) (one entry per row of {w_name})"
+        )
+    return W, _as_float64(b, where, b_name)
+
+
+def _refuse_empty(path: Path) -> None:
+    if path.stat().st_size == 0:
+        raise InputError(f"--head: {path} is empty (0 bytes)")
+
+
+class _Damaged(Exception):
+    """Bytes that are not the .npy array they claim to be (the reason, on one line)."""
+
+
+def _read_npy(stream: IO[bytes], size: int, where: str, what: str) -> np.ndarray:
+    """One .npy array from ``stream`` (``size`` bytes long): the header is read and its dtype
+    checked before any data, so object arrays are refused without unpickling; the data is then
+    read as raw bytes, once the header's shape is known to fit in the file."""
+    fmt = np.lib.format
+    try:
+        version = fmt.read_magic(stream)
+        header_readers = {(1, 0): fmt.read_array_header_1_0, (2, 0): fmt.read_array_header_2_0}
+        if version not in header_readers:
+            raise _Damaged(f"unsupported .npy format version {version[0]}.{version[1]}")
+        shape, fortran_order, dtype = header_readers[version](stream)
+    except (ValueError, EOFError, OSError, SyntaxError) as error:
+        reason = _one_line(error)
+        raise _Damaged("its header is too large to read safely" if "allow_pickle" in reason else reason) from error
+    _check_dtype(dtype, where, what)
+    if any(n < 0 for n in shape):
+        raise _Damaged(f"its header gives a negative dimension, shape {shape}")
+    needed = math.prod(shape) * dtype.itemsize
+    available = size - stream.tell()
+    if needed > available:
+        raise InputError(f"{where} is truncated: {what} needs {needed:,} bytes of data, found {available:,}")
+    data = stream.read(needed)
+    if len(data) < needed:
+        raise InputError(f"{where} is truncated: {what} needs {needed:,} bytes of data, found {len(data):,}")
+    return np.frombuffer(data, dtype=dtype).reshape(shape, order="F" if fortran_order else "C")
+
+
+def _npy_head(path: Path) -> tuple[np.ndarray, None]:
+    where = f"--head: {path}"
+    try:
+        with path.open("rb") as stream:
+            W = _read_npy(stream, path.stat().st_size, where, "the array")
+    except _Damaged as error:
+        raise InputError(f"{where}: could not read it as .npy: {error}") from error
+    return _as_head(W, None, where, "the array", "")[0], None
+
+
+def _npz_head(path: Path) -> tuple[np.ndarray, np.ndarray | None]:
+    where = f"--head: {path}"
+    try:
+        archive = zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError) as error:
+        raise InputError(f"{where}: could not read it as .npz (a zip of .npy arrays): {_one_line(error)}") from error
+    with archive:
+        names = {name.removesuffix(".npy"): name for name in archive.namelist()}
+
+        def member(name: str) -> np.ndarray:
+            try:
+                with archive.open(names[name]) as stream:
+                    return _read_npy(stream, archive.getinfo(names[name]).file_size, where, name)
+            except InputError:
+                raise
+            except (_Damaged, zipfile.BadZipFile, zlib.error, OSError, EOFError, ValueError) as error:
+                raise InputError(f"{where}: {name} is corrupt: {_one_line(error)}") from error
+            except (NotImplementedError, RuntimeError) as error:  # unsupported compression, encryption
+                raise InputError(f"{where}: could not read {name}: {_one_line(error)}") from error
+
+        if "W" not in names:
+            raise InputError(f"{where} holds {sorted(names)}, expected an array named W (and optionally b)")
+        W = member("W")
+        b = member("b") if "b" in names else None
+    return _as_head(W, b, where, "W", "b")
 
 
 def _gguf_head(path: Path) -> np.ndarray:
     _require("gguf", "reading a GGUF file")
     import gguf
 
+    _refuse_empty(path)
+    where = f"--head: {path}"
     try:
         reader = gguf.GGUFReader(path)
-    except (OSError, ValueError, KeyError, IndexError) as error:
-        raise InputError(f"--head: could not read {path} as GGUF: {error}") from error
-    tensors = {t.name: t for t in reader.tensors}
-    # An untied model stores the head as output.weight; a tied one reuses the token embedding.
-    tensor = tensors.get("output.weight") or tensors.get("token_embd.weight")
-    if tensor is None:
-        raise InputError(f"--head: {path} has neither output.weight nor token_embd.weight")
-    return np.asarray(gguf.quants.dequantize(tensor.data, tensor.tensor_type), dtype=np.float64)
+        tensors = {t.name: t for t in reader.tensors}
+        # An untied model stores the head as output.weight; a tied one reuses the token embedding.
+        tensor = tensors.get("output.weight") or tensors.get("token_embd.weight")
+        if tensor is None:
+            raise InputError(f"{where} has neither output.weight nor token_embd.weight")
+        W = np.asarray(gguf.quants.dequantize(tensor.data, tensor.tensor_type))
+    except InputError:
+        raise
+    except (OSError, ValueError, KeyError, IndexError, TypeError, OverflowError, EOFError) as error:
+        raise InputError(f"{where}: could not read it as GGUF: {_one_line(error)}") from error
+    return _as_head(W, None, where, tensor.name, "")[0]
+
+
+def _bfloat16_tensor(path: Path, name: str, shape: list[int]) -> np.ndarray:
+    """A bfloat16 tensor of a safetensors file (already opened, so its header is known to be
+    sound), widened exactly to float32: bfloat16 is the top 16 bits of a float32."""
+    with path.open("rb") as stream:
+        header_bytes = int.from_bytes(stream.read(8), "little")
+        start, end = json.loads(stream.read(header_bytes))[name]["data_offsets"]
+        stream.seek(8 + header_bytes + start)
+        raw = stream.read(end - start)
+    bits = np.frombuffer(raw, dtype="<u2").astype(np.uint32) << 16
+    return bits.view(np.float32).reshape(shape)
 
 
 def _safetensors_head(files: list[Path], tied: bool) -> tuple[np.ndarray, np.ndarray | None]:
     _require("safetensors", "reading safetensors")
-    from safetensors import safe_open
+    from safetensors import SafetensorError, safe_open
 
     names = ("lm_head.weight", "embed_out.weight")
     tied_names = ("model.embed_tokens.weight", "transformer.wte.weight", "gpt_neox.embed_in.weight")
     wanted = names + tied_names if tied else names
     for path in files:
+        _refuse_empty(path)
+        where = f"--head: {path}"
+
+        def tensor(f: Any, name: str, path: Path = path, where: str = where) -> np.ndarray:
+            view = f.get_slice(name)
+            dtype = view.get_dtype()
+            if dtype == "BF16":
+                return _bfloat16_tensor(path, name, view.get_shape())
+            if dtype not in _SAFETENSORS_NUMPY:
+                raise InputError(
+                    f"{where}: {name} has dtype {dtype}, which rankwall cannot read (float64, float32, float16, "
+                    "bfloat16 or integers)"
+                )
+            return f.get_tensor(name)
+
         try:
             with safe_open(path, framework="numpy") as f:
                 keys = set(f.keys())
-                for name in wanted:
-                    if name in keys:
-                        bias_name = name.replace(".weight", ".bias")
-                        bias = f.get_tensor(bias_name) if bias_name in keys else None
-                        return np.asarray(f.get_tensor(name), dtype=np.float64), bias
-        except (OSError, ValueError) as error:
-            raise InputError(f"--head: could not read {path} as safetensors: {error}") from error
-    raise InputError(f"--head: no LM head ({', '.join(wanted)}) in {', '.join(p.name for p in files)}")
+                name = next((n for n in wanted if n in keys), None)
+                if name is None:
+                    continue
+                bias_name = name.removesuffix(".weight") + ".bias"
+                W = tensor(f, name)
+                b = tensor(f, bias_name) if bias_name in keys else None
+        except InputError:
+            raise
+        except (SafetensorError, OSError, ValueError, TypeError, KeyError) as error:
+            raise InputError(f"{where}: could not read it as safetensors: {_one_line(error)}") from error
+        return _as_head(W, b, where, name, bias_name)
+    raise InputError(f"--head: no LM head ({', '.join(wanted)}) in {', '.join(str(p) for p in files)}")
 
 
 def load_head(head: str | os.PathLike[str] | None) -> tuple[np.ndarray, np.ndarray | None, str]:
     """The LM head ``(W, b, description)`` of a ``.npy`` file (W), a ``.npz`` file (W and
     optionally b), a ``.safetensors`` file, a ``.gguf`` file, a Hugging Face model folder, or the
-    default model (``None`` or ``"smollm2"``), without loading the rest of the model."""
+    default model (``None`` or ``"smollm2"``), without loading the rest of the model.
+
+    W is a finite V x D float64 matrix (V >= 2) and b, if any, a float64 vector of length V;
+    bfloat16 and float16 weights are widened exactly. Anything else (an empty, truncated or
+    corrupt file, a wrong shape, complex, string, date or object dtypes, non-finite values, a
+    malformed config.json) is an :class:`InputError` of one line naming ``--head`` and the file."""
     if head is None or str(head) == DEFAULT_MODEL:
         return _gguf_head(smollm2_path()), None, "SmolLM2-135M-Instruct (token_embd.weight, Q8_0)"
     path = Path(head)
     if not path.exists():
         raise InputError(f"--head: {path} does not exist")
     if path.is_dir():
-        source = resolve(path)
-        config = json.loads((path / "config.json").read_text())
+        config = read_config(path, "--head")
         files = sorted(path.glob("*.safetensors"))
         if not files:
             raise InputError(f"--head: {path} holds no .safetensors file")
         W, b = _safetensors_head(files, bool(config.get("tie_word_embeddings", True)))
-        return W, b, source.name
+        return W, b, path.name
     if path.suffix == ".gguf":
         return _gguf_head(path), None, path.name
     if path.suffix == ".safetensors":
@@ -228,12 +424,6 @@ def load_head(head: str | os.PathLike[str] | None) -> tuple[np.ndarray, np.ndarr
         return W, b, path.name
     if path.suffix not in (".npy", ".npz"):
         raise InputError(f"--head: {path} is not .npy, .npz, .safetensors, .gguf or a model folder")
-    try:
-        data = np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as error:
-        raise InputError(f"--head: could not read {path}: {error}") from error
-    if isinstance(data, np.ndarray):
-        return data, None, path.name
-    if "W" not in data:
-        raise InputError(f"--head: {path} holds {sorted(data.files)}, expected an array named W (and optionally b)")
-    return data["W"], data["b"] if "b" in data else None, path.name
+    _refuse_empty(path)
+    W, b = _npy_head(path) if path.suffix == ".npy" else _npz_head(path)
+    return W, b, path.name
