@@ -83,7 +83,7 @@ def test_float64_loss_matches_the_model_to_float32_rounding(smollm2, record):
 
 
 def test_text_shorter_than_the_tokens_is_refused(smollm2):
-    with pytest.raises(InputError, match="short.txt holds .* fewer than --tokens 1000"):
+    with pytest.raises(InputError, match=r"short.txt holds .* fewer than --tokens 1000"):
         spot.read_tokens(smollm2, "Too short to hold a thousand tokens.", "short.txt", 1000)
 
 

