@@ -177,7 +177,7 @@ class TestExactRank:
         assert exact.rank_mod_prime(A, prime=2) == 1 < exact.exact_rank(A)[0] == 2
 
     def test_floats_are_refused(self):
-        with pytest.raises(TypeError, match="integer matrix"):
+        with pytest.raises(InputError, match=r"matrix: expected a 2-D integer matrix \(scale rational rows"):
             exact.exact_rank(np.ones((2, 2)))
 
 
@@ -199,7 +199,8 @@ class TestExactRank:
         (lambda: er.sample_batch(np.ones((2, 2)), 5, 0), "tokens: 5 is out of range"),
         (lambda: er.prediction_error_submatrix(np.array([[0.5, 0.6]]), [0]), "P: row 0 sums to 1.1"),
         (lambda: er.prediction_error_submatrix(np.array([[0.5, 0.5]]), [0, 1]), "tokens: 2 tokens for 1 rows"),
-        (lambda: er.prediction_error_submatrix(np.array([[0.5, 0.5]]), [2]), "tokens: must be distinct ids"),
+        (lambda: er.prediction_error_submatrix(np.array([[0.5, 0.5]]), [2]), "tokens: ids must lie in [0, 2), got 2"),
+        (lambda: er.prediction_error_submatrix(np.full((2, 2), 0.5), [1, 1]), "tokens: must be distinct ids in [0, 2)"),
         (lambda: er.row_shift(np.ones((3, 3)), np.ones(2)), "shifts: shape (2,) does not match"),
         (lambda: er.log_softmax(np.array([[np.inf, 0.0]])), "A: expected a finite 2-D array"),
         (lambda: er.construct_low_rank_integers(3, 3, 4, 0), "rank: 4 is out of range"),
@@ -214,3 +215,17 @@ def test_bad_input_is_refused_with_a_named_argument(call, message):
 def test_sparse_and_dense_counts_are_the_same():
     dense = np.array([[2, 0, 1], [0, 3, 0]])
     assert (er.empirical_distribution(dense) != er.empirical_distribution(sparse.csr_matrix(dense))).nnz == 0
+
+
+class TestRowShiftIsExactOnIntegers:
+    def test_int8_rows_do_not_wrap_around_and_float_rows_stay_float(self):
+        shifted = er.row_shift(np.array([[100, -100]], dtype=np.int8), np.array([100], dtype=np.int8))
+        assert shifted.tolist() == [[200, 0]]
+        shifted = er.row_shift(np.ones((2, 2), dtype=np.float32), np.array([1, 2]))
+        assert shifted.dtype == np.float64 and shifted.tolist() == [[2.0, 2.0], [3.0, 3.0]]
+
+    def test_int64_overflow_goes_to_python_ints(self):
+        A = np.array([[2**62, -(2**62)], [1, 2]])
+        shifted = er.row_shift(A, np.array([2**62, -(2**62)]))
+        assert shifted.tolist() == [[2**63, 0], [1 - 2**62, 2 - 2**62]]
+        assert exact.exact_rank(shifted)[0] == 2

@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from fractions import Fraction
+
 import numpy as np
 import pytest
+import scipy.sparse as sparse
 import torch
 
+from checks import exact
+from theory import compression as cp
+from theory import error_rank as er
+from theory import heads as hd
 from theory import softmax_jacobian as sj
+from theory import updates as up
 from theory._validation import InputError
 
 ROW_FUNCTIONS = [
@@ -117,3 +127,183 @@ def test_rows_summing_to_one_within_rounding_are_accepted():
     p = np.full(1000, 1e-3)
     p[0] += 50 * np.finfo(float).eps  # a softmax's own rounding
     assert float(sj.spectral_norm(p)) > 0
+
+
+# --------------------------------------------------------------------------- the API refuses what it cannot do
+
+
+def test_a_composite_modulus_is_refused_instead_of_aborting_the_interpreter():
+    """flint's nmod_mat aborts the process (SIGABRT) on a composite modulus, so run it apart."""
+    script = (
+        "import numpy as np\n"
+        "from checks import exact\n"
+        "from theory._validation import InputError\n"
+        "for p in (4, 6, 2**61 + 1, 2**64 - 1):\n"
+        "    try:\n"
+        "        exact.rank_mod_prime(np.array([[2, 0], [0, 1]]), p)\n"
+        "    except InputError as error:\n"
+        "        print(error)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert [line.split(" is not prime")[0] for line in lines] == [
+        f"prime: {p}" for p in (4, 6, 2**61 + 1, 2**64 - 1)
+    ], done.stdout
+
+
+@pytest.mark.parametrize(
+    ("prime", "message"),
+    [
+        (1, "prime: 1 is out of range (need >= 2"),
+        (0, "prime: 0 is out of range (need >= 2"),
+        (-3, "prime: -3 is out of range (need >= 2"),
+        (2.5, "prime: expected an integer, got 2.5"),
+        (7.0, "prime: expected an integer, got 7.0"),
+        (True, "prime: expected an integer, got True"),
+        (2**64 + 13, f"prime: {2**64 + 13} is out of range (need >= 2 and <= {2**64 - 1})"),
+    ],
+)
+def test_rank_mod_prime_refuses_a_modulus_that_is_not_a_word_size_prime(prime, message):
+    with pytest.raises(InputError) as error:
+        exact.rank_mod_prime(np.array([[2, 0], [0, 1]]), prime)
+    assert message in str(error.value)
+
+
+def test_rank_mod_prime_still_answers_for_primes():
+    A = np.array([[2, 0], [0, 1]])
+    assert exact.rank_mod_prime(A, 2) == 1
+    assert exact.rank_mod_prime(A, 3) == exact.rank_mod_prime(A, np.int64(2**61 - 1)) == 2
+
+
+@pytest.mark.parametrize(
+    ("matrix", "message"),
+    [
+        (np.ones((2, 2)), "matrix: expected a 2-D integer matrix (scale rational rows to integers), got dtype float64"),
+        ([[1, 2], [3]], "matrix: ragged nested sequence"),
+        ([1, 2], "matrix: expected a 2-D array, got ndim=1"),
+        (np.array([[True, False]]), "matrix: boolean entries (dtype bool)"),
+        ([[1, True]], "matrix: boolean True at index (0, 1)"),
+        (np.array([[1, Fraction(1, 2)]], dtype=object), "matrix: expected a 2-D integer matrix"),
+        ([["1", "2"]], "matrix: string '1' at index (0, 0)"),
+    ],
+)
+def test_exact_ranks_refuse_what_is_not_an_integer_matrix(matrix, message):
+    for call in (exact.rank_mod_prime, exact.exact_rank):
+        with pytest.raises(InputError) as error:
+            call(matrix)
+        assert message in str(error.value)
+
+
+U_ROW = np.array([0.2, 0.3, 0.5])
+Z_3 = np.array([[1.0, 2.0, 3.0], [0.0, 0.0, 1.0]])
+H_2, W_3 = np.ones((2, 2)), np.arange(6.0).reshape(3, 2)
+
+REFUSED = {
+    # ragged lists
+    "ragged probabilities": (lambda: sj.spectral_norm([[0.5, 0.5], [1.0]]), "p: ragged nested sequence"),
+    "ragged logits": (lambda: sj.softmax_rows([[0.5, 0.5], [1.0]]), "z: ragged nested sequence"),
+    "ragged direction": (lambda: sj.jvp(U_ROW, [[1.0, 2.0], [3.0]]), "u: ragged nested sequence"),
+    "ragged counts": (lambda: er.validated_counts([[1, 2], [3]]), "counts: ragged nested sequence"),
+    "ragged A": (lambda: er.log_softmax([[1.0, 2.0], [3.0]]), "A: ragged nested sequence"),
+    "ragged head": (lambda: cp.column_basis([[1.0, 2.0], [3.0]]), "W: ragged nested sequence"),
+    "ragged H": (lambda: up.first_order_update([[1, 2], [3]], np.ones((3, 2)), np.ones((2, 3))), "H: ragged"),
+    "ragged stochastic": (lambda: er.stochastic_defect_rank([[1, 0], [1]]), "stochastic: ragged nested sequence"),
+    # float ids
+    "float ngram tokens": (lambda: er.ngram_counts([0.5, 1, 2], 1, 3), "tokens: expected integer ids, got dtype float"),
+    "whole float tokens": (lambda: er.ngram_counts(np.array([1.0, 2.0, 0.0]), 1, 3), "tokens: expected integer ids"),
+    "float targets": (lambda: cp.cross_entropy(Z_3, [0.5, 1]), "targets: expected integer ids, got dtype float64"),
+    "whole float targets": (lambda: cp.cross_entropy(Z_3, np.array([1.0, 2.0])), "targets: expected integer ids"),
+    "float gradient targets": (
+        lambda: list(cp.logit_gradient_blocks(H_2, W_3, np.array([1.0, 2.0]))),
+        "targets: expected integer ids",
+    ),
+    "float loss targets": (lambda: cp.loss_change_along(H_2, W_3, [0.0, 1.0], [0.1]), "targets: expected integer"),
+    "float submatrix tokens": (
+        lambda: er.prediction_error_submatrix(np.array([[0.5, 0.5]]), np.array([0.0])),
+        "tokens: expected integer ids",
+    ),
+    "float margin tokens": (
+        lambda: er.dominance_margins(er.LogitRows(H_2, W_3), np.array([0.0, 1.0])),
+        "tokens: expected integer ids",
+    ),
+    # out-of-range and boolean ids
+    "negative target": (lambda: cp.cross_entropy(Z_3, [-1, 0]), "targets: ids must lie in [0, 3), got -1 at index (0,"),
+    "target beyond V": (lambda: cp.cross_entropy(Z_3, [0, 3]), "targets: ids must lie in [0, 3), got 3 at index (1,)"),
+    "gradient target beyond V": (
+        lambda: list(cp.logit_gradient_blocks(H_2, W_3, [0, 7])),
+        "targets: ids must lie in [0, 3), got 7",
+    ),
+    "negative margin token": (
+        lambda: er.dominance_margins(er.LogitRows(H_2, W_3), [-1, 0]),
+        "tokens: ids must lie in [0, 3), got -1",
+    ),
+    "boolean tokens": (lambda: er.ngram_counts([True, False, True], 1, 2), "tokens: boolean True at index (0,)"),
+    "boolean token array": (lambda: er.ngram_counts(np.array([True, False, True]), 1, 2), "tokens: boolean entries"),
+    "too few targets": (lambda: cp.cross_entropy(Z_3, [0]), "targets: 1 ids for 2 rows"),
+    # string and boolean counts, negative counts
+    "string counts": (lambda: er.validated_counts(["3", 1]), "counts: string '3' at index (0,)"),
+    "string count array": (lambda: er.empirical_distribution(np.array([["3", "1"]])), "counts: expected a real dtype"),
+    "boolean counts": (lambda: er.validated_counts(np.array([[True, False]])), "counts: boolean entries (dtype bool)"),
+    "boolean sparse counts": (
+        lambda: er.validated_counts(sparse.csr_matrix(np.array([[True, False]]))),
+        "counts: boolean entries (dtype bool)",
+    ),
+    "negative sparse count": (
+        lambda: er.unique_continuations(sparse.csr_matrix(np.array([[0, 2], [-1, 0]]))),
+        "counts: negative count -1.0 at index (1, 0)",
+    ),
+    "negative batch count": (
+        lambda: er.batch_unique_continuations(np.ones((2, 3)), np.array([[-1, 0, 0], [1, 0, 0]])),
+        "batch: negative count -1.0 at index (0, 0)",
+    ),
+    "string secular counts": (lambda: sj.secular_function(0.5, 0.6, 0.4, [0.3], ["3"]), "counts: string '3'"),
+    "fractional secular counts": (
+        lambda: sj.secular_function(0.5, 0.6, 0.4, [0.3], [0.5]),
+        "counts: fractional count 0.5 at index (0,)",
+    ),
+    "too many secular counts": (
+        lambda: sj.secular_function(0.5, 0.6, 0.4, [0.3], [1, 1]),
+        "counts: 2 counts for 1 tail values",
+    ),
+    # booleans and strings where numbers are expected
+    "boolean probability": (lambda: sj.spectral_norm([1.0, False]), "p: boolean False at index (1,)"),
+    "boolean m": (lambda: sj.construct_runner_up(5, True), "m: expected a real number, got True"),
+    "string m": (lambda: sj.construct_runner_up(5, "0.6"), "m: expected a real number, got '0.6'"),
+    "boolean shifts": (lambda: er.row_shift(np.ones((2, 2)), [True, False]), "shifts: boolean True at index (0,)"),
+    "boolean margins": (lambda: er.varah_bound(np.array([True, False])), "margins: boolean entries"),
+    "integer hidden states": (
+        lambda: hd.log_probabilities("softmax", hd.construct_head_parameters(5, 2, 1, 0), np.array([[1, 0]])),
+        "h: expected a real floating dtype",
+    ),
+    "boolean hidden states": (
+        lambda: hd.effective_hidden("moc", hd.construct_head_parameters(5, 2, 1, 0), np.array([[True, False]])),
+        "h: expected a real floating dtype",
+    ),
+    "boolean head scale": (lambda: hd.construct_head_parameters(5, 2, 1, 0, scale=True), "scale: expected a real"),
+    "boolean batch scale": (lambda: cp.construct_batch(4, 2, 5, 0, scale=True), "scale: expected a real number"),
+    "string fractions": (lambda: cp.loss_change_along(H_2, W_3, [0, 1], ["0.1"]), "fractions: string '0.1'"),
+    "string gradient": (lambda: cp.compression([[["1", "2", "3"]]], np.eye(3)), "G: string '1' at index (0, 0)"),
+    # sizes
+    "batch vocabulary": (lambda: cp.construct_batch(4, 2, 1, 0), "V: 1 is out of range (need >= 2"),
+    "batch hidden size": (lambda: cp.construct_batch(4, 2.0, 5, 0), "D: expected an integer, got 2.0"),
+    "gradient block": (lambda: list(cp.logit_gradient_blocks(H_2, W_3, [0, 1], block=0)), "block: 0 is out of range"),
+    "non-square stochastic": (lambda: er.attracting_components(np.ones((2, 3))), "stochastic: expected a square"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REFUSED))
+def test_ragged_lists_float_ids_string_counts_and_booleans_are_refused(case):
+    call, message = REFUSED[case]
+    with pytest.raises(InputError) as error:
+        call()
+    assert message in str(error.value), str(error.value)
+    assert str(error.value).startswith(message.split(":")[0] + ": "), str(error.value)
+
+
+def test_ids_of_any_integer_dtype_are_accepted_and_whole_floats_are_not():
+    expected = cp.cross_entropy(Z_3, [2, 0])
+    for ids in (np.array([2, 0], dtype=np.uint8), np.array([2, 0], dtype=np.int32), [np.int64(2), 0]):
+        assert cp.cross_entropy(Z_3, ids) == expected
+    with pytest.raises(InputError, match="targets: expected integer ids, got dtype float64"):
+        cp.cross_entropy(Z_3, np.array([2.0, 0.0]))

@@ -249,6 +249,14 @@ def as_real_array(x: Any, name: str, ndim: int | None = None) -> np.ndarray:
     return as_numeric_array(x, name, ndim).astype(np.float64)
 
 
+def as_floating_array(x: Any, name: str, ndim: int | None = None) -> np.ndarray:
+    """``x`` as a floating array: float arrays keep their dtype, exact numbers (integers,
+    Fractions) become float64 -- for float computations that must not run in a narrow integer
+    type (see :func:`as_numeric_array` for what is refused)."""
+    array = as_numeric_array(x, name, ndim)
+    return array.astype(np.float64) if is_exact(array) else array
+
+
 def is_exact(array: np.ndarray) -> bool:
     """Whether an array from :func:`as_numeric_array` holds exact numbers (integers or objects)."""
     return array.dtype.kind in "iuO"
@@ -283,7 +291,7 @@ def as_index_array(x: Any, name: str, upper: int, ndim: int = 1) -> np.ndarray:
 MAX_EXACT_COUNT = 2**53
 
 
-def as_count_array(x: Any, name: str) -> Any:
+def as_count_array(x: Any, name: str, ndim: int | None = None) -> Any:
     """Counts: finite, non-negative whole numbers (at most 2^53, so float64 holds them
     exactly), returned as float64 -- a NumPy array, or a CSR matrix for a SciPy sparse input."""
     if sparse.issparse(x):
@@ -292,7 +300,7 @@ def as_count_array(x: Any, name: str) -> Any:
         values = np.asarray(coo.data, dtype=np.float64)
         _check_counts(values, name, lambda i: (int(coo.row[i]), int(coo.col[i])))
         return sparse.csr_matrix(x, dtype=np.float64)
-    array = as_numeric_array(x, name)
+    array = as_numeric_array(x, name, ndim)
     values = array.astype(np.float64)
     _check_counts(values.ravel(), name, lambda i: tuple(int(k) for k in np.unravel_index(i, array.shape)))
     return values

@@ -21,13 +21,21 @@ rows of G are streamed in blocks: memory is O(VD + block V), never :math:`V^2`.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import scipy.linalg
 
-from theory._validation import InputError, check_size
+from theory._validation import (
+    InputError,
+    as_floating_array,
+    as_index_array,
+    as_real_array,
+    check_probability,
+    check_size,
+)
 
 #: Rows of G processed at once (memory: block x V floats).
 BLOCK_ROWS = 256
@@ -36,7 +44,7 @@ BLOCK_ROWS = 256
 def column_basis(W: Any) -> tuple[np.ndarray, int]:
     """An orthonormal basis Q (V x r) of col W from a column-pivoted QR, and the numerical rank r:
     diagonal entries of R below :math:`\\max(V, D)\\,u\\,|R_{11}|` count as zero."""
-    W = np.asarray(W, dtype=np.float64)
+    W = as_real_array(W, "W")
     if W.ndim != 2:
         raise InputError(f"W: expected a 2-D (V x D) head, got ndim={W.ndim}")
     V, D = W.shape
@@ -74,7 +82,7 @@ def compression(G_rows: Any, Q: np.ndarray) -> Compression:
     per_token_kept: list[np.ndarray] = []
     rows = 0
     for block in G_rows:
-        block = np.asarray(block, dtype=np.float64)
+        block = as_real_array(block, "G")
         if block.ndim != 2 or block.shape[1] != Q.shape[0]:
             raise InputError(f"G: rows of length {block.shape[-1]} do not match V={Q.shape[0]}")
         if not np.all(np.isfinite(block)):
@@ -106,9 +114,32 @@ def compression(G_rows: Any, Q: np.ndarray) -> Compression:
     )
 
 
-def logit_gradient_blocks(H: np.ndarray, W: np.ndarray, targets: np.ndarray, block: int = BLOCK_ROWS) -> Any:
+def _batch(H: Any, W: Any, targets: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Validated hidden states H (T x D), head W (V x D), floating (float dtypes kept, integers
+    read as float64), and target ids in [0, V)."""
+    H, W = as_floating_array(H, "H", ndim=2), as_floating_array(W, "W", ndim=2)
+    if H.shape[1] != W.shape[1]:
+        raise InputError(f"W: hidden size {W.shape[1]} differs from H's {H.shape[1]}")
+    return H, W, _targets(targets, H.shape[0], W.shape[0])
+
+
+def _targets(targets: Any, T: int, V: int) -> np.ndarray:
+    """Target ids: T integers in [0, V)."""
+    targets = as_index_array(targets, "targets", V)
+    if len(targets) != T:
+        raise InputError(f"targets: {len(targets)} ids for {T} rows")
+    return targets
+
+
+def logit_gradient_blocks(H: Any, W: Any, targets: Any, block: int = BLOCK_ROWS) -> Iterator[np.ndarray]:
     """Rows :math:`(\\operatorname{softmax}(Wh_i) - e_{t_i})/T` of the cross-entropy logit
-    gradient of T tokens, in blocks (the 1/T is the frequency weight of each token)."""
+    gradient of T tokens, in blocks (the 1/T is the frequency weight of each token). The
+    arguments are validated at the call, before the first block."""
+    H, W, targets = _batch(H, W, targets)
+    return _gradient_blocks(H, W, targets, check_size(block, "block", 1))
+
+
+def _gradient_blocks(H: np.ndarray, W: np.ndarray, targets: np.ndarray, block: int) -> Iterator[np.ndarray]:
     T = len(targets)
     for start in range(0, T, block):
         z = H[start : start + block] @ W.T
@@ -135,29 +166,35 @@ def construct_head(V: int, D: int, seed: int, *, rank: int | None = None, width:
 def construct_batch(tokens: int, D: int, V: int, seed: int, *, scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
     """Hidden states (tokens x D, Gaussian times ``scale``) and Zipfian next-token targets."""
     tokens = check_size(tokens, "tokens", 1, 10_000_000)
+    V = check_size(V, "V", 2, 1 << 24)
+    D = check_size(D, "D", 1, 1 << 16)
+    scale = check_probability(scale, "scale", 0.0, 1e6)
     rng = np.random.default_rng(check_size(seed, "seed", 0))
     weights = 1.0 / np.arange(1, V + 1) ** 1.1
     targets = rng.choice(V, size=tokens, p=weights / weights.sum())
     return scale * rng.standard_normal((tokens, D)), targets
 
 
-def cross_entropy(Z: np.ndarray, targets: np.ndarray) -> float:
+def cross_entropy(Z: Any, targets: Any) -> float:
     """Mean cross-entropy of logits Z (T x V) against targets (log-sum-exp stabilised)."""
+    Z = as_floating_array(Z, "Z", ndim=2)
+    targets = _targets(targets, Z.shape[0], Z.shape[1])
     top = Z.max(axis=1, keepdims=True)
     lse = top[:, 0] + np.log(np.exp(Z - top).sum(axis=1))
     return float(np.mean(lse - Z[np.arange(len(targets)), targets]))
 
 
-def loss_change_along(H: np.ndarray, W: np.ndarray, targets: np.ndarray, fractions: Any) -> dict[str, list[float]]:
+def loss_change_along(H: Any, W: Any, targets: Any, fractions: Any) -> dict[str, list[float]]:
     """Section 3.4 (Figure 6): the change of the batch loss when the logits move by a fraction of
     their norm along -G (the logit gradient) and along -GWW^T (the move that a step on H makes),
     both directions normalised to the same logit-update norm."""
+    H, W, targets = _batch(H, W, targets)
+    fractions = as_real_array(fractions, "fractions", ndim=1)
     Z = H @ W.T
     G = np.concatenate(list(logit_gradient_blocks(H, W, targets)))
     induced = G @ W @ W.T
     base, norm = cross_entropy(Z, targets), float(np.linalg.norm(Z))
     directions = {"logit gradient": G / np.linalg.norm(G), "hidden-state update": induced / np.linalg.norm(induced)}
     return {
-        name: [cross_entropy(Z - t * norm * d, targets) - base for t in np.asarray(fractions, dtype=float)]
-        for name, d in directions.items()
+        name: [cross_entropy(Z - t * norm * d, targets) - base for t in fractions] for name, d in directions.items()
     }

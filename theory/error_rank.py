@@ -35,7 +35,16 @@ import networkx as nx
 import numpy as np
 import scipy.sparse as sparse
 
-from theory._validation import InputError, check_probability, check_size, validated_probabilities
+from theory._validation import (
+    InputError,
+    as_count_array,
+    as_index_array,
+    as_numeric_array,
+    as_real_array,
+    check_probability,
+    check_size,
+    validated_probabilities,
+)
 
 #: Largest vocabulary and context count a constructor builds.
 MAX_VOCABULARY = 1 << 24
@@ -47,26 +56,23 @@ STREAM_BLOCK_ENTRIES = 1 << 22
 # --------------------------------------------------------------------------- counts
 
 
-def validated_counts(counts: Any, name: str = "counts") -> sparse.csr_matrix:
-    """A context x token count matrix as CSR: non-negative whole numbers, 2-D, V >= 2."""
-    matrix = sparse.csr_matrix(counts) if not sparse.issparse(counts) else counts.tocsr()
-    if matrix.ndim != 2:
-        raise InputError(f"{name}: expected a 2-D context x token matrix")
+def validated_counts(counts: Any, name: str = "counts", *, every_context: bool = True) -> sparse.csr_matrix:
+    """A context x token count matrix as float64 CSR: non-negative whole numbers, 2-D, V >= 2,
+    and (``every_context``) at least one observed next token per context."""
+    counts = as_count_array(counts, name)
+    if counts.ndim == 1:  # one context (as SciPy reads a vector)
+        counts = counts[None, :]
+    if counts.ndim != 2:
+        raise InputError(f"{name}: expected a 2-D context x token matrix, got ndim={counts.ndim}")
+    matrix = sparse.csr_matrix(counts)
     if matrix.shape[1] < 2:
         raise InputError(f"{name}: vocabulary size V={matrix.shape[1]} is out of range (need V >= 2)")
     if matrix.shape[0] == 0:
         raise InputError(f"{name}: there are no contexts (shape {matrix.shape})")
-    data = np.asarray(matrix.data, dtype=np.float64)
-    if not np.all(np.isfinite(data)):
-        raise InputError(f"{name}: non-finite count")
-    if np.any(data < 0):
-        raise InputError(f"{name}: negative count {float(data[data < 0][0])!r}")
-    if np.any(data != np.round(data)):
-        raise InputError(f"{name}: fractional count {float(data[data != np.round(data)][0])!r} (counts are whole)")
-    if np.any(np.asarray(matrix.sum(axis=1)).ravel() == 0):
-        row = int(np.flatnonzero(np.asarray(matrix.sum(axis=1)).ravel() == 0)[0])
-        raise InputError(f"{name}: context {row} has no observed next token")
-    return sparse.csr_matrix(matrix, dtype=np.float64)
+    empty = np.asarray(matrix.sum(axis=1)).ravel() == 0
+    if every_context and np.any(empty):
+        raise InputError(f"{name}: context {int(np.flatnonzero(empty)[0])} has no observed next token")
+    return matrix
 
 
 def empirical_distribution(counts: Any) -> sparse.csr_matrix:
@@ -90,7 +96,7 @@ def unique_continuations(counts: Any) -> tuple[np.ndarray, np.ndarray]:
 def batch_unique_continuations(full: Any, batch: Any) -> tuple[np.ndarray, np.ndarray]:
     """``(contexts, tokens)`` of :math:`\\mathcal C^u_B` (Prop. A.7): contexts with one distinct
     next token in the batch but several in the whole data, one context per distinct batch token."""
-    full_m, batch_m = validated_counts(full, "full"), sparse.csr_matrix(batch, dtype=np.float64)
+    full_m, batch_m = validated_counts(full, "full"), validated_counts(batch, "batch", every_context=False)
     if full_m.shape != batch_m.shape:
         raise InputError(f"batch: shape {batch_m.shape} differs from the full counts' {full_m.shape}")
     in_batch = np.diff(batch_m.indptr)
@@ -105,13 +111,11 @@ def ngram_counts(tokens: Sequence[int] | np.ndarray, order: int, V: int) -> tupl
     """Counts of next tokens after each distinct context of ``order`` preceding tokens.
 
     Returns the (contexts x V) count matrix and the context of each row (``order`` ids)."""
-    ids = np.asarray(tokens, dtype=np.int64)
     order = check_size(order, "order", 1, 16)
     V = check_size(V, "V", 2, MAX_VOCABULARY)
-    if ids.ndim != 1 or len(ids) <= order:
+    ids = as_index_array(tokens, "tokens", V)
+    if len(ids) <= order:
         raise InputError(f"tokens: need a 1-D stream longer than order={order}")
-    if ids.min() < 0 or ids.max() >= V:
-        raise InputError(f"tokens: ids must lie in [0, {V})")
     windows = np.lib.stride_tricks.sliding_window_view(ids, order + 1)
     if order * np.log2(V) < 62:  # encode each context as one integer (base V digits): fast unique
         codes = windows[:, :order] @ (V ** np.arange(order - 1, -1, -1, dtype=np.int64))
@@ -226,7 +230,7 @@ def dominance_margins(logits: LogitRows, tokens: np.ndarray) -> np.ndarray:
     as :math:`\\exp(\\operatorname{lse}(z_{j, \\notin T}) - \\operatorname{lse}(z_j))` (no
     cancellation), streaming blocks of rows: memory O(block x V), never C x V."""
     C, V = logits.shape
-    tokens = np.asarray(tokens)
+    tokens = as_index_array(tokens, "tokens", V)
     if len(tokens) != C:
         raise InputError(f"tokens: {len(tokens)} tokens for {C} contexts")
     outside = np.ones(V, dtype=bool)
@@ -245,7 +249,7 @@ def dominance_margins(logits: LogitRows, tokens: np.ndarray) -> np.ndarray:
 def varah_bound(margins: np.ndarray) -> float:
     """Varah's bound for a strictly diagonally dominant k x k matrix with row margins
     :math:`\\alpha_j`: :math:`\\sigma_{\\min} \\ge \\min_j \\alpha_j / \\sqrt k`."""
-    margins = np.asarray(margins, dtype=np.float64)
+    margins = as_real_array(margins, "margins", ndim=1)
     return float(margins.min() / np.sqrt(len(margins))) if len(margins) else 0.0
 
 
@@ -260,18 +264,29 @@ def log_probability_floor(logits: LogitRows) -> float:
 def prediction_error_submatrix(P_rows: Any, tokens: Any) -> np.ndarray:
     """:math:`(P - \\tilde N)[C^{uu}, T]`: rows of P at the unique contexts, columns at their
     tokens, minus the identity (dense; small k only)."""
-    _, rows = validated_probabilities(np.asarray(P_rows, dtype=np.float64), "P")
-    tokens = np.asarray(tokens)
+    _, rows = validated_probabilities(as_real_array(P_rows, "P"), "P")
+    tokens = as_index_array(tokens, "tokens", rows.shape[1])
     if tokens.shape != (rows.shape[0],):
-        raise InputError(f"tokens: {tokens.shape[0] if tokens.ndim else 0} tokens for {rows.shape[0]} rows of P")
-    if tokens.min() < 0 or tokens.max() >= rows.shape[1] or len(np.unique(tokens)) != len(tokens):
+        raise InputError(f"tokens: {tokens.shape[0]} tokens for {rows.shape[0]} rows of P")
+    if len(np.unique(tokens)) != len(tokens):
         raise InputError(f"tokens: must be distinct ids in [0, {rows.shape[1]})")
     return rows[:, tokens] - np.eye(len(tokens))
 
 
-def positive_graph(matrix: Any) -> nx.DiGraph:
+def _square(matrix: Any, name: str) -> Any:
+    """A square real matrix, dense (NumPy) or SciPy sparse, with its entries checked."""
+    if sparse.issparse(matrix):
+        as_numeric_array(matrix.data, name)
+    else:
+        matrix = as_numeric_array(matrix, name, ndim=2)
+    if matrix.shape[0] != matrix.shape[1]:
+        raise InputError(f"{name}: expected a square matrix, got shape {tuple(matrix.shape)}")
+    return matrix
+
+
+def positive_graph(matrix: Any, name: str = "matrix") -> nx.DiGraph:
     """The directed graph with an edge i -> j wherever ``matrix[i, j] > 0`` (i != j)."""
-    m = sparse.coo_matrix(matrix)
+    m = sparse.coo_matrix(_square(matrix, name))
     graph = nx.DiGraph()
     graph.add_nodes_from(range(m.shape[0]))
     graph.add_edges_from((int(i), int(j)) for i, j, v in zip(m.row, m.col, m.data, strict=True) if v > 0 and i != j)
@@ -281,19 +296,19 @@ def positive_graph(matrix: Any) -> nx.DiGraph:
 def attracting_components(stochastic: Any) -> int:
     """Number of attracting (closed) strongly connected components of the graph of the
     positive entries of a square row-stochastic matrix."""
-    return nx.number_attracting_components(positive_graph(stochastic))
+    return nx.number_attracting_components(positive_graph(stochastic, "stochastic"))
 
 
 def stochastic_defect_rank(stochastic: Any) -> int:
     """:math:`\\operatorname{rank}(I - P_T) = n - a(P_T)`, the theorem's value."""
-    n = stochastic.shape[0]
+    n = _square(stochastic, "stochastic").shape[0]
     return n - attracting_components(stochastic)
 
 
 def is_weakly_chained_diagonally_dominant(matrix: Any) -> bool:
     """Whether every row is weakly diagonally dominant and every row reaches a strictly
     dominant row along nonzero off-diagonal entries (then the matrix is nonsingular)."""
-    m = np.asarray(sparse.csr_matrix(matrix).todense(), dtype=np.float64)
+    m = np.asarray(sparse.csr_matrix(_square(matrix, "matrix")).todense(), dtype=np.float64)
     diagonal = np.abs(np.diag(m))
     off = np.abs(m).sum(axis=1) - diagonal
     if np.any(diagonal < off):
@@ -310,7 +325,7 @@ def is_weakly_chained_diagonally_dominant(matrix: Any) -> bool:
 
 def log_softmax(A: Any) -> np.ndarray:
     """Row-wise :math:`\\log\\operatorname{softmax}`: :math:`A_{ij} - \\operatorname{lse}(A_i)`."""
-    A = np.asarray(A, dtype=np.float64)
+    A = as_real_array(A, "A")
     if A.ndim != 2 or not np.all(np.isfinite(A)):
         raise InputError("A: expected a finite 2-D array")
     top = A.max(axis=1, keepdims=True)
@@ -318,11 +333,17 @@ def log_softmax(A: Any) -> np.ndarray:
 
 
 def row_shift(A: Any, shifts: Any) -> np.ndarray:
-    """:math:`A + \\lambda\\mathbf 1^\\top`: add ``shifts[i]`` to every entry of row i."""
-    A = np.asarray(A)
-    shifts = np.asarray(shifts)
+    """:math:`A + \\lambda\\mathbf 1^\\top`: add ``shifts[i]`` to every entry of row i. Integer
+    inputs are added exactly: in int64 when :math:`\\max|A| + \\max|\\lambda| < 2^{63}`, else in
+    Python ints (an object array); never wrapped around in a narrower integer type."""
+    A = as_numeric_array(A, "A", ndim=2)
+    shifts = as_numeric_array(shifts, "shifts")
     if shifts.shape != (A.shape[0],):
         raise InputError(f"shifts: shape {shifts.shape} does not match the {A.shape[0]} rows of A")
+    if A.dtype.kind in "iu" and shifts.dtype.kind in "iu":
+        bound = sum(max(abs(int(m.min())), abs(int(m.max()))) if m.size else 0 for m in (A, shifts))
+        wide = np.int64 if bound < 2**63 else object  # |a + s| <= max|A| + max|shifts|
+        A, shifts = A.astype(wide), shifts.astype(wide)
     return A + shifts[:, None]
 
 

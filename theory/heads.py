@@ -30,7 +30,7 @@ from typing import Any
 import array_api_compat
 import numpy as np
 
-from theory._validation import InputError, check_size
+from theory._validation import InputError, as_array, check_probability, check_real_floating, check_size
 
 HEADS = ("softmax", "mos", "moc", "sigsoftmax", "piecewise-linear")
 
@@ -56,6 +56,7 @@ def construct_head_parameters(V: int, d: int, K: int, seed: int, *, scale: float
     V = check_size(V, "V", 2, 1 << 22)
     d = check_size(d, "d", 1, 4096)
     K = check_size(K, "K", 1, 256)
+    scale = check_probability(scale, "scale", 0.0, 1e6)
     rng = np.random.default_rng(check_size(seed, "seed", 0))
     W = scale * rng.standard_normal((V, d)) / np.sqrt(d)
     P = 2 * rng.standard_normal((K, d, d)) / np.sqrt(d)
@@ -77,9 +78,16 @@ def _log_sigmoid(xp: Any, z: Any) -> Any:
     return -(xp.maximum(-z, xp.zeros_like(z)) + xp.log1p(xp.exp(-xp.abs(z))))
 
 
+def _hidden(h: Any) -> tuple[Any, Any]:
+    """``(xp, h)`` for hidden states of a real floating dtype (an integer h would cast W to integers)."""
+    xp, h = as_array(h, "h")
+    check_real_floating(xp, h, "h")
+    return xp, h
+
+
 def latents(theta: HeadParameters, h: Any) -> tuple[Any, Any]:
     """``(h_k, log pi)``: latent states (..., K, d) and log priors (..., K) for hidden states (..., d)."""
-    xp = array_api_compat.array_namespace(h)
+    xp, h = _hidden(h)
     P = xp.asarray(theta.P, dtype=h.dtype, device=array_api_compat.device(h))
     U = xp.asarray(theta.U, dtype=h.dtype, device=array_api_compat.device(h))
     hk = xp.tanh(xp.sum(P * h[..., None, None, :], axis=-1))
@@ -90,7 +98,7 @@ def log_probabilities(head: str, theta: HeadParameters, h: Any) -> Any:
     """Log-probabilities (..., V) of a head for hidden states h (..., d), in h's namespace."""
     if head not in HEADS:
         raise InputError(f"head: unknown head {head!r} (choose from {', '.join(HEADS)})")
-    xp = array_api_compat.array_namespace(h)
+    xp, h = _hidden(h)
     if h.shape[-1] != theta.d:
         raise InputError(f"h: hidden size {h.shape[-1]} differs from W's {theta.d}")
     W = xp.asarray(theta.W, dtype=h.dtype, device=array_api_compat.device(h))
@@ -112,10 +120,10 @@ def log_probabilities(head: str, theta: HeadParameters, h: Any) -> Any:
 
 def effective_hidden(head: str, theta: HeadParameters, h: Any) -> Any:
     """The single hidden state a softmax or MoC head feeds to ``W`` (its logits are W h_eff)."""
+    xp, h = _hidden(h)
     if head == "softmax":
         return h
     if head == "moc":
-        xp = array_api_compat.array_namespace(h)
         hk, log_pi = latents(theta, h)
         return xp.sum(xp.exp(log_pi)[..., None] * hk, axis=-2)
     raise InputError(f"head: {head!r} has no single effective hidden state")

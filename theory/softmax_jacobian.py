@@ -35,6 +35,7 @@ import numpy as np
 
 from theory._validation import (
     InputError,
+    as_count_array,
     check_probability,
     check_size,
     validated_like,
@@ -245,7 +246,10 @@ def secular_function(
     :math:`\\lVert J \\rVert_2 \\le t \\iff F(t) \\ge 0` for :math:`t` in that interval. Plain
     scalar arithmetic: it runs on floats, exact rationals (``flint.fmpq``) and balls
     (``flint.arb``) alike. ``counts`` gives multiplicities of repeated tail values."""
-    counts = [1] * len(tail := list(tail)) if counts is None else list(counts)
+    tail = list(tail)
+    counts = [1] * len(tail) if counts is None else [int(c) for c in as_count_array(counts, "counts", ndim=1)]
+    if len(counts) != len(tail):
+        raise InputError(f"counts: {len(counts)} counts for {len(tail)} tail values")
     total = (lam - top * complement) / (top - lam)
     for q, c in zip(tail, counts, strict=True):
         if q != 0:
