@@ -264,9 +264,11 @@ def run_verify(args: argparse.Namespace, out: Console, err: Console) -> int:
                 progress.update(task, description=claim.id)
                 verdicts.append(claim.check(instance, used))
                 progress.advance(task)
+            sizes = [i.vocabulary for i in instances if i.vocabulary is not None]
             results.append(
                 {
                     "claim": claim,
+                    "largest_V": max(sizes, default=None),
                     "verdict": worst(verdicts) if verdicts else None,
                     "counts": Counter(v.status.value for v in verdicts),
                     "seconds": time.perf_counter() - started,
@@ -303,6 +305,7 @@ def _verify_json(result: dict[str, Any], V: int) -> dict[str, Any]:
         "counts": dict(result["counts"]),
         "seconds": round(result["seconds"], 3),
         "V": V,
+        "largest_V": result["largest_V"],
         **result["backend"].describe(),
     }
 
@@ -318,6 +321,7 @@ def _verify_table(results: list[dict[str, Any]], title: str, width: int) -> Tabl
     table.add_column("claim" if wide else "claim / decided by", overflow="fold", ratio=None if wide else 1)
     table.add_column("status", no_wrap=True)
     table.add_column("n", justify="right", no_wrap=True)
+    table.add_column("max V", justify="right", no_wrap=True)
     table.add_column("worst margin", justify="right", no_wrap=True)
     if wide:
         table.add_column("decided by", overflow="fold", ratio=1)
@@ -327,10 +331,11 @@ def _verify_table(results: list[dict[str, Any]], title: str, width: int) -> Tabl
         margin = "-" if verdict is None else f"{verdict.relative_margin:+.1e}"
         method = "no instance at this V" if verdict is None else verdict.method
         n = str(sum(r["counts"].values()))
+        largest = "-" if r["largest_V"] is None else f"{r['largest_V']:,}"
         if wide:
-            table.add_row(r["claim"].id, status, n, margin, method)
+            table.add_row(r["claim"].id, status, n, largest, margin, method)
         else:
-            table.add_row(f"{r['claim'].id}\n[dim]{method}[/]", status, n, margin)
+            table.add_row(f"{r['claim'].id}\n[dim]{method}[/]", status, n, largest, margin)
     return table
 
 

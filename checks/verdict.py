@@ -47,6 +47,15 @@ class Instance:
     family: str
     params: dict[str, Any]
 
+    @property
+    def vocabulary(self) -> int | None:
+        """The instance's vocabulary size: ``V``, or the columns of a log-probability matrix, or
+        the order ``n`` of a transition matrix (``None`` for instances without one)."""
+        for key in ("V", "columns", "n"):
+            if isinstance(self.params.get(key), int):
+                return self.params[key]
+        return None
+
     def to_json(self) -> dict[str, Any]:
         return {"family": self.family, **self.params}
 

@@ -260,6 +260,7 @@ class TestOutputPeopleCanRead:
             "verdict": claim.check(claim.witnesses(16)[0], cli.resolve("numpy")),
             "counts": {"holds": 1},
             "backend": None,
+            "largest_V": 16,
         }
         console = Console(width=80, record=True, color_system=None)
         console.print(cli._verify_table([result], "t", 80))
@@ -293,3 +294,12 @@ class TestOutputPeopleCanRead:
         cli.print_spot(record, console)
         header = next(line for line in console.export_text().splitlines() if "variant" in line)
         assert re.findall(r"\w+²?", header) == ["variant", "destroyed", "cosine", "destroyed²", "cosine²"]
+
+
+def test_verify_reports_the_largest_instance_it_checked(capsys):
+    """--V is a request; each claim reports the largest vocabulary it actually checked (issue 11)."""
+    code, out, _ = run(capsys, "verify", "compression.pythagoras", "softmax-jacobian.kernel", "--V", "131072",
+                       "--examples", "0", "--json")  # fmt: skip
+    largest = {v["claim"]: v["largest_V"] for v in json.loads(out)}
+    assert code == EXIT_OK
+    assert largest == {"compression.pythagoras": 4096, "softmax-jacobian.kernel": 131072}
