@@ -238,7 +238,10 @@ def as_numeric_array(x: Any, name: str, ndim: int | None = None) -> np.ndarray:
         for i, v in enumerate(array.flat):
             if not _is_exact_number(v):
                 index = tuple(int(k) for k in np.unravel_index(i, array.shape))
-                raise InputError(f"{name}: entry {v!r} at index {index} is not a number (int, float or Fraction)")
+                raise InputError(
+                    f"{name}: entry {v!r} at index {index} of an object array is not an int or a Fraction "
+                    "(pass floats as a float array)"
+                )
     if ndim is not None and array.ndim != ndim:
         raise InputError(f"{name}: expected a {ndim}-D array, got ndim={array.ndim}")
     return array
@@ -312,7 +315,7 @@ def _check_counts(values: np.ndarray, name: str, index_of: Any) -> None:
         (~np.isfinite(values), "non-finite count {v!r} at index {i}"),
         (values < 0, "negative count {v!r} at index {i}"),
         (values != np.round(values), "fractional count {v!r} at index {i} (counts are whole)"),
-        (values > MAX_EXACT_COUNT, "count {v!r} at index {i} exceeds 2**53 (float64 holds it inexactly)"),
+        (values > MAX_EXACT_COUNT, "count {v!r} at index {i} exceeds 2**53 (float64 sums of counts are inexact)"),
     )
     for bad, message in problems:
         if bool(np.any(bad)):
