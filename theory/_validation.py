@@ -2,9 +2,10 @@
 
 Every public function of :mod:`theory` validates its array arguments here, so that bad input
 (non-finite values, negative or unnormalised probabilities, wrong shapes or dtypes, vocabularies
-that are too small) is reported as an :class:`InputError` that names the argument, the problem
-and, where there is one, the offending index -- never as a wrong answer or a traceback from deep
-inside an array library.
+that are too small, ragged nested lists, booleans or strings among numbers, ids that are not
+integers in range, counts that are not non-negative whole numbers) is reported as an
+:class:`InputError` that names the argument, the problem and, where there is one, the offending
+index -- never as a wrong answer or a traceback from deep inside an array library.
 """
 
 from __future__ import annotations
