@@ -21,11 +21,15 @@ r"""Expressivity of the LM head (seed 000, §2.1, Appendix A.2: Prop. A.2 and Pr
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
+from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
+from checks.tolerance import gamma, unit_roundoff
 from theory._validation import InputError, check_probability, check_size
 
 #: Bisection steps for the circle radius after the bracket is found (2^-64 of the bracket: below
@@ -145,11 +149,14 @@ REFLECTION_STEPS = 32
 REFLECTION_NUDGE = 1e-12
 #: Competitors added to the cutting-plane LP per round.
 LP_CUTS = 64
-#: An LP margin at or below this is read as "no h makes the token win" (HiGHS solves to a primal
-#: feasibility tolerance of 1e-7 on rows of unit-scale coefficients; the margin variable is <= 1).
-LP_MARGIN_FLOOR = 1e-9
+#: Supports tried for one convex-combination certificate: each retry drops the rows whose exact
+#: weight came out negative (the float LP put the token on a face that it lies just outside), or the
+#: lightest row when the support's exact equations have no solution.
+COMBINATION_ATTEMPTS = 4
 #: Logits evaluated per block when certificates are checked in batches (V x block doubles).
 BLOCK_ENTRIES = 1 << 24
+#: The smallest positive float64: no product that underflows is off by more.
+SMALLEST_SUBNORMAL = 2.0**-1074
 
 
 def _validated_head(W: Any, bias: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -166,43 +173,148 @@ def _validated_head(W: Any, bias: Any) -> tuple[np.ndarray, np.ndarray]:
     return W, b
 
 
-def _certified_winners(W: np.ndarray, b: np.ndarray, H: np.ndarray, tokens: np.ndarray) -> np.ndarray:
-    r"""For each row k of H, whether ``tokens[k]`` is the strict argmax of W h_k + b by more than the
-    rounding of the logits. Any summation order computes :math:`w_j \cdot h` to within
-    :math:`\gamma_D |w_j| \cdot |h| \le \gamma_D \|w_j\| \|h\|`, and adding :math:`b_j` rounds once more."""
-    V, D = W.shape
-    unit = (D + 2) * 2.0**-53 * 1.01  # >= gamma_{D+2} = (D+2)u / (1 - (D+2)u) while (D+2)u < 0.0099
-    row_norms = np.linalg.norm(W, axis=1)
-    wins = np.zeros(len(tokens), dtype=bool)
-    block = max(1, BLOCK_ENTRIES // V)
-    for start in range(0, len(tokens), block):
-        own = tokens[start : start + block]
-        h = H[start : start + block]
-        z = W @ h.T + b[:, None]
-        error = unit * (row_norms[:, None] * np.linalg.norm(h, axis=1) + np.abs(b)[:, None])
-        columns = np.arange(len(own))
-        lowest_own = z[own, columns] - error[own, columns]
-        z += error
-        z[own, columns] = -np.inf
-        wins[start : start + block] = lowest_own > z.max(axis=0)
-    return wins
+def _norms(X: np.ndarray) -> np.ndarray:
+    """Euclidean norms of the rows of X, as m ||x/m|| with m = max|x| so that no square under- or
+    overflows."""
+    top = np.abs(X).max(axis=1)
+    return top * np.linalg.norm(X / np.where(top > 0, top, 1.0)[:, None], axis=1)
 
 
-def strict_winner(W: np.ndarray, b: np.ndarray, h: np.ndarray, token: int) -> bool:
-    """Whether ``token`` is the strict argmax of W h + b, by more than the rounding of the logits."""
-    return bool(_certified_winners(W, b, h[None, :], np.array([token]))[0])
+def _dyadic(x: np.ndarray) -> tuple[np.ndarray, int]:
+    """Python integers n (an object array shaped like x) and one exponent e with x = n 2^e exactly:
+    every float is a 53-bit integer times a power of two."""
+    mantissa, exponent = np.frexp(x)
+    digits = (mantissa * 2.0**53).astype(np.int64)
+    shift = exponent.astype(np.int64) - 53
+    low = int(shift[digits != 0].min()) if np.any(digits) else 0
+    ints = [int(n) << int(s - low) if n else 0 for n, s in zip(digits.ravel(), shift.ravel(), strict=True)]
+    return np.array(ints, dtype=object).reshape(x.shape), low
 
 
-def duplicate_losers(W: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Tokens that can never win outright because another token has the same row and a bias at least
-    as large: their logits tie or lose for every h (exact, no rounding involved)."""
+@dataclass(frozen=True)
+class Head:
+    r"""A head ready for certificates: W (V x D) and b as float64, both multiplied by the power of two
+    that brings max|W| into [1, 2) when that scaling is exact (it multiplies every logit by the
+    same power, so an h or a :math:`\lambda` certifies the same tokens for the scaled head as for the
+    given one, and the floating-point search sees one scale whatever the head's), with the rows'
+    Euclidean norms."""
+
+    W: np.ndarray
+    b: np.ndarray
+    norms: np.ndarray
+
+    @classmethod
+    def of(cls, W: Any, bias: Any = None) -> Head:
+        """Validate (W, b) and scale both by 2^k when that is exact."""
+        W, b = _validated_head(W, bias)
+        top = max(float(W.max()), -float(W.min()))
+        k = 1 - int(np.frexp(top)[1]) if top > 0 else 0
+        if k:
+            scaled_W, scaled_b = np.ldexp(W, k), np.ldexp(b, k)
+            rows = max(1, BLOCK_ENTRIES // W.shape[1])
+            exact = np.array_equal(np.ldexp(scaled_b, -k), b) and all(
+                np.array_equal(np.ldexp(scaled_W[i : i + rows], -k), W[i : i + rows]) for i in range(0, len(W), rows)
+            )
+            if exact:
+                W, b = scaled_W, scaled_b
+        return cls(W, b, _norms(W))
+
+    def logits(self, H: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        r"""The computed logits W h + b (V x n) for the rows h of H, and a rigorous bound on their
+        error. A logit is a sum of D + 1 rounded terms, so in any order, fused or not, it is within
+        :math:`\gamma_{D+1}(\sum_k |w_{jk} h_k| + |b_j|) \le \gamma_{D+1}(\|w_j\|\|h\| + |b_j|)` of the
+        exact value (Higham eq. 3.5). The bound takes :math:`\gamma_{2D+16}`, which leaves room for
+        the roundings of the norms, of the bound itself and of the comparisons made with it, plus
+        (D + 2) times the smallest subnormal for products that underflow."""
+        D = self.W.shape[1]
+        z = self.W @ H.T + self.b[:, None]
+        error = np.multiply.outer(self.norms, _norms(H))
+        error += np.abs(self.b)[:, None]
+        error *= gamma(2 * D + 16, unit_roundoff(np.float64))
+        error += (D + 2) * SMALLEST_SUBNORMAL
+        return z, error
+
+    def winners(self, H: np.ndarray, tokens: np.ndarray) -> np.ndarray:
+        """For each row k of H, whether ``tokens[k]`` is the strict argmax of W h_k + b, exactly.
+
+        The float logits with their rounding bound (:meth:`logits`) settle every rival whose interval
+        lies wholly below the token's, or a rival wholly above it; the rivals whose intervals overlap
+        the token's are compared again in exact integer arithmetic (:func:`wins_exactly`). A column
+        whose float logits overflow is not certified."""
+        V = self.W.shape[0]
+        wins = np.zeros(len(tokens), dtype=bool)
+        block = max(1, BLOCK_ENTRIES // V)
+        for start in range(0, len(tokens), block):
+            own, h = tokens[start : start + block], H[start : start + block]
+            z, error = self.logits(h)
+            columns = np.arange(len(own))
+            low_own = z[own, columns] - error[own, columns]
+            high_own = z[own, columns] + error[own, columns]
+            z[own, columns] = -np.inf
+            z += error  # the rivals' upper bounds
+            top = z.max(axis=0)
+            certain = low_own > top
+            wins[start : start + block] = certain
+            unsure = np.flatnonzero(~certain & np.isfinite(top) & np.isfinite(low_own) & np.isfinite(high_own))
+            if len(unsure) == 0:
+                continue
+            beaten = (z[:, unsure] - 2 * error[:, unsure]).max(axis=0) > high_own[unsure]
+            for k in unsure[~beaten]:
+                rivals = np.flatnonzero(z[:, k] >= low_own[k])
+                rivals = rivals[np.argsort(-z[rivals, k], kind="stable")]  # the likeliest winner first
+                own_k = int(own[k])
+                wins[start + k] = wins_exactly(self, h[k], own_k, rivals[:1]) and wins_exactly(
+                    self, h[k], own_k, rivals
+                )
+        return wins
+
+
+def wins_exactly(head: Head, h: np.ndarray, token: int, rivals: np.ndarray) -> bool:
+    r"""Whether :math:`w_i \cdot h + b_i > w_j \cdot h + b_j` for every rival j, in exact integer
+    arithmetic: with one exponent for the rows, one for h and one for the biases, every logit is an
+    integer times :math:`2^{e_W + e_h}` plus an integer times :math:`2^{e_b}`."""
+    rows = np.r_[token, rivals].astype(np.int64)
+    W, e_W = _dyadic(head.W[rows])
+    h_int, e_h = _dyadic(h)
+    b, e_b = _dyadic(head.b[rows])
+    low = min(e_W + e_h, e_b)
+    z = (W @ h_int) * (1 << (e_W + e_h - low)) + b * (1 << (e_b - low))
+    return bool(np.all(z[0] > z[1:]))
+
+
+def strict_winner(head: Head, h: np.ndarray, token: int) -> bool:
+    """Whether ``token`` is the strict argmax of W h + b, exactly (see :meth:`Head.winners`)."""
+    return bool(head.winners(h[None, :], np.array([token]))[0])
+
+
+def duplicate_losers(W: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Tokens that can never win outright because another token, their twin, has the same row and a
+    bias at least as large: their logits tie or lose for every h (exact float comparisons, the
+    certificate :math:`\\lambda = e_{twin}`). Returns the losers, sorted, and their twins."""
     _, group = np.unique(W, axis=0, return_inverse=True)
     order = np.lexsort((-b, group.ravel()))  # by row, then by bias from the largest down
     g, bias = group.ravel()[order], b[order]
     first = np.r_[True, g[1:] != g[:-1]]
     tied_with_next = np.r_[(g[1:] == g[:-1]) & (bias[1:] == bias[:-1]), False]
     loses = ~first | tied_with_next
-    return np.sort(order[loses])
+    leader = order[np.maximum.accumulate(np.where(first, np.arange(len(g)), 0))]  # each group's largest bias
+    twin = np.where(first, np.r_[order[1:], 0], leader)  # the leader itself ties with the next row
+    losers, twins = order[loses], twin[loses]
+    sorted_ = np.argsort(losers)
+    return losers[sorted_], twins[sorted_]
+
+
+def _whitening(W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The mean row and the pseudo-inverse of the rows' covariance."""
+    mean = W.mean(axis=0)
+    covariance = np.zeros((W.shape[1], W.shape[1]))
+    rows = max(1, BLOCK_ENTRIES // W.shape[1])
+    for start in range(0, len(W), rows):  # in blocks: no centred copy of W
+        centred = W[start : start + rows] - mean
+        covariance += centred.T @ centred
+    values, vectors = np.linalg.eigh(covariance / len(W))
+    keep = values > values.max() * W.shape[1] * 2.0**-52
+    return mean, (vectors[:, keep] / values[keep]) @ vectors[:, keep].T
 
 
 def whitened_directions(W: np.ndarray, tokens: np.ndarray) -> np.ndarray:
@@ -210,19 +322,17 @@ def whitened_directions(W: np.ndarray, tokens: np.ndarray) -> np.ndarray:
     coordinates :math:`x = C^{+/2}(w - \bar w)` this is :math:`h = x_i`, whose logit
     :math:`\|x_i\|^2` beats :math:`x_j \cdot x_i` unless x_j lies near x_i's direction with a larger
     norm. Shifting every row by the mean moves every logit by the same amount."""
-    centred = W - W.mean(axis=0)
-    values, vectors = np.linalg.eigh(centred.T @ centred / len(W))
-    keep = values > values.max() * W.shape[1] * 2.0**-52
-    inverse = (vectors[:, keep] / values[keep]) @ vectors[:, keep].T
-    return centred[tokens] @ inverse
+    mean, inverse = _whitening(W)
+    return (W[tokens] - mean) @ inverse
 
 
-def reflect_toward_winner(W: np.ndarray, b: np.ndarray, h: np.ndarray, token: int, steps: int) -> np.ndarray | None:
+def reflect_toward_winner(head: Head, h: np.ndarray, token: int, steps: int) -> np.ndarray | None:
     r"""Reflect h across the tie hyperplane between ``token`` and the current winner j,
     :math:`h \leftarrow h + 2 (z_j - z_i) (w_i - w_j) / \|w_i - w_j\|^2`, which turns i's deficit to
-    j into the same lead; stop when i wins by more than rounding. Returns h, or None."""
+    j into the same lead; stop when i wins (exactly). Returns h, or None."""
+    W, b = head.W, head.b
     for _ in range(steps):
-        if strict_winner(W, b, h, token):
+        if strict_winner(head, h, token):
             return h
         z = W @ h + b
         z[token] = -np.inf
@@ -233,22 +343,34 @@ def reflect_toward_winner(W: np.ndarray, b: np.ndarray, h: np.ndarray, token: in
         deficit = z[j] - (W[token] @ h + b[token])
         deficit += REFLECTION_NUDGE * (1 + abs(z[j]))  # land just past the mirror image, not on a tie
         h = h + 2 * deficit / (direction @ direction) * direction
-    return h if strict_winner(W, b, h, token) else None
+    return h if strict_winner(head, h, token) else None
 
 
-def argmax_lp(
-    W: np.ndarray, b: np.ndarray, token: int, competitors: np.ndarray | None = None
-) -> tuple[float, np.ndarray]:
-    """The margin LP for one token, solved with HiGHS: maximise delta over (h, s, delta) with
-    (w_j - w_i) h + (b_j - b_i) s + delta <= 0 for the competitors j (all other tokens by default),
-    h in [-1, 1]^D, s in [0, 1], delta <= 1. Positive delta: the token beats those competitors at
-    h/s, or (s = 0) far enough along h to pass every bias gap. Fewer competitors can only raise the
-    optimum, so a margin <= 0 over a subset settles "never wins". Returns delta and the candidate h."""
+def _scaled_differences(head: Head, token: int, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, float, float]:
+    """(w_j - w_i)/σ_w and (b_j - b_i)/σ_b for the given rows, σ the largest magnitude of each (1 where
+    all are zero): the LPs see the same numbers whatever the scale or offset of the head."""
+    dW = head.W[rows] - head.W[token]
+    db = head.b[rows] - head.b[token]
+    scale_W = float(np.abs(dW).max()) or 1.0
+    scale_b = float(np.abs(db).max()) or 1.0
+    return dW / scale_W, db / scale_b, scale_W, scale_b
+
+
+def argmax_lp(head: Head, token: int, competitors: np.ndarray | None = None) -> tuple[float, np.ndarray]:
+    """The margin LP for one token, solved with HiGHS on the differences to the token's row and bias,
+    each scaled to largest magnitude 1: maximise delta over (h, s, delta) with
+    (w_j - w_i) h / σ_w + (b_j - b_i) s / σ_b + delta <= 0 for the competitors j (all other tokens by
+    default), h in [-1, 1]^D, s in [0, 1], delta <= 1. A positive delta proposes an h that beats those
+    competitors (at h σ_b / (σ_w s), or for s = 0 far enough along h to pass every bias gap); a
+    margin of 0 is matched by a convex combination in the dual. Either is only a proposal, to be
+    certified exactly. Returns delta and the candidate h."""
     from scipy.optimize import linprog
 
+    W, b = head.W, head.b
     V, D = W.shape
     others = np.delete(np.arange(V), token) if competitors is None else competitors
-    A = np.hstack([W[others] - W[token], (b[others] - b[token])[:, None], np.ones((len(others), 1))])
+    dW, db, scale_W, scale_b = _scaled_differences(head, token, others)
+    A = np.hstack([dW, db[:, None], np.ones((len(others), 1))])
     cost = np.zeros(D + 2)
     cost[-1] = -1.0
     bounds = [(-1.0, 1.0)] * D + [(0.0, 1.0), (None, 1.0)]
@@ -257,7 +379,7 @@ def argmax_lp(
         raise ArithmeticError(f"argmax LP for token {token}: {result.message}")
     h, s = result.x[:D], result.x[D]
     if s > 0:
-        return float(-result.fun), h / s
+        return float(-result.fun), h * (scale_b / (scale_W * s))
     # A direction at infinity: scale it past every bias gap, t (w_i - w_j) h > b_j - b_i.
     gains = (W[token] - W) @ h
     gaps = b - b[token]
@@ -265,47 +387,131 @@ def argmax_lp(
     return float(-result.fun), h * (2 * needed + 1)
 
 
-def cutting_plane_lp(W: np.ndarray, b: np.ndarray, token: int, h: np.ndarray) -> tuple[float, np.ndarray | None]:
-    """Decide one token by the margin LP over a growing set of competitors: start from the
-    ``LP_CUTS`` strongest at h, and after each solve add the strongest competitors at the LP's
-    answer until it wins outright (re-checked over all V) or the margin drops to the floor.
-    Returns the last margin and a winning h (None when the token never wins)."""
+def cutting_plane_lp(head: Head, token: int, h: np.ndarray) -> tuple[float, np.ndarray | None, np.ndarray]:
+    """Look for a winning h with the margin LP over a growing set of competitors: start from the
+    ``LP_CUTS`` strongest at h, and while the LP proposes an h (positive margin) that does not win
+    exactly, add the strongest rows that beat or may beat the token there. Stops when the LP's answer
+    wins exactly (whatever its margin), at a margin <= 0, or when no new row threatens the answer.
+    Returns the last margin, the winning h (None if none was certified) and the competitors, where a
+    convex combination is looked for next."""
+    W, b = head.W, head.b
 
-    def strongest(at: np.ndarray, exclude: np.ndarray) -> np.ndarray:
-        z = W @ at + b
+    def strongest(z: np.ndarray, exclude: np.ndarray) -> np.ndarray:
         z[token] = -np.inf
         z[exclude] = -np.inf
         top = np.argsort(-z)[:LP_CUTS]
         return top[np.isfinite(z[top])]
 
-    competitors = strongest(h, np.array([], dtype=np.int64))
+    competitors = strongest(W @ h + b, np.array([], dtype=np.int64))
     while True:
-        delta, candidate = argmax_lp(W, b, token, competitors)
-        if delta <= LP_MARGIN_FLOOR:
-            return delta, None
-        if strict_winner(W, b, candidate, token):
-            return delta, candidate
-        added = strongest(candidate, competitors)
-        if len(added) == 0:  # every competitor already in: the candidate loses only to rounding
-            return delta, None
+        delta, candidate = argmax_lp(head, token, competitors)
+        if strict_winner(head, candidate, token):  # checked whatever the margin: HiGHS reads tiny ones as 0
+            return delta, candidate, competitors
+        if delta <= 0:
+            return delta, None, competitors
+        z, error = head.logits(candidate[None, :])
+        z, error = z[:, 0], error[:, 0]
+        threat = z + error >= z[token] - error[token]
+        added = strongest(np.where(threat, z, -np.inf), competitors)
+        if len(added) == 0:  # the LP's answer loses only to competitors already constrained
+            return delta, None, competitors
         competitors = np.concatenate([competitors, added])
+
+
+def combination_lp(head: Head, token: int, candidates: np.ndarray) -> np.ndarray:
+    r"""The candidates carrying weight in a basic solution (HiGHS dual simplex) of: maximise
+    :math:`\sum_j \lambda_j (b_j - b_i)/\sigma_b` subject to
+    :math:`\sum_j \lambda_j (w_j - w_i)/\sigma_w = 0`, :math:`\sum_j \lambda_j = 1`,
+    :math:`\lambda \ge 0`. A basic solution has at most D + 1 positive weights (Carathéodory).
+    Heaviest first; empty when the LP is infeasible."""
+    from scipy.optimize import linprog
+
+    dW, db, _, _ = _scaled_differences(head, token, candidates)
+    A = np.vstack([dW.T, np.ones(len(candidates))])
+    rhs = np.r_[np.zeros(head.W.shape[1]), 1.0]
+    result = linprog(-db, A_eq=A, b_eq=rhs, bounds=(0, None), method="highs-ds")
+    if result.status != 0:
+        return np.array([], dtype=np.int64)
+    order = np.argsort(-result.x, kind="stable")
+    return candidates[order[result.x[order] > 0]]
+
+
+def exact_weights(head: Head, token: int, support: np.ndarray) -> list[Fraction] | None:
+    r"""Weights :math:`\lambda` on ``support`` with :math:`\sum_j \lambda_j w_j = w_i` and
+    :math:`\sum_j \lambda_j = 1`, solved in rationals (python-flint ``fmpq_mat.rref``: the first
+    independent rows of the support take the weight, the others 0) and checked by substituting back in
+    integers. None when no weights on the support solve the D + 1 equations."""
+    from flint import fmpq_mat
+
+    k = len(support)
+    rows, _ = _dyadic(head.W[np.r_[support, token].astype(np.int64)])  # one exponent: the equations scale by it
+    system = [*rows.T.tolist(), [1] * (k + 1)]
+    reduced, rank = fmpq_mat(system).rref()
+    weights = [Fraction(0)] * k
+    for r in range(rank):
+        pivot = next(c for c in range(k + 1) if reduced[r, c] != 0)
+        if pivot == k:  # the right-hand side is independent of the support's columns
+            return None
+        entry = reduced[r, k]
+        weights[pivot] = Fraction(int(entry.p), int(entry.q))
+    common = math.lcm(*(w.denominator for w in weights))
+    numerators = [w.numerator * (common // w.denominator) for w in weights]
+    solved = all(sum(n * a for n, a in zip(numerators, row[:k], strict=True)) == common * row[k] for row in system)
+    return weights if solved else None
+
+
+def never_certificate(head: Head, token: int, candidates: np.ndarray) -> tuple[np.ndarray, tuple[Fraction, ...]] | None:
+    r"""A certificate that ``token`` never wins: rows j of ``candidates`` and exact weights
+    :math:`\lambda_j > 0` with :math:`\sum \lambda_j = 1`, :math:`\sum \lambda_j w_j = w_i` and
+    :math:`\sum \lambda_j b_j \ge b_i`. Then for every h, :math:`z_i \le \sum_j \lambda_j z_j \le
+    \max_j z_j`, so i is never the strict argmax. The support comes from :func:`combination_lp`, the
+    weights from :func:`exact_weights`; a support that fails is retried without some of its rows
+    (``COMBINATION_ATTEMPTS``). None when no certificate is found."""
+    candidates = np.asarray(candidates, dtype=np.int64)
+    for _ in range(COMBINATION_ATTEMPTS):
+        support = combination_lp(head, token, candidates)
+        if len(support) == 0:
+            return None
+        weights = exact_weights(head, token, support)
+        if weights is None:
+            drop = support[-1:]  # w_i is on the support's affine hull only to within rounding: look elsewhere
+        elif any(w < 0 for w in weights):
+            drop = support[[w < 0 for w in weights]]
+        else:
+            used = [w > 0 for w in weights]
+            support, positive = support[used], tuple(w for w in weights if w > 0)
+            biases = sum(w * Fraction(float(head.b[j])) for w, j in zip(positive, support, strict=True))
+            return (support, positive) if biases >= Fraction(float(head.b[token])) else None
+        candidates = np.setdiff1d(candidates, drop)
+    return None
 
 
 def argmaxable(
     W: Any, bias: Any = None, *, tokens: Any = None, on_progress: Callable[[int], None] | None = None
 ) -> dict[str, Any]:
-    """Decide for every token whether some h makes it the strict argmax of W h + b.
+    r"""Decide for every token whether some h makes it the strict argmax of W h + b, with a
+    certificate either way, or leave it undecided.
 
-    In order: exact duplicates that lose to a twin; batched certificates, the whitened
-    :math:`h = C^+(w_i - \\bar w)` and then h = s w_i, each checked by evaluating every logit
-    with a rounding bound; reflections toward the current winner; and the cutting-plane margin
-    LP, whose positive answers are re-checked the same way. ``tokens`` restricts the decisions to
-    some token ids (all by default; the others are left with method ""). ``on_progress(n)`` is
-    called as n more tokens are decided. Returns ``argmaxable`` (a winning h was certified),
-    ``never`` (shown never to win), how each token was decided, and the LP margins (NaN where no LP
-    ran). A token in neither set is undecided: the LP found a positive margin that rounding hides."""
-    W, b = _validated_head(W, bias)
-    V = W.shape[0]
+    *Argmaxable*: an h with :math:`(w_i - w_j) \cdot h + (b_i - b_j) > 0` for all j, checked exactly:
+    float logits with a rigorous rounding bound settle the rivals far from the token, and the rivals
+    within the bound are compared in exact integer arithmetic (:meth:`Head.winners`). *Never*: convex
+    weights :math:`\lambda` over the other rows with :math:`\sum \lambda_j w_j = w_i` and
+    :math:`\sum \lambda_j b_j \ge b_i`, solved and checked in exact rationals
+    (:func:`never_certificate`), or a duplicate row with a bias at least as large
+    (:math:`\lambda = e_j`). Both are statements about the float inputs read as exact rationals, so
+    no threshold enters and the answer does not change when the head is scaled or shifted (beyond
+    the rounding of doing so).
+
+    The h are sought cheapest first: the whitened :math:`h = C^+(w_i - \bar w)`, then h = s w_i, in
+    batches; reflections toward the current winner; the cutting-plane margin LP, whose sign only
+    chooses which certificate to try next. ``tokens`` restricts the decisions to some token ids (all
+    by default; the others are left with method ""). ``on_progress(n)`` is called as n more tokens
+    are settled. Returns ``argmaxable`` and ``never`` (boolean, certified), ``method`` (how each
+    token was settled), ``lp_margin`` (NaN where no LP ran), ``witness`` (a winning h per argmaxable
+    token, NaN rows elsewhere) and ``combination`` (token -> (rows, exact weights) per never token).
+    A token in neither set is undecided."""
+    head = Head.of(W, bias)
+    V, D = head.W.shape
     wanted = np.ones(V, dtype=bool)
     if tokens is not None:
         ids = np.asarray(tokens)
@@ -314,41 +520,61 @@ def argmaxable(
         wanted[:] = False
         wanted[ids] = True
     progress = on_progress or (lambda n: None)
-    decided = np.zeros(V, dtype=bool)
     method = np.full(V, "", dtype=object)
     margins = np.full(V, np.nan)
-    losers = duplicate_losers(W, b)
-    losers = losers[wanted[losers]]
-    method[losers] = "duplicate row"
-    progress(len(losers))
+    decided = np.zeros(V, dtype=bool)
+    witness = np.full((V, D), np.nan)
+    combination: dict[int, tuple[np.ndarray, tuple[Fraction, ...]]] = {}
+    losers, twins = duplicate_losers(head.W, head.b)
+    for loser, twin in zip(losers, twins, strict=True):
+        if wanted[loser]:
+            combination[int(loser)] = (np.array([twin]), (Fraction(1),))
+            method[loser] = "duplicate row"
+    progress(len(combination))
     open_tokens = np.flatnonzero((method == "") & wanted)
-    candidates = [("certificate whitened", lambda t: whitened_directions(W, t))]
-    candidates += [(f"certificate h = {s:g} w_i", lambda t, s=s: s * W[t]) for s in CHEAP_SCALES]
+    mean, inverse = _whitening(head.W) if len(open_tokens) else (None, None)
+    candidates = [("certificate whitened", lambda t: (head.W[t] - mean) @ inverse)]
+    candidates += [(f"certificate h = {s:g} w_i", lambda t, s=s: s * head.W[t]) for s in CHEAP_SCALES]
+    block = max(1, BLOCK_ENTRIES // V)
     for name, direction in candidates:
-        if len(open_tokens) == 0:
-            break
-        wins = _certified_winners(W, b, direction(open_tokens), open_tokens)
-        decided[open_tokens[wins]] = True
-        method[open_tokens[wins]] = name
-        progress(int(wins.sum()))
-        open_tokens = open_tokens[~wins]
-    starts = whitened_directions(W, open_tokens) if len(open_tokens) else np.empty((0, W.shape[1]))
+        still_open = []
+        for start in range(0, len(open_tokens), block):
+            chunk = open_tokens[start : start + block]
+            H = direction(chunk)
+            wins = head.winners(H, chunk)
+            decided[chunk[wins]], witness[chunk[wins]], method[chunk[wins]] = True, H[wins], name
+            progress(int(wins.sum()))
+            still_open.append(chunk[~wins])
+        open_tokens = np.concatenate(still_open) if still_open else open_tokens
+    starts = (head.W[open_tokens] - mean) @ inverse if len(open_tokens) else np.empty((0, D))
+    others = np.arange(V)
     for token, start in zip(open_tokens, starts, strict=True):
-        h = reflect_toward_winner(W, b, start, token, REFLECTION_STEPS)
+        h = reflect_toward_winner(head, start, token, REFLECTION_STEPS)
         if h is not None:
-            decided[token], method[token] = True, "reflections"
+            decided[token], witness[token], method[token] = True, h, "reflections"
         else:
-            margins[token], h = cutting_plane_lp(W, b, token, start)
-            decided[token] = h is not None
+            margins[token], h, competitors = cutting_plane_lp(head, token, start)
             if h is not None:
-                method[token] = "LP, re-checked"
-            elif margins[token] <= LP_MARGIN_FLOOR:
-                method[token] = f"LP margin <= {LP_MARGIN_FLOOR:g}"
-            else:  # every competitor constrained, yet the answer wins by less than rounding
-                method[token] = "LP margin positive, not certified"
+                decided[token], witness[token], method[token] = True, h, "LP, re-checked"
+            else:
+                certificate = never_certificate(head, token, competitors)
+                if certificate is None and len(competitors) < V - 1:
+                    certificate = never_certificate(head, token, others[others != token])
+                if certificate is not None:
+                    combination[int(token)], method[token] = certificate, "convex combination"
+                else:
+                    method[token] = "no certificate"
         progress(1)
-    never = (method == "duplicate row") | (method == f"LP margin <= {LP_MARGIN_FLOOR:g}")
-    return {"argmaxable": decided, "never": never, "method": method, "lp_margin": margins}
+    never = np.zeros(V, dtype=bool)
+    never[list(combination)] = True
+    return {
+        "argmaxable": decided,
+        "never": never,
+        "method": method,
+        "lp_margin": margins,
+        "witness": witness,
+        "combination": combination,
+    }
 
 
 # --------------------------------------------------------------------------- codes on the sphere
