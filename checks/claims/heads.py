@@ -1,114 +1,436 @@
 """Claims ``heads.*``: log-probability rank of alternative heads, and the rank of their Jacobian
-with respect to the hidden state (seed 001; seed 000 §2.3, Eq. 10)."""
+with respect to the hidden state (seed 001; seed 000 §2.3, Eq. 10).
+
+Every rank here is certified as an interval ``lo <= rank <= hi`` (:class:`RankInterval`): the lower
+end from the singular values above a Weyl margin (rounding of the matrix plus the SVD's backward
+error), the upper end from structure (a factorization whose residual is checked against a rounding
+bound, or an exact rank over the rationals, python-flint). A claim holds only when the interval
+settles it; it is violated when the interval excludes it; otherwise it is inconclusive. When the two
+ends contradict each other (``lo > hi``) the upper end is not trusted: only ``lo`` can still refute.
+"""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+import flint
 import numpy as np
+from hypothesis import strategies as st
 
-from checks import tolerance
+from checks import exact, tolerance
 from checks.strategies import head_instances
 from checks.verdict import REGISTRY, Claim, Instance, Judgement, Measurement, Relation
 from theory import heads as hd
+from theory._validation import InputError
 
 SEED_000, SEED_001 = "seed 000", "seed 001"
 U = 2.0**-53
 
+# --------------------------------------------------------------------------- instances
+
 
 def contexts(instance: Instance) -> tuple[hd.HeadParameters, np.ndarray]:
+    """Head parameters and N Gaussian contexts; with ``constant_column`` the first column of W is
+    the constant ``scale``, so that the all-ones vector lies in col W exactly."""
     p = instance.params
     theta = hd.construct_head_parameters(p["V"], p["d"], p["K"], p["seed"], scale=p["scale"])
+    if p.get("constant_column", False):
+        W = theta.W.copy()
+        W[:, 0] = float(p["scale"])
+        theta = hd.HeadParameters(W, theta.P, theta.U)
     H = np.random.default_rng(p["seed"] + 1).standard_normal((p["N"], p["d"]))
     return theta, H
 
 
-def certified_log_probability_rank(instance: Instance) -> tuple[int, float]:
-    """Singular values of the log-probability matrix above its Weyl margin."""
-    theta, H = contexts(instance)
-    L = hd.log_probabilities(instance.params["head"], theta, H)
-    logit_bound = float(np.abs(theta.W).sum(axis=1).max()) * max(float(np.abs(H).max()), 1.0)
-    sigma = np.linalg.svd(L, compute_uv=False)
-    margin = tolerance.head_log_probability_error(L, logit_bound, instance.params["K"], U)
-    margin += tolerance.svd_rank_margin(L.shape, U, 0.0, float(sigma[0]))
+# --------------------------------------------------------------------------- certified rank intervals
+
+
+@dataclass(frozen=True)
+class RankInterval:
+    """A certified enclosure ``lo <= rank <= hi``, with how each end was certified."""
+
+    lo: int
+    hi: int
+    lower: str
+    upper: str
+    certificate: dict[str, Any]
+
+    @property
+    def consistent(self) -> bool:
+        return self.lo <= self.hi
+
+    @property
+    def method(self) -> str:
+        return f"rank in [{self.lo}, {self.hi}]: lower from {self.lower}, upper from {self.upper}"
+
+    def json(self) -> dict[str, Any]:
+        return {"rank_lower": self.lo, "rank_upper": self.hi, **self.certificate}
+
+
+def certified_lower_rank(A: np.ndarray, entry_error: float) -> tuple[int, float]:
+    """``#{σ_i(A) > m}`` with the Weyl margin m = (Frobenius error of A) + (SVD backward error):
+    each such singular value of the exact matrix is nonzero, so the count is a lower bound on its rank."""
+    sigma = np.linalg.svd(A, compute_uv=False)
+    top = float(sigma[0]) if sigma.size else 0.0
+    margin = entry_error + tolerance.svd_rank_margin(A.shape, U, 0.0, top)
     return int(np.sum(sigma > margin)), margin
 
 
-def measure_bottleneck(instance: Instance, backend: Any, factor: Fraction, claimed_above: bool = False) -> Measurement:
-    """Softmax and MoC: certified lower bound on the rank against d + 1 (the factorization
-    [H_eff, -z][W, 1]^T has d + 1 columns, which is the structural upper bound)."""
-    lower, margin = certified_log_probability_rank(instance)
-    d = instance.params["d"]
-    certificate = {"certified_rank_lower_bound": lower, "weyl_margin": margin, "structural_upper_bound": d + 1}
-    if claimed_above:  # the mutant: rank >= d + 2
-        return Measurement(float(d + 2), float(lower), 0.0, "certified rank lower bound", certificate, True)
-    return Measurement(float(lower), float(d + 1), 0.0, "certified rank lower bound (SVD + Weyl)", certificate, True)
+def exact_rank(rows: Sequence[Sequence[Any]], columns: int) -> int:
+    """Rank over Q of a matrix of rationals (``flint.fmpq`` or floats, read exactly)."""
+    entries = [x if isinstance(x, flint.fmpq) else exact.rational(x) for row in rows for x in row]
+    if not entries:
+        return 0
+    return flint.fmpq_mat(len(rows), columns, entries).rank()
 
 
-def judge_bottleneck(instance: Instance, factor: Fraction, claimed_above: bool = False) -> Judgement:
-    m = measure_bottleneck(instance, None, factor, claimed_above)
-    d = instance.params["d"]
-    method = "structural factorization [H_eff, -z][W, 1]^T (d + 1 columns)"
-    if claimed_above:
-        return Judgement(m.lhs, float(d + 1), -1, method, certificate=m.certificate)
-    return Judgement(m.lhs, m.rhs, 1 if m.lhs <= m.rhs else -1, method, certificate=m.certificate)
+def with_ones(W: np.ndarray) -> np.ndarray:
+    """``[W, 1]``: the right factor of every softmax log-probability matrix."""
+    return np.hstack([W, np.ones((W.shape[0], 1))])
 
 
-def measure_mos(instance: Instance, backend: Any, factor: Fraction) -> Measurement:
-    lower, margin = certified_log_probability_rank(instance)
-    d = instance.params["d"]
-    return Measurement(
-        float(d + 2), float(lower), 0.0, "certified rank lower bound (SVD + Weyl)", {"weyl_margin": margin}, True
+def decide_at_most(interval: RankInterval, bound: int) -> tuple[Measurement, Judgement]:
+    """``rank <= b``: holds when ``lo <= hi <= b``; violated when ``lo > b``; else undecided."""
+    lhs = float(interval.hi) if interval.consistent else math.nan
+    measured = Measurement(lhs, float(bound), 0.0, interval.method, interval.json(), exact_sides=True)
+    if interval.lo > bound:
+        return measured, Judgement(float(interval.lo), float(bound), -1, f"{interval.method}; lower > {bound}")
+    reason = "certificates disagree" if not interval.consistent else f"interval straddles {bound}"
+    return measured, Judgement(float(interval.hi), float(bound), None, f"{interval.method}; undecided: {reason}")
+
+
+def decide_at_least(interval: RankInterval, bound: int) -> tuple[Measurement, Judgement]:
+    """``b <= rank``: holds when ``b <= lo <= hi``; violated when ``lo <= hi < b``; else undecided."""
+    rhs = float(interval.lo) if interval.consistent else math.nan
+    measured = Measurement(float(bound), rhs, 0.0, interval.method, interval.json(), exact_sides=True)
+    if interval.consistent and interval.hi < bound:
+        return measured, Judgement(float(bound), float(interval.hi), -1, f"{interval.method}; upper < {bound}")
+    reason = "certificates disagree" if not interval.consistent else f"interval straddles {bound}"
+    return measured, Judgement(float(bound), float(interval.lo), None, f"{interval.method}; undecided: {reason}")
+
+
+def decide_equal(interval: RankInterval, value: int) -> tuple[Measurement, Judgement]:
+    """``rank == r``: holds when ``lo == hi == r``; violated when ``lo > r``, or when ``lo <= hi < r``."""
+    point = float(interval.lo) if interval.lo == interval.hi else math.nan
+    measured = Measurement(point, float(value), 0.0, interval.method, interval.json(), exact_sides=True)
+    if interval.lo > value:
+        return measured, Judgement(float(interval.lo), float(value), -1, f"{interval.method}; lower > {value}")
+    if interval.consistent and interval.hi < value:
+        return measured, Judgement(float(interval.hi), float(value), 1, f"{interval.method}; upper < {value}")
+    reason = "certificates disagree" if not interval.consistent else f"interval contains {value} but is not a point"
+    return measured, Judgement(float(interval.lo), float(value), None, f"{interval.method}; undecided: {reason}")
+
+
+# --------------------------------------------------------------------------- rank of log P
+
+
+def effective_states(head: str, theta: hd.HeadParameters, H: np.ndarray) -> np.ndarray | None:
+    """The states whose logits ``W h_eff`` the head is a softmax of: H for softmax, the mixed state for
+    MoC, the single latent for MoS with K = 1 (its prior is log 1 = 0); ``None`` for the other heads."""
+    if head in ("softmax", "moc"):
+        return np.asarray(hd.effective_hidden(head, theta, H))
+    if head == "mos" and theta.P.shape[0] == 1:
+        return np.asarray(hd.latents(theta, H)[0][:, 0, :])
+    return None
+
+
+def log_softmax_rows(Z: np.ndarray) -> np.ndarray:
+    """``Z - lse(Z)`` row by row, shifted by the row maximum."""
+    top = Z.max(axis=1, keepdims=True)
+    return Z - (top + np.log(np.exp(Z - top).sum(axis=1, keepdims=True)))
+
+
+def factorization_residual(L: np.ndarray, H_eff: np.ndarray, W: np.ndarray, K: int) -> tuple[float, float]:
+    """``(‖L - [H_eff, -z][W, 1]^T‖_F, bound)``, z = lse(H_eff W^T) recomputed here. The bound adds the
+    error of the computed L (:func:`checks.tolerance.head_log_probability_error`) and that of the
+    recomputation: the product's γ_{d+2}|H_eff||W|^T, through the log-softmax (Lipschitz: an entry moves
+    by its own error plus at most the row's largest), and :func:`checks.tolerance.log_softmax_error`."""
+    Z = H_eff @ W.T
+    recomputed = log_softmax_rows(Z)
+    product_error = tolerance.gamma(W.shape[1] + 2, U) * (np.abs(H_eff) @ np.abs(W).T)
+    through = product_error + product_error.max(axis=1, keepdims=True)
+    logit_bound = float(np.abs(W).sum(axis=1).max()) * max(float(np.abs(H_eff).max()), 1.0)
+    bound = (
+        tolerance.head_log_probability_error(L, logit_bound, K, U)
+        + tolerance.log_softmax_error(Z, recomputed, U)
+        + float(np.linalg.norm(through))
     )
+    return float(np.linalg.norm(L - recomputed)), bound
 
 
-def judge_mos(instance: Instance, factor: Fraction) -> Judgement:
-    m = measure_mos(instance, None, factor)
-    return Judgement(m.lhs, m.rhs, 1 if m.rhs >= m.lhs else None, m.method)
+def log_probability_lower(
+    instance: Instance, theta: hd.HeadParameters, H: np.ndarray, L: np.ndarray
+) -> tuple[int, float]:
+    """Certified lower bound on rank(log P): SVD + Weyl margin, with the head's rounding bound."""
+    logit_bound = float(np.abs(theta.W).sum(axis=1).max()) * max(float(np.abs(H).max()), 1.0)
+    entry_error = tolerance.head_log_probability_error(L, logit_bound, instance.params["K"], U)
+    return certified_lower_rank(L, entry_error)
 
 
-def measure_jacobian(instance: Instance, backend: Any, factor: Fraction) -> Measurement:
-    """Rank of d(log p)/dh (V x d) by torch autograd, as a certified lower bound, against d."""
+def log_probability_upper(
+    instance: Instance, theta: hd.HeadParameters, H: np.ndarray, L: np.ndarray
+) -> tuple[int, str, dict[str, Any]]:
+    """Certified upper bound on rank(log P). For a head that is a softmax of one state, log P =
+    [H_eff, -z][W, 1]^T, of rank at most min(N, rank_Q [W, 1]) ≤ d + 1 (exact rank over Q), once the
+    residual of that factorization is within its rounding bound; otherwise the shape, min(N, V)."""
+    N, V = L.shape
+    H_eff = effective_states(instance.params["head"], theta, H)
+    if H_eff is not None:
+        residual, bound = factorization_residual(L, H_eff, theta.W, instance.params["K"])
+        certificate = {"factorization_residual": residual, "residual_bound": bound}
+        if residual <= bound:
+            rank_w1 = exact_rank(with_ones(theta.W).tolist(), theta.d + 1)
+            how = f"the factorization [H_eff, -z][W, 1]^T (residual within rounding; exact rank [W, 1] = {rank_w1})"
+            return min(N, rank_w1), how, certificate
+        return min(N, V), "the shape (the factorization residual exceeds its rounding bound)", certificate
+    return min(N, V), "the shape (no factorization through d + 1 columns)", {}
+
+
+def log_probability_interval(instance: Instance) -> RankInterval:
+    """Both certified ends of rank(log P) over the instance's N contexts."""
+    theta, H = contexts(instance)
+    L = np.asarray(hd.log_probabilities(instance.params["head"], theta, H))
+    lo, margin = log_probability_lower(instance, theta, H, L)
+    hi, how, certificate = log_probability_upper(instance, theta, H, L)
+    return RankInterval(lo, hi, "SVD + Weyl margin", how, {"weyl_margin": margin, **certificate})
+
+
+def tightened_at_most(bound: int, factor: Fraction) -> int:
+    """``rank <= F b`` for an integer rank is ``rank <= floor(F b)``."""
+    return math.floor(factor * bound)
+
+
+def tightened_at_least(bound: int, factor: Fraction) -> int:
+    """``rank >= F b`` for an integer rank is ``rank >= ceil(F b)``."""
+    return math.ceil(factor * bound)
+
+
+def measure_bottleneck(instance: Instance, backend: Any, factor: Fraction) -> Measurement:
+    """rank(log P) ≤ ⌊F (d + 1)⌋ for softmax and MoC."""
+    bound = tightened_at_most(instance.params["d"] + 1, factor)
+    return decide_at_most(log_probability_interval(instance), bound)[0]
+
+
+def judge_bottleneck(instance: Instance, factor: Fraction) -> Judgement:
+    bound = tightened_at_most(instance.params["d"] + 1, factor)
+    return decide_at_most(log_probability_interval(instance), bound)[1]
+
+
+def measure_exceeds(instance: Instance, backend: Any, factor: Fraction) -> Measurement:
+    """⌈F (d + 2)⌉ ≤ rank(log P) for the nonlinear heads."""
+    bound = tightened_at_least(instance.params["d"] + 2, factor)
+    return decide_at_least(log_probability_interval(instance), bound)[0]
+
+
+def judge_exceeds(instance: Instance, factor: Fraction) -> Judgement:
+    bound = tightened_at_least(instance.params["d"] + 2, factor)
+    return decide_at_least(log_probability_interval(instance), bound)[1]
+
+
+# --------------------------------------------------------------------------- rank of the Jacobian
+
+
+def autograd_jacobian(head: str, theta: hd.HeadParameters, h: np.ndarray) -> np.ndarray:
+    """∂ log p / ∂h (V × d) by forward-mode torch autograd in float64."""
     import torch
 
+    x = torch.tensor(h, dtype=torch.float64)
+    J = torch.autograd.functional.jacobian(
+        lambda y: hd.log_probabilities(head, theta, y), x, vectorize=True, strategy="forward-mode"
+    )
+    return J.numpy()
+
+
+def jacobian_magnitude(head: str, theta: hd.HeadParameters, h: np.ndarray) -> np.ndarray:
+    """A V × d matrix bounding the magnitudes each Jacobian entry is summed from. Apart from MoS,
+    J = (I - 1p^T) G W M (G diagonal, M = ∂h_eff/∂h) and the bound is B + 1 p^T B with B = |G||W| M̄,
+    M̄ ≥ |M| entrywise; for MoS, J_i = Σ_k r_ik [(W M_k)_i - p_k^T W M_k + (U_k - π^T U)], with
+    posteriors r_ik = π_k p_ik / p_i and M_k = diag(1 - h_k^2) P_k."""
+    W, absW = theta.W, np.abs(theta.W)
+    hk, log_pi = (np.asarray(x) for x in hd.latents(theta, h))
+    pi, absU = np.exp(log_pi), np.abs(theta.U)
+    prior = absU + pi @ absU  # bounds |∂ log π_k / ∂h| = |U_k - π^T U|
+    latent = (1 - hk**2)[:, :, None] * np.abs(theta.P)  # |M_k|
+    log_p = np.asarray(hd.log_probabilities(head, theta, h))
+    if head == "mos":
+        total = np.zeros_like(W)
+        for k in range(len(pi)):
+            component = log_softmax_rows((W @ hk[k])[None, :])[0]
+            B = absW @ latent[k]
+            total += np.exp(log_pi[k] + component - log_p)[:, None] * (B + np.exp(component) @ B + prior[k])
+        return total
+    M, state = np.eye(theta.d), h
+    if head == "moc":
+        M = np.tensordot(pi, latent, axes=1) + np.einsum("k,ki,kj->ij", pi, np.abs(hk), prior)
+        state = np.asarray(hd.effective_hidden(head, theta, h))
+    z = W @ state
+    if head == "sigsoftmax":
+        g = 2 - 1 / (1 + np.exp(-z))  # d/dz (z + log σ(z)) = 2 - σ(z), in (1, 2)
+    elif head == "piecewise-linear":
+        g = np.where(z > 0, 1 / (hd.PIECEWISE_FLOOR + np.maximum(z, 0)), 0.0)
+    else:
+        g = np.ones_like(z)
+    B = (g[:, None] * absW) @ M
+    return B + np.exp(log_p) @ B
+
+
+def rational_softmax_jacobian_rank(W: np.ndarray, log_p: np.ndarray) -> int:
+    """Exact rank over Q of (I - 1 p̂^T) W, with p̂ the float probabilities normalised exactly. By the
+    lemma rank((I - 1q^T)B) = rank[B, 1] - 1 for every q with 1^T q = 1, this is the rank of
+    (I - 1p^T) W for the true p too."""
+    d = W.shape[1]
+    Wq = [[exact.rational(x) for x in row] for row in W]
+    pq = [exact.rational(x) for x in np.exp(log_p)]
+    total = sum(pq, flint.fmpq(0))
+    mean = [sum((pk * row[j] for pk, row in zip(pq, Wq, strict=True)), flint.fmpq(0)) / total for j in range(d)]
+    return exact_rank([[row[j] - mean[j] for j in range(d)] for row in Wq], d)
+
+
+@dataclass(frozen=True)
+class PiecewiseJacobian:
+    """The piecewise-linear head's Jacobian in exact rationals at float W and h: with z = Wh,
+    w = ε + max(z, 0), S = {i : z_i > 0} and g_i = 1[i ∈ S]/(ε + z_i), J = (I - 1p^T) diag(g) W,
+    entrywise J_ij = g_i W_ij - Σ_{k∈S} W_kj / Σ w (since p_k g_k = 1/Σ w on S)."""
+
+    rows: list[list[Any]]
+    positive: list[int]
+    g: list[Any]
+    W: list[list[Any]]
+
+    @classmethod
+    def at(cls, theta: hd.HeadParameters, h: np.ndarray) -> PiecewiseJacobian:
+        d = theta.d
+        Wq = [[exact.rational(x) for x in row] for row in theta.W]
+        hq = [exact.rational(x) for x in h]
+        z = [sum((w * x for w, x in zip(row, hq, strict=True)), flint.fmpq(0)) for row in Wq]
+        if any(zi == 0 for zi in z):
+            raise InputError("instance: a logit is exactly 0, where the piecewise-linear head has no derivative")
+        eps = exact.rational(hd.PIECEWISE_FLOOR)
+        total = sum((eps + max(zi, flint.fmpq(0)) for zi in z), flint.fmpq(0))
+        positive = [i for i, zi in enumerate(z) if zi > 0]
+        g = [1 / (eps + zi) if zi > 0 else flint.fmpq(0) for zi in z]
+        shift = [sum((Wq[k][j] for k in positive), flint.fmpq(0)) / total for j in range(d)]
+        rows = [[g[i] * Wq[i][j] - shift[j] for j in range(d)] for i in range(len(z))]
+        return cls(rows, positive, g, Wq)
+
+
+def jacobian_upper(head: str, theta: hd.HeadParameters, h: np.ndarray, log_p: np.ndarray) -> tuple[int, str]:
+    """Certified upper bound on rank ∂ log p/∂h from each head's factorization (and p^T J = 0, so
+    rank ≤ V - 1, and the shape, rank ≤ d)."""
+    V, d = theta.W.shape
+    if head in ("softmax", "moc"):
+        rank = rational_softmax_jacobian_rank(theta.W, log_p)
+        what = "= rank J" if head == "softmax" else "≥ rank (I - 1p^T) W M"
+        return rank, f"the exact rank over Q of (I - 1p̂^T) W ({what})"
+    if head == "piecewise-linear":
+        return exact_rank(PiecewiseJacobian.at(theta, h).rows, d), "the exact rank over Q of the exact Jacobian"
+    if head == "sigsoftmax":
+        rank_w = exact_rank(theta.W.tolist(), d)
+        return min(rank_w, V - 1), f"J = (I - 1p^T) G W: min(rank_Q W = {rank_w}, V - 1)"
+    return min(d, V - 1), "the shape and p^T J = 0: min(d, V - 1)"
+
+
+def claimed_jacobian_rank(head: str, theta: hd.HeadParameters, h: np.ndarray) -> tuple[int, str]:
+    """The exact value of rank ∂ log p/∂h claimed for each head (docs/heads.md, Theorem 2):
+    rank_Q [W, 1] - 1 for softmax and MoC; rank_Q W_S (S ≠ all) or rank_Q [GW, 1] - 1 (S = all) for
+    the piecewise-linear head; min(rank_Q W, V - 1) for sigsoftmax; min(d, V - 1) for MoS."""
+    V, d = theta.W.shape
+    if head in ("softmax", "moc"):
+        return exact_rank(with_ones(theta.W).tolist(), d + 1) - 1, "rank_Q [W, 1] - 1"
+    if head == "piecewise-linear":
+        exact_jacobian = PiecewiseJacobian.at(theta, h)
+        S = exact_jacobian.positive
+        if len(S) < V:
+            return exact_rank([exact_jacobian.W[i] for i in S], d), f"rank_Q W_S, |S| = {len(S)} positive logits"
+        scaled = [
+            [gi * x for x in row] + [flint.fmpq(1)] for gi, row in zip(exact_jacobian.g, exact_jacobian.W, strict=True)
+        ]
+        return exact_rank(scaled, d + 1) - 1, "rank_Q [GW, 1] - 1 (every logit positive)"
+    if head == "sigsoftmax":
+        return min(exact_rank(theta.W.tolist(), d), V - 1), "min(rank_Q W, V - 1)"
+    return min(d, V - 1), "min(d, V - 1)"
+
+
+def always_full(head: str, theta: hd.HeadParameters, h: np.ndarray) -> tuple[int, str]:
+    """The mutant's value: min(d, V - 1) for every head."""
+    V, d = theta.W.shape
+    return min(d, V - 1), "min(d, V - 1) for every head"
+
+
+def jacobian_interval(instance: Instance) -> RankInterval:
+    """Certified ends of rank ∂ log p/∂h at the first context: lower from the SVD of the autograd
+    Jacobian above its Weyl margin (forming error γ_{V+K(d+2)+32} times the magnitude bound of
+    :func:`jacobian_magnitude`), upper from :func:`jacobian_upper`."""
+    p = instance.params
     theta, H = contexts(instance)
-    h = torch.tensor(H[0], dtype=torch.float64)
-    J = torch.autograd.functional.jacobian(lambda x: hd.log_probabilities(instance.params["head"], theta, x), h)
-    J = J.numpy()
-    sigma = np.linalg.svd(J, compute_uv=False)
-    margin = tolerance.svd_rank_margin(J.shape, U, float(np.linalg.norm(J)), float(sigma[0]))
-    lower = int(np.sum(sigma > margin))
-    d = instance.params["d"]
-    return Measurement(
-        float(lower),
-        float(d),
-        0.0,
-        "certified rank lower bound of the autograd Jacobian",
-        {"shape": list(J.shape)},
-        True,
+    h = H[0]
+    J = autograd_jacobian(p["head"], theta, h)
+    forming = tolerance.gamma(p["V"] + p["K"] * (p["d"] + 2) + 32, U)
+    lo, margin = certified_lower_rank(J, forming * float(np.linalg.norm(jacobian_magnitude(p["head"], theta, h))))
+    hi, how = jacobian_upper(p["head"], theta, h, np.asarray(hd.log_probabilities(p["head"], theta, h)))
+    return RankInterval(lo, hi, "SVD of the autograd Jacobian + Weyl margin", how, {"weyl_margin": margin})
+
+
+def _jacobian_decision(instance: Instance, claimed: Any) -> tuple[Measurement, Judgement]:
+    theta, H = contexts(instance)
+    value, how = claimed(instance.params["head"], theta, H[0])
+    interval = jacobian_interval(instance)
+    interval = RankInterval(
+        interval.lo, interval.hi, interval.lower, interval.upper, {**interval.certificate, "claimed": how}
+    )
+    return decide_equal(interval, value)
+
+
+def measure_jacobian(
+    instance: Instance, backend: Any, factor: Fraction, claimed: Any = claimed_jacobian_rank
+) -> Measurement:
+    """rank ∂ log p/∂h against its claimed exact value (an identity: ``factor`` is never 1 here)."""
+    return _jacobian_decision(instance, claimed)[0]
+
+
+def judge_jacobian(instance: Instance, factor: Fraction, claimed: Any = claimed_jacobian_rank) -> Judgement:
+    return _jacobian_decision(instance, claimed)[1]
+
+
+# --------------------------------------------------------------------------- witnesses and strategies
+
+
+def _witnesses(
+    V: int, heads: tuple[str, ...], Ks: tuple[int, ...], *, gap: int | None, constant: bool = False
+) -> list[Instance]:
+    """Gaussian heads at d = 1, 2, 8 (with d + gap ≤ V unless ``gap`` is None), V capped at 400, N = 120
+    contexts; with ``constant``, also W with a constant column (d ≥ 2: at d = 1 all logits would be equal)."""
+    V = min(V, 400)
+    return [
+        Instance(
+            "head",
+            {"head": head, "N": 120, "V": V, "d": d, "K": K, "seed": d + K, "scale": 3.0, "constant_column": c},
+        )
+        for head in heads
+        for d in (1, 2, 8)
+        for K in Ks
+        for c in ((False, True) if constant and d >= 2 else (False,))
+        if gap is None or d + gap <= V
+    ]
+
+
+def _with_constant_column(instances: Any) -> Any:
+    """Instances drawn by ``instances``, half of them with a constant first column in W."""
+    return st.tuples(instances, st.booleans()).map(
+        lambda drawn: Instance(drawn[0].family, {**drawn[0].params, "constant_column": drawn[1]})
     )
 
 
-def judge_jacobian(instance: Instance, factor: Fraction) -> Judgement:
-    m = measure_jacobian(instance, None, factor)
-    return Judgement(m.lhs, m.rhs, 1 if m.lhs <= m.rhs else -1, "shape (V x d): rank <= d")
-
-
-def _witnesses(V: int, heads: tuple[str, ...], Ks: tuple[int, ...] = (1, 3)) -> list[Instance]:
-    V = min(V, 400)
-    return [
-        Instance("head", {"head": head, "N": 120, "V": V, "d": d, "K": K, "seed": d + K, "scale": 3.0})
-        for head in heads
-        for d in (2, 8)
-        for K in Ks
-        if d + 2 <= min(V, 120)
-    ]
+def _with_single_latent(instances: Any) -> Any:
+    return instances.map(lambda drawn: Instance(drawn.family, {**drawn.params, "K": 1}))
 
 
 def _claim(name: str, **fields: Any) -> Claim:
     fields.setdefault("array_api", False)
-    fields.setdefault("bound", None)
     fields.setdefault("random_instances", lambda V, n, seed: [])
     return Claim(id=name, **fields)
 
@@ -118,25 +440,27 @@ bottleneck = _claim(
     source=f"{SEED_001}, 'The trap' (mixture of contexts) and Corollary 1",
     title="Softmax and mixture-of-contexts heads cannot exceed rank d + 1",
     statement="rank(log P) ≤ d + 1 over any set of contexts, for P = softmax(W h) and P = softmax(W Σ_k π_k h_k)",
-    domain="Gaussian heads, K = 1..8 latents, logit scale 0.3 to 10",
+    domain="Gaussian heads, K = 1..8 latents, logit scale 0.3 to 10, W with or without a constant column",
     relation=Relation.AT_MOST,
+    bound="upper",
     measure=measure_bottleneck,
     judge_exactly=judge_bottleneck,
-    witnesses=lambda V: _witnesses(V, ("softmax", "moc")),
-    strategy=lambda: head_instances(("softmax", "moc")),
+    witnesses=lambda V: _witnesses(V, ("softmax", "moc"), (1, 3), gap=1, constant=True),
+    strategy=lambda: _with_constant_column(head_instances(("softmax", "moc"))),
 )
 mos = _claim(
     "heads.nonlinear-heads-exceed",
     source=f"{SEED_001}, 'Mixture of softmaxes' (MoS has no rank ceiling); Kanai et al. (sigsoftmax)",
     title="Mixtures of softmaxes and nonlinear heads break the d + 1 ceiling",
-    statement="certified rank(log P) ≥ d + 2 for MoS (K ≥ 2), sigsoftmax and the monotone piecewise-linear head",
+    statement="rank(log P) ≥ d + 2 for MoS (K ≥ 2), sigsoftmax and the monotone piecewise-linear head",
     domain="generic Gaussian heads, N, V ≥ d + 2, logit scale 1 to 10 (a generic statement, not a universal one)",
     relation=Relation.AT_MOST,
-    measure=measure_mos,
-    judge_exactly=judge_mos,
+    bound="lower",
+    measure=measure_exceeds,
+    judge_exactly=judge_exceeds,
     witnesses=lambda V: [
         i
-        for i in _witnesses(V, ("mos", "sigsoftmax", "piecewise-linear"), Ks=(2, 4))
+        for i in _witnesses(V, ("mos", "sigsoftmax", "piecewise-linear"), (2, 4), gap=2)
         if i.params["head"] == "mos" or i.params["K"] == 2
     ],
     strategy=lambda: head_instances(("mos", "sigsoftmax", "piecewise-linear"), K_min=2, scale_min=1.0),
@@ -144,22 +468,43 @@ mos = _claim(
 jacobian = _claim(
     "heads.jacobian-rank",
     source=f"{SEED_000}, §2.3 and Eq. 10",
-    title="Whatever the head, the gradient to the backbone is d-dimensional",
-    statement="rank(∂ log p / ∂h) ≤ d for every head (the Jacobian is V × d)",
-    domain="all five heads",
-    relation=Relation.AT_MOST,
+    title="The gradient a head sends to the backbone has an exact, at most d-dimensional, rank",
+    statement=(
+        "rank(∂ log p/∂h) = rank[W, 1] − 1 (d, or d − 1 when 1 ∈ col W) for softmax and MoC; "
+        "rank W_S for the piecewise-linear head (S the positive logits, rank [GW, 1] − 1 when all are); "
+        "min(rank W, V − 1) for sigsoftmax; min(d, V − 1) for MoS"
+    ),
+    domain=(
+        "all five heads, W with or without a constant column; exact for softmax and piecewise-linear, "
+        "generic for MoC (∂h_eff/∂h invertible), sigsoftmax and MoS"
+    ),
+    relation=Relation.EQUAL,
+    bound=None,
     measure=measure_jacobian,
     judge_exactly=judge_jacobian,
-    witnesses=lambda V: _witnesses(V, hd.HEADS, Ks=(3,)),
-    strategy=lambda: head_instances(hd.HEADS),
+    witnesses=lambda V: _witnesses(V, hd.HEADS, (3,), gap=None, constant=True),
+    strategy=lambda: _with_constant_column(head_instances(hd.HEADS)),
 )
 bottleneck.with_mutant(
     "moc-exceeds-d-plus-1",
-    statement="MoC log-probabilities reach rank > d + 1  (false: MoC is a softmax of one mixed state)",
-    measure=lambda i, b, f: measure_bottleneck(i, b, f, claimed_above=True),
-    judge_exactly=lambda i, f: judge_bottleneck(i, f, claimed_above=True),
-    witnesses=lambda V: _witnesses(V, ("moc",)),
+    statement="MoC log-probabilities reach rank ≥ d + 2  (false: MoC is a softmax of one mixed state)",
+    bound="lower",
+    measure=measure_exceeds,
+    judge_exactly=judge_exceeds,
+    witnesses=lambda V: _witnesses(V, ("moc",), (1, 3), gap=2),
     strategy=lambda: head_instances(("moc",)),
+)
+mos.with_mutant(
+    "mos-k1-exceeds",
+    statement="MoS with K = 1 reaches rank ≥ d + 2  (false: with one component MoS is a softmax)",
+    witnesses=lambda V: _witnesses(V, ("mos",), (1,), gap=2),
+    strategy=lambda: _with_single_latent(head_instances(("mos",))),
+)
+jacobian.with_mutant(
+    "always-full",
+    statement="rank(∂ log p/∂h) = min(d, V − 1) for every head  (false: d − 1 for softmax when 1 ∈ col W)",
+    measure=lambda i, b, f: measure_jacobian(i, b, f, claimed=always_full),
+    judge_exactly=lambda i, f: judge_jacobian(i, f, claimed=always_full),
 )
 
 for _claim_object in (bottleneck, mos, jacobian):
