@@ -1,11 +1,18 @@
-"""Tests of theory/heads.py: five heads, their log-probability rank, their Jacobians."""
+"""Tests of theory/heads.py and the heads.* claims: five heads, their log-probability rank, their Jacobians."""
 
 from __future__ import annotations
+
+from fractions import Fraction
 
 import numpy as np
 import pytest
 import torch
 
+import checks.claims.heads as hc
+from checks.backends import resolve
+from checks.search import search
+from checks.strategies import CI_SEARCH_BUDGET
+from checks.verdict import REGISTRY, Instance, Status
 from theory import heads as hd
 from theory._validation import InputError
 
@@ -91,3 +98,149 @@ def test_bad_input_is_refused_with_a_named_argument(call, message):
     with pytest.raises(InputError) as error:
         call()
     assert message in str(error.value)
+
+
+# --------------------------------------------------------------------------- the heads.* claims
+
+NUMPY = resolve("numpy")
+
+
+def head_instance(head, d=8, V=64, N=40, K=3, constant_column=False, seed=None):
+    params = {"head": head, "N": N, "V": V, "d": d, "K": K, "seed": d + K if seed is None else seed, "scale": 3.0}
+    return Instance("head", {**params, "constant_column": constant_column})
+
+
+@pytest.mark.parametrize("q_seed", [0, 1])
+def test_lemma_rank_of_a_projected_matrix_is_rank_with_ones_minus_one(q_seed):
+    """rank((I - 1q^T) B) = rank[B, 1] - 1 for every q with 1^T q = 1: the d - 1 of Eq. 10's softmax case."""
+    rng = np.random.default_rng(q_seed)
+    for W in (rng.standard_normal((12, 4)), np.hstack([np.full((12, 1), 0.75), rng.standard_normal((12, 3))])):
+        log_q = np.log(rng.dirichlet(np.ones(12)))
+        expected = np.linalg.matrix_rank(np.hstack([W, np.ones((12, 1))])) - 1
+        assert hc.rational_softmax_jacobian_rank(W, log_q) == expected
+
+
+def test_the_exact_piecewise_jacobian_is_the_autograd_jacobian():
+    """The rational Jacobian of the piecewise-linear head agrees with autograd to rounding."""
+    theta, H, _ = log_probs("piecewise-linear", V=30, d=5)
+    exact_rows = hc.PiecewiseJacobian.at(theta, H[0]).rows
+    J = hc.autograd_jacobian("piecewise-linear", theta, H[0])
+    np.testing.assert_allclose(np.array([[float(x) for x in row] for row in exact_rows]), J, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("head", ["softmax", "moc"])
+def test_jacobian_rank_is_d_minus_1_when_the_ones_vector_is_in_col_w(head):
+    """A constant column of W puts 1 in col W: the softmax and MoC gradients lose one dimension."""
+    claim = REGISTRY["heads.jacobian-rank"]
+    full = claim.check(head_instance(head), NUMPY)
+    dropped = claim.check(head_instance(head, constant_column=True), NUMPY)
+    assert (full.status, full.lhs, full.rhs) == (Status.HOLDS, 8.0, 8.0), full.to_json()
+    assert (dropped.status, dropped.lhs, dropped.rhs) == (Status.HOLDS, 7.0, 7.0), dropped.to_json()
+    theta, H = hc.contexts(head_instance(head, constant_column=True))
+    sigma = np.linalg.svd(hc.autograd_jacobian(head, theta, H[0]), compute_uv=False)
+    assert sigma[-1] < 1e-12 * sigma[0] < sigma[-2]
+
+
+def test_sigsoftmax_keeps_the_dimension_that_softmax_loses():
+    """sigsoftmax's Jacobian (I - 1p^T) G W keeps rank d with a constant column: G^{-1}1 is not in col W."""
+    verdict = REGISTRY["heads.jacobian-rank"].check(head_instance("sigsoftmax", constant_column=True), NUMPY)
+    assert (verdict.status, verdict.lhs) == (Status.HOLDS, 8.0), verdict.to_json()
+
+
+def test_piecewise_linear_gradient_has_the_dimension_of_its_positive_logits():
+    """The piecewise-linear head's gradient spans rank W_S (S: the positive logits), here 4 < d = 8 < V - 1."""
+    instance = head_instance("piecewise-linear", V=12, seed=5)
+    theta, H = hc.contexts(instance)
+    positive = int(np.sum(theta.W @ H[0] > 0))
+    verdict = REGISTRY["heads.jacobian-rank"].check(instance, NUMPY)
+    assert positive == 4 and verdict.status is Status.HOLDS and verdict.lhs == positive, verdict.to_json()
+
+
+@pytest.mark.parametrize(
+    ("claim_id", "instance", "expected"),
+    [
+        ("heads.softmax-moc-rank", head_instance("softmax"), Status.HOLDS),
+        ("heads.nonlinear-heads-exceed", head_instance("mos"), Status.HOLDS),
+        ("heads.jacobian-rank", head_instance("moc"), Status.HOLDS),
+    ],
+)
+def test_the_certified_interval_decides_the_true_claims(claim_id, instance, expected):
+    verdict = REGISTRY[claim_id].check(instance, NUMPY)
+    assert verdict.status is expected and verdict.method.startswith("rank in ["), verdict.to_json()
+    assert "lower from SVD" in verdict.method and "upper from" in verdict.method
+
+
+def plant(monkeypatch, name, shift):
+    """Shift the rank returned by one certificate of checks.claims.heads by ``shift``."""
+    real = getattr(hc, name)
+    monkeypatch.setattr(hc, name, lambda *args: (real(*args)[0] + shift, *real(*args)[1:]))
+
+
+@pytest.mark.parametrize(
+    ("claim_id", "instance", "certificate", "shift", "expected"),
+    [
+        ("heads.softmax-moc-rank", head_instance("softmax"), "certified_lower_rank", 1, Status.VIOLATED),
+        ("heads.softmax-moc-rank", head_instance("moc"), "log_probability_upper", 1, Status.INCONCLUSIVE),
+        ("heads.softmax-moc-rank", head_instance("softmax"), "log_probability_upper", -1, Status.INCONCLUSIVE),
+        ("heads.nonlinear-heads-exceed", head_instance("mos"), "certified_lower_rank", -40, Status.INCONCLUSIVE),
+        ("heads.nonlinear-heads-exceed", head_instance("sigsoftmax"), "log_probability_upper", -1, Status.INCONCLUSIVE),
+        ("heads.jacobian-rank", head_instance("softmax"), "certified_lower_rank", 1, Status.VIOLATED),
+        ("heads.jacobian-rank", head_instance("softmax"), "certified_lower_rank", -1, Status.INCONCLUSIVE),
+        ("heads.jacobian-rank", head_instance("moc", constant_column=True), "jacobian_upper", 1, Status.INCONCLUSIVE),
+        ("heads.jacobian-rank", head_instance("piecewise-linear"), "jacobian_upper", -1, Status.INCONCLUSIVE),
+    ],
+)
+def test_a_planted_wrong_certificate_never_holds(monkeypatch, claim_id, instance, certificate, shift, expected):
+    """One end of the rank interval planted wrong: the verdict is never `holds` (a contradiction between
+    the ends is undecided, a lower end above the claim is a violation)."""
+    claim = REGISTRY[claim_id]
+    assert claim.check(instance, NUMPY).status is Status.HOLDS
+    plant(monkeypatch, certificate, shift)
+    verdict = claim.check(instance, NUMPY)
+    assert verdict.status is expected, verdict.to_json()
+
+
+def test_a_failed_factorization_leaves_only_the_shape(monkeypatch):
+    """When the residual of [H_eff, -z][W, 1]^T exceeds its rounding bound, no rank ≤ d + 1 is certified."""
+    monkeypatch.setattr(hc, "factorization_residual", lambda L, H_eff, W, K: (1.0, 0.5))
+    verdict = REGISTRY["heads.softmax-moc-rank"].check(head_instance("softmax"), NUMPY)
+    assert verdict.status is Status.INCONCLUSIVE and "the shape" in verdict.method, verdict.to_json()
+
+
+@pytest.mark.parametrize(
+    ("claim_id", "mutant", "heads"),
+    [
+        ("heads.softmax-moc-rank", "moc-exceeds-d-plus-1", {"moc"}),
+        ("heads.nonlinear-heads-exceed", "mos-k1-exceeds", {"mos"}),
+        ("heads.jacobian-rank", "always-full", {"softmax", "moc"}),
+    ],
+)
+def test_each_mutant_is_refuted_by_a_certified_upper_bound(claim_id, mutant, heads):
+    """The mutants ask for more rank than a factorization (or an exact rank over Q) allows."""
+    planted = REGISTRY[claim_id].mutants[mutant]
+    verdicts = [planted.check(instance, NUMPY) for instance in planted.witnesses(64)]
+    violated = [v for v in verdicts if v.status is Status.VIOLATED]
+    assert {v.instance.params["head"] for v in violated} >= heads
+    assert all(v.method.split("; ")[-1].startswith("upper <") for v in violated), [v.method for v in violated]
+
+
+@pytest.mark.parametrize(
+    ("claim_id", "factor", "refuted_by"),
+    [("heads.softmax-moc-rank", "0.999", "lower >"), ("heads.nonlinear-heads-exceed", "1.5", "upper <")],
+)
+def test_tightened_rank_bounds_are_refuted_by_search(claim_id, factor, refuted_by):
+    """rank ≤ ⌊F(d + 1)⌋ fails for F < 1 (the rank d + 1 is attained); rank ≥ ⌈F(d + 2)⌉ fails for F > 1
+    where the shape caps the rank."""
+    result = search(REGISTRY[claim_id], NUMPY, tighten=Fraction(factor), budget=CI_SEARCH_BUDGET)
+    assert result.counterexample is not None and result.counterexample.status is Status.VIOLATED
+    assert result.counterexample.method.split("; ")[-1].startswith(refuted_by), result.counterexample.to_json()
+
+
+def test_integer_bounds_tighten_by_floor_and_ceiling():
+    assert [hc.tightened_at_most(9, Fraction(f)) for f in ("1", "0.999", "0.5")] == [9, 8, 4]
+    assert [hc.tightened_at_least(10, Fraction(f)) for f in ("1", "1.001", "2")] == [10, 11, 20]
+
+
+def test_the_jacobian_claim_is_an_identity_and_refuses_tightening():
+    with pytest.raises(ValueError, match="identity"):
+        REGISTRY["heads.jacobian-rank"].check(head_instance("softmax"), NUMPY, Fraction(1, 2))
