@@ -318,18 +318,20 @@ def _verify_table(results: list[dict[str, Any]], title: str, width: int) -> Tabl
     """The verify table for people: one row per claim, legible at 80 columns."""
     wide = width >= WIDE_TABLE
     table = Table(title=title, show_lines=not wide)
-    table.add_column("claim" if wide else "claim / decided by", overflow="fold", ratio=None if wide else 1)
+    table.add_column("claim" if wide else "claim / certified by: method", overflow="fold", ratio=None if wide else 1)
     table.add_column("status", no_wrap=True)
     table.add_column("n", justify="right", no_wrap=True)
     table.add_column("max V", justify="right", no_wrap=True)
     table.add_column("worst margin", justify="right", no_wrap=True)
     if wide:
-        table.add_column("decided by", overflow="fold", ratio=1)
+        table.add_column("certified by: method", overflow="fold", ratio=1)
     for r in results:
         verdict: Verdict | None = r["verdict"]
         status = "[dim]unchecked[/]" if verdict is None else f"[{STYLE[verdict.status]}]{verdict.status.value}[/]"
         margin = "-" if verdict is None else f"{verdict.relative_margin:+.1e}"
         method = "no instance at this V" if verdict is None else verdict.method
+        if verdict is not None and verdict.certified_by is not None:
+            method = f"{verdict.certified_by.value}: {method}"
         n = str(sum(r["counts"].values()))
         largest = "-" if r["largest_V"] is None else f"{r['largest_V']:,}"
         if wide:

@@ -60,21 +60,43 @@ class Instance:
         return {"family": self.family, **self.params}
 
 
+class Certification(StrEnum):
+    """What certifies a verdict."""
+
+    EXACT = "exact"  # integers or rationals: no rounding anywhere
+    TWO_SIDED = "two-sided"  # balls, intervals, or a rounding-model margin on independently computed sides
+    ONE_SIDED = "one-sided"  # a side bounded in one direction only (a float SVD bounds a rank from below)
+
+
 @dataclass(frozen=True)
 class Measurement:
-    """Both sides of a claim in floating point, with the tolerance from the error model."""
+    """Both sides of a claim in floating point, with the tolerance from the error model.
+
+    ``exact_sides``: the sides are certified as they are and compare without a tolerance.
+    ``certified_by`` says how (default: a rounding-model margin is two-sided; exact sides
+    must say). A one-sided measurement can prove only the verdict named by ``proves``: a
+    certified lower bound on a rank above b proves "rank <= b" violated, never that it holds."""
 
     lhs: float
     rhs: float
     tolerance: float
     method: str
     certificate: dict[str, Any] | None = None
-    exact_sides: bool = False  # both sides certified exactly (e.g. ranks from certificates)
+    exact_sides: bool = False
+    certified_by: Certification | None = None
+    proves: Status | None = None
+
+    def __post_init__(self) -> None:
+        if self.certified_by is None and not self.exact_sides:
+            object.__setattr__(self, "certified_by", Certification.TWO_SIDED)
+        if (self.certified_by is Certification.ONE_SIDED) != (self.proves is not None):
+            raise ValueError("a one-sided measurement names the one verdict it can prove (proves=...)")
 
 
 @dataclass(frozen=True)
 class Judgement:
-    """Both sides re-decided exactly: ``sign`` is that of ``rhs - lhs`` (``None`` undecided)."""
+    """Both sides re-decided exactly: ``sign`` is that of ``rhs - lhs`` (``None`` undecided).
+    ``certified_by`` defaults to exact for a judgement without radius, else two-sided."""
 
     lhs: float
     rhs: float
@@ -82,6 +104,12 @@ class Judgement:
     method: str
     radius: float = 0.0
     certificate: dict[str, Any] | None = None
+    certified_by: Certification | None = None
+
+    def __post_init__(self) -> None:
+        if self.certified_by is None and self.sign is not None:
+            kind = Certification.EXACT if self.radius == 0 else Certification.TWO_SIDED
+            object.__setattr__(self, "certified_by", kind)
 
 
 @dataclass(frozen=True)
@@ -97,6 +125,7 @@ class Verdict:
     method: str
     instance: Instance
     certificate: dict[str, Any] | None = None
+    certified_by: Certification | None = None  # None: undecided, or a claim that does not say yet
 
     @property
     def relative_margin(self) -> float:
@@ -115,6 +144,7 @@ class Verdict:
             "method": self.method,
             "instance": self.instance.to_json(),
             "certificate": self.certificate,
+            "certified_by": None if self.certified_by is None else self.certified_by.value,
         }
 
 
@@ -195,15 +225,22 @@ def decide(claim: Claim, instance: Instance, measured: Measurement, judge: Calla
     """Float verdict when the margin clears the tolerance, else an exact judgement."""
     margin = measured.rhs - measured.lhs
     if measured.exact_sides:
-        clear = margin >= 0 if claim.relation is Relation.AT_MOST else margin == 0
+        holds = margin >= 0 if claim.relation is Relation.AT_MOST else margin == 0
     elif claim.relation is Relation.AT_MOST:
-        clear = margin > measured.tolerance
+        holds = margin > measured.tolerance
     else:
-        clear = abs(margin) <= measured.tolerance
-    if clear:
+        holds = abs(margin) <= measured.tolerance
+    found = Status.HOLDS if holds else Status.VIOLATED
+    # A clear float margin proves "holds"; certified sides prove either answer, except that a
+    # one-sided bound proves only the answer it names. Anything else goes to the exact judge.
+    if measured.certified_by is Certification.ONE_SIDED:
+        decisive = found is measured.proves and (measured.exact_sides or holds)
+    else:
+        decisive = holds
+    if decisive:
         return Verdict(
             claim.id,
-            Status.HOLDS,
+            found,
             measured.lhs,
             measured.rhs,
             margin,
@@ -211,6 +248,7 @@ def decide(claim: Claim, instance: Instance, measured: Measurement, judge: Calla
             measured.method,
             instance,
             measured.certificate,
+            measured.certified_by,
         )
     exact = judge()
     if exact.sign is None:
@@ -229,6 +267,7 @@ def decide(claim: Claim, instance: Instance, measured: Measurement, judge: Calla
         exact.method,
         instance,
         exact.certificate,
+        exact.certified_by,
     )
 
 
