@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
 import pytest
 
@@ -90,23 +92,56 @@ def test_bad_input_is_refused_with_a_named_argument(call, message):
 ALL_CERTIFICATES = {*(f"certificate h = {s:g} w_i" for s in ex.CHEAP_SCALES), "certificate whitened"}
 
 
+def wins_in_fractions(W, b, h, token):
+    """(w_i - w_j) h + (b_i - b_j) > 0 for every j != i, in Fractions (every float is exact there)."""
+    h = [Fraction(x) for x in h]
+    logits = [
+        sum((Fraction(w) * x for w, x in zip(row, h, strict=True)), Fraction(bj)) for row, bj in zip(W, b, strict=True)
+    ]
+    return all(logits[token] > z for j, z in enumerate(logits) if j != token)
+
+
+def combination_in_fractions(W, b, token, support, weights):
+    """weights >= 0 summing to 1 over rows other than the token, with sum_j weight_j w_j = w_i and
+    sum_j weight_j b_j >= b_i, in Fractions."""
+    if token in support or any(w < 0 for w in weights) or sum(weights) != 1:
+        return False
+    mixed = [sum(w * Fraction(W[j][d]) for w, j in zip(weights, support, strict=True)) for d in range(len(W[0]))]
+    bias = sum(w * Fraction(b[j]) for w, j in zip(weights, support, strict=True))
+    return mixed == [Fraction(x) for x in W[token]] and bias >= Fraction(b[token])
+
+
+def assert_every_answer_is_certified(W, b, result):
+    """Each argmaxable token's witness h and each never token's weights, re-checked in Fractions."""
+    b = np.zeros(len(W)) if b is None else b
+    W_list, b_list = W.tolist(), b.tolist()
+    assert not (result["argmaxable"] & result["never"]).any()
+    for token in np.flatnonzero(result["argmaxable"]):
+        assert wins_in_fractions(W_list, b_list, result["witness"][token].tolist(), token), token
+    assert sorted(result["combination"]) == np.flatnonzero(result["never"]).tolist()
+    for token, (support, weights) in result["combination"].items():
+        assert len(support) <= W.shape[1] + 1  # Carathéodory
+        assert combination_in_fractions(W_list, b_list, token, support.tolist(), weights), token
+
+
 class TestArgmaxableTokens:
     @pytest.mark.parametrize("D", [2, 3, 4])
     def test_lp_pipeline_agrees_with_the_convex_hull(self, D):
         from scipy.spatial import ConvexHull
 
         W = np.random.default_rng(D).standard_normal((150, D))
-        decided = ex.argmaxable(W)["argmaxable"]
+        result = ex.argmaxable(W)
         vertices = np.zeros(150, dtype=bool)
         vertices[ConvexHull(W).vertices] = True
-        assert (decided == vertices).all()
+        assert (result["argmaxable"] == vertices).all() and (result["never"] == ~vertices).all()
 
     def test_interior_rows_never_win_and_every_answer_is_rechecked(self):
         W = np.vstack([ex.circle_head(12), [[0.1, 0.0]]])
         result = ex.argmaxable(W)
         assert result["argmaxable"].tolist() == [True] * 12 + [False]
-        assert result["method"][12] == f"LP margin <= {ex.LP_MARGIN_FLOOR:g}"
+        assert result["method"][12] == "convex combination"
         assert {str(m) for m in result["method"][:12]} <= {*ALL_CERTIFICATES, "reflections", "LP, re-checked"}
+        assert_every_answer_is_certified(W, None, result)
 
     def test_duplicate_rows_lose_to_their_twin_unless_their_bias_is_larger(self):
         W = np.vstack([ex.circle_head(6), ex.circle_head(6)[:2]])
@@ -116,21 +151,27 @@ class TestArgmaxableTokens:
         assert np.flatnonzero(~result["argmaxable"]).tolist() == [0, 6, 7]
         assert np.flatnonzero(result["never"]).tolist() == [0, 6, 7]
         assert result["method"][[0, 6, 7]].tolist() == ["duplicate row"] * 3
+        assert {t: c[0].tolist() for t, c in result["combination"].items()} == {0: [6], 6: [0], 7: [1]}
+        assert_every_answer_is_certified(W, b, result)
 
     @pytest.mark.parametrize("D", [8, 16])
     def test_cutting_plane_lp_agrees_with_the_full_lp(self, D):
-        """Points drawn inside a ball with a few on its surface: most need the LP."""
+        """Points drawn inside a ball with a few on its surface: most need the LP. Where the cutting
+        planes certify a winning h, the LP over all tokens has a positive margin; where they do not,
+        the full LP's own answer does not win either, and convex weights certify that none does."""
         rng = np.random.default_rng(D)
         W = rng.standard_normal((300, D)) * 0.3
         W[:20] /= np.linalg.norm(W[:20], axis=1, keepdims=True)
-        b = np.zeros(300)
-        starts = ex.whitened_directions(W, np.arange(300))
+        head = ex.Head.of(W)
+        starts = ex.whitened_directions(head.W, np.arange(300))
         for token in range(0, 300, 15):
-            full, _ = ex.argmax_lp(W, b, token)
-            _, h = ex.cutting_plane_lp(W, b, token, starts[token])
-            assert (full > ex.LP_MARGIN_FLOOR) == (h is not None)
+            full, h_full = ex.argmax_lp(head, token)
+            _, h, competitors = ex.cutting_plane_lp(head, token, starts[token])
             if h is not None:
-                assert ex.strict_winner(W, b, h, token)
+                assert full > 0 and ex.strict_winner(head, h, token)
+            else:
+                assert not ex.strict_winner(head, h_full, token)
+                assert ex.never_certificate(head, token, competitors) is not None
 
     def test_a_bias_can_make_interior_rows_argmaxable(self):
         W, b = ex.tangent_head(10, 1)
@@ -141,7 +182,9 @@ class TestArgmaxableTokens:
         """w_2 = w_0 + w_1 halves: with a huge bias gap, only the direction matters."""
         W = np.array([[1.0, 0.0], [-1.0, 0.0], [0.0, 1.0]])
         b = np.array([0.0, 0.0, -1e6])
-        assert ex.argmaxable(W, b)["argmaxable"].all()
+        result = ex.argmaxable(W, b)
+        assert result["argmaxable"].all()
+        assert_every_answer_is_certified(W, b, result)
 
     @pytest.mark.parametrize(
         ("W", "bias", "message"),
@@ -166,7 +209,93 @@ class TestArgmaxableTokens:
         W = np.vstack([ex.circle_head(8), [[0.0, 0.0]]])
         result = ex.argmaxable(W, tokens=[1, 8])
         assert result["argmaxable"].tolist() == [False, True] + [False] * 7
-        assert result["method"][8] == f"LP margin <= {ex.LP_MARGIN_FLOOR:g}" and result["method"][0] == ""
+        assert result["method"][8] == "convex combination" and result["method"][0] == ""
+        assert sorted(result["combination"]) == [8]
+
+
+def random_head(seed, V, D, bias):
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal((V, D)), rng.standard_normal(V) if bias else None
+
+
+class TestCertifiedArgmax:
+    """Both answers carry certificates that hold in exact arithmetic, so neither depends on the scale
+    or the offset of the head (issue 11, item 4)."""
+
+    def test_a_small_head_keeps_its_vertices(self):
+        """Scaling by 1e-6 once turned token 78, a vertex of the hull, into 'never' (an absolute LP
+        margin floor); the certified answer is the same at both scales."""
+        W = np.random.default_rng(101).standard_normal((150, 3))
+        large, small = ex.argmaxable(W), ex.argmaxable(W * 1e-6)
+        assert large["argmaxable"][78] and small["argmaxable"][78]
+        assert (large["never"] == small["never"]).all() and large["never"].sum() == 120
+        assert (large["argmaxable"] | large["never"]).all()
+        assert_every_answer_is_certified(W * 1e-6, None, small)
+
+    def test_a_vertex_by_1e_10_is_argmaxable(self):
+        """Row 4 sticks out of the square by 1e-10: h = (1, 0) makes it win; row 5 is inside."""
+        W = np.array([[1, 6], [1, 4], [-1, 6], [-1, 4], [1 + 1e-10, 5], [0.3, 4.8]])
+        result = ex.argmaxable(W)
+        assert result["argmaxable"].tolist() == [True] * 5 + [False]
+        assert result["never"].tolist() == [False] * 5 + [True]
+        assert wins_in_fractions(W.tolist(), [0.0] * 6, result["witness"][4].tolist(), 4)
+        assert_every_answer_is_certified(W, None, result)
+
+    def test_a_margin_below_rounding_is_decided_exactly(self):
+        """The float logits of rows 0 and 1 at h = (1, 1) are both 1; exactly, row 0 is 2^-60 ahead."""
+        head = ex.Head.of(np.array([[1.0, 2.0**-60], [1.0, 0.0], [-1.0, 0.0]]))
+        h = np.array([1.0, 1.0])
+        assert (head.W @ h)[0] == (head.W @ h)[1]
+        assert ex.strict_winner(head, h, 0) and not ex.strict_winner(head, h, 1)
+
+    @pytest.mark.parametrize(("V", "D", "bias"), [(150, 2, False), (150, 3, True), (200, 4, False), (120, 5, True)])
+    def test_scaling_the_head_changes_nothing(self, V, D, bias):
+        W, b = random_head(V + D, V, D, bias)
+        base = ex.argmaxable(W, b)
+        assert (base["argmaxable"] | base["never"]).all()
+        for c in (1e-6, 1e6, 2.0**-70, 1e-150, 1e150):
+            scaled = ex.argmaxable(W * c, None if b is None else b * c)
+            assert (scaled["argmaxable"] == base["argmaxable"]).all(), c
+            assert (scaled["never"] == base["never"]).all(), c
+
+    @pytest.mark.parametrize(("V", "D", "bias"), [(150, 2, True), (150, 3, False), (200, 4, True), (120, 5, False)])
+    def test_shifting_the_head_changes_nothing(self, V, D, bias):
+        """Rows on a 2^-20 grid and integer shifts: W + 1 t^T and b + s are exact in floats, so the
+        two heads have exactly the same argmax for every h."""
+        W, b = random_head(V * D, V, D, bias)
+        W = np.round(W * 2**20) / 2**20
+        base = ex.argmaxable(W, b)
+        assert (base["argmaxable"] | base["never"]).all()
+        for scale in (1.0, 4096.0, 2.0**30):  # at 2^30 the rounding bound sends more rivals to exact checks
+            t = np.round(np.random.default_rng(D).standard_normal(D) * scale)
+            shifted = W + t
+            assert ((shifted - t) == W).all()
+            moved = ex.argmaxable(shifted, None if b is None else b + scale)
+            assert (moved["argmaxable"] == base["argmaxable"]).all(), scale
+            assert (moved["never"] == base["never"]).all(), scale
+
+    @pytest.mark.parametrize(("V", "D", "bias"), [(150, 3, False), (150, 3, True), (300, 8, True)])
+    def test_every_answer_carries_a_certificate(self, V, D, bias):
+        W, b = random_head(7 * D, V, D, bias)
+        result = ex.argmaxable(W, b)
+        assert result["never"].any() and result["argmaxable"].any()
+        assert_every_answer_is_certified(W, b, result)
+
+    @pytest.mark.parametrize(
+        ("W", "bias", "never"),
+        [
+            (np.vstack([ex.circle_head(8), [[0.0, 0.0]]]), None, [8]),  # cos/sin rounding: inside by far
+            (np.array([[1.0, 0], [-1, 0], [0, 0], [0, 1], [0, -1]]), None, [2]),  # an exact midpoint
+            (np.array([[0.0], [1.0], [2.0]]), np.array([0.0, 1.0, 2.0]), [1]),  # ties the line, never above
+            (np.array([[0.0], [1.0], [2.0]]), np.array([0.0, 1.0 + 2**-40, 2.0]), []),  # above: wins at h = -1
+            (np.zeros((3, 2)), np.array([1.0, 2.0, 2.0]), [0, 1, 2]),  # equal rows; the top bias is shared
+        ],
+    )
+    def test_degenerate_heads(self, W, bias, never):
+        result = ex.argmaxable(W, bias)
+        assert np.flatnonzero(result["never"]).tolist() == never
+        assert (result["argmaxable"] | result["never"]).all()
+        assert_every_answer_is_certified(W, bias, result)
 
 
 def test_rankwall_argmax(capsys, tmp_path):
