@@ -244,3 +244,11 @@ def test_integer_bounds_tighten_by_floor_and_ceiling():
 def test_the_jacobian_claim_is_an_identity_and_refuses_tightening():
     with pytest.raises(ValueError, match="identity"):
         REGISTRY["heads.jacobian-rank"].check(head_instance("softmax"), NUMPY, Fraction(1, 2))
+
+
+def test_a_logit_at_the_piecewise_kink_is_refused():
+    """At z_i = 0 (to rounding) the piecewise-linear head has no certain derivative: outside the claim."""
+    theta = hd.construct_head_parameters(5, 2, 1, 0)
+    h = np.array([theta.W[0, 1], -theta.W[0, 0]])  # z_0 = W_00 W_01 - W_01 W_00
+    with pytest.raises(InputError, match="within rounding of the piecewise-linear head's kink"):
+        hc.PiecewiseJacobian.at(theta, h)
