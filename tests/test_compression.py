@@ -1,13 +1,21 @@
-"""Tests of theory/compression.py: Eq. 1 through a QR factor of the head, streamed."""
+"""Tests of theory/compression.py (Eq. 1 through a QR factor of the head, streamed) and of the
+claims compression.*: every side enclosed, every claim able to fail."""
 
 from __future__ import annotations
 
 import json
+import math
+from fractions import Fraction
 
+import mpmath
 import numpy as np
 import pytest
 
-from checks.cli import EXIT_OK, EXIT_USAGE, main
+from checks.backends import resolve
+from checks.claims import compression as claims
+from checks.cli import EXIT_OK, EXIT_USAGE, EXIT_VIOLATED, main
+from checks.search import search
+from checks.verdict import REGISTRY, Relation, Status
 from theory import compression as cp
 from theory._validation import InputError
 
@@ -112,3 +120,148 @@ def test_the_logit_gradient_descends_faster_than_the_hidden_state_update():
     change = cp.loss_change_along(H, W, targets, (1e-3, 1e-2))
     for along_gradient, along_update in zip(change["logit gradient"], change["hidden-state update"], strict=True):
         assert along_gradient < along_update < 0
+
+
+# ----------------------------------------------------------------- the claims compression.*
+
+NUMPY = resolve("numpy")
+MUTANTS = [m for c in REGISTRY if c.id.startswith("compression.") for m in c.mutants.values()]
+#: The witness the review quoted (V = 64, D = 32: c² = 0.523 against a top-32 share of 0.995).
+REVIEWED = claims.ky_fan.witnesses(64)[0]
+SMALL = [
+    claims.Instance("batch-gradient", {"V": 16, "D": 5, "rank": None, "tokens": 8, "seed": 3, "aligned": False}),
+    claims.Instance("batch-gradient", {"V": 12, "D": 9, "rank": 3, "tokens": 10, "seed": 4, "scale": 10.0}),
+    claims.Instance("batch-gradient", {"V": 16, "D": 4, "rank": None, "tokens": 8, "seed": 5, "aligned": True}),
+]
+
+
+def exact_sides(instance):
+    """c², the top rank-W share, the rate ⟨G, GWWᵀ⟩/‖GWWᵀ‖_F and ‖G‖_F at 50 digits (mpmath), from
+    the stored float64 G, W and Q, with Π = Q(QᵀQ)⁻¹Qᵀ (exactly the projector on span Q)."""
+    G, W, Q = claims.gradient(instance)
+    with mpmath.workdps(50):
+        Gm, Wm, Qm = (mpmath.matrix(M.tolist()) for M in (G, W, Q))
+        total = sum(x**2 for x in Gm)
+        X = Gm * Qm
+        kept = X * mpmath.inverse(Qm.T * Qm) * X.T
+        sigma = sorted(mpmath.svd_r(Gm, compute_uv=False), reverse=True)
+        K = Gm * Wm
+        rate = sum(x**2 for x in K) / mpmath.sqrt(sum(x**2 for x in K * Wm.T))
+        c2 = sum(kept[i, i] for i in range(kept.rows)) / total
+        return c2, sum(s**2 for s in sigma[: Q.shape[1]]) / total, rate, mpmath.sqrt(total)
+
+
+def inside(value, enclosure):
+    return mpmath.mpf(enclosure.lo) <= value <= mpmath.mpf(enclosure.hi)
+
+
+class TestEnclosuresHoldTheExactQuantities:
+    """The tolerance of every verdict is the width of these enclosures: each must hold the exact value."""
+
+    @pytest.mark.parametrize("instance", SMALL, ids=lambda i: f"V{i.params['V']}-D{i.params['D']}")
+    def test_against_fifty_digits(self, instance):
+        G, W, Q = claims.gradient(instance)
+        c2, share, rate, norm = exact_sides(instance)
+        c, r = claims.eq1_shares(G, Q)
+        with mpmath.workdps(50):
+            assert inside(c2, c.squared()) and inside(1 - c2, r.squared())
+            assert inside(share, claims.top_share(G, Q.shape[1]))
+            along_update, along_gradient = claims.descent_rates(G, W)
+            assert inside(rate, along_update) and inside(norm, along_gradient)
+        assert 0 < c.squared().radius < 1e-12 and 0 < along_update.radius < 1e-12
+
+    def test_an_aligned_head_keeps_the_top_share_to_within_the_slack(self):
+        instance = SMALL[2]
+        G, W, Q = claims.gradient(instance)
+        c2, share, _, _ = exact_sides(instance)
+        with mpmath.workdps(50):
+            assert share - mpmath.mpf(claims.alignment_slack(G, W, Q)) <= c2 <= share
+
+
+def planted(monkeypatch, name, index, factor):
+    """Replace the measurement ``name`` by one whose output (entry ``index`` of a pair) is scaled."""
+    original = getattr(claims, name)
+
+    def wrong(*args):
+        out = original(*args)
+        if index is None:
+            return out.scaled(factor)
+        return tuple(e.scaled(factor) if i == index else e for i, e in enumerate(out))
+
+    monkeypatch.setattr(claims, name, wrong)
+
+
+@pytest.mark.parametrize(
+    ("claim_id", "name", "index", "factor"),
+    [
+        ("compression.pythagoras", "eq1_shares", 0, math.sqrt(3)),  # c² three times too large
+        ("compression.pythagoras", "eq1_shares", 1, 0.5),
+        ("compression.ky-fan", "eq1_shares", 0, math.sqrt(3)),
+        ("compression.ky-fan", "top_share", None, 1 / 3),
+        ("compression.ky-fan-attained", "eq1_shares", 0, math.sqrt(3)),
+        ("compression.ky-fan-attained", "top_share", None, 1 / 3),
+        ("compression.update-efficiency", "descent_rates", 0, 3.0),
+        ("compression.update-efficiency", "descent_rates", 1, 1 / 3),
+    ],
+)
+def test_a_side_measured_wrong_is_a_violation(monkeypatch, claim_id, name, index, factor):
+    """The verdict follows the measurement: plant one wrong side and the claim fails, certified."""
+    claim = REGISTRY[claim_id]
+    instance = claim.witnesses(64)[0]
+    assert claim.check(instance, NUMPY).status is Status.HOLDS
+    planted(monkeypatch, name, index, factor)
+    verdict = claim.check(instance, NUMPY)
+    assert verdict.status is Status.VIOLATED, verdict.to_json()
+    assert abs(verdict.margin) > verdict.tolerance > 0 and "two-sided" in verdict.method
+
+
+@pytest.mark.parametrize("claim_id", ["compression.ky-fan", "compression.update-efficiency"])
+class TestEveryVerdictIsReachable:
+    """holds, violated and inconclusive each follow from the measured margin against its bound."""
+
+    def test_holds(self, claim_id):
+        verdict = REGISTRY[claim_id].check(REVIEWED, NUMPY)
+        assert verdict.status is Status.HOLDS and verdict.margin > verdict.tolerance
+
+    def test_violated_when_tightened_to_a_hundredth(self, claim_id):
+        verdict = REGISTRY[claim_id].check(REVIEWED, NUMPY, Fraction(1, 100))
+        assert verdict.status is Status.VIOLATED and verdict.margin < -verdict.tolerance < 0
+
+    def test_inconclusive_when_the_tightened_bound_meets_the_measured_side(self, claim_id):
+        claim = REGISTRY[claim_id]
+        m = claim.measure(REVIEWED, NUMPY, Fraction(1))
+        verdict = claim.check(REVIEWED, NUMPY, Fraction(m.lhs) / Fraction(m.rhs))
+        assert verdict.status is Status.INCONCLUSIVE and abs(verdict.margin) <= verdict.tolerance
+
+
+def test_a_full_head_keeps_everything_exactly():
+    """rank W = V: Π = I, so c² = 1 = the share and the sign of the margin is that of F - 1."""
+    full = claims.Instance("batch-gradient", {"V": 8, "D": 8, "rank": None, "tokens": 5, "seed": 0})
+    assert claims.ky_fan.check(full, NUMPY).status is Status.HOLDS
+    verdict = claims.ky_fan.check(full, NUMPY, Fraction(1, 2))
+    assert verdict.status is Status.VIOLATED and verdict.method.startswith("structural")
+
+
+@pytest.mark.parametrize("mutant", MUTANTS, ids=lambda m: m.id)
+def test_every_mutant_is_refuted_on_a_witness_by_its_measured_margin(mutant):
+    verdicts = [mutant.check(i, NUMPY) for i in mutant.witnesses(16)]
+    refuted = [v for v in verdicts if v.status is Status.VIOLATED]
+    assert refuted, f"{mutant.id} survived every witness"
+    for v in refuted:
+        beyond = v.margin < -v.tolerance if mutant.relation is Relation.AT_MOST else abs(v.margin) > v.tolerance
+        assert beyond and 0 < v.tolerance < 1e-9, v.to_json()
+
+
+@pytest.mark.parametrize("claim_id", ["compression.ky-fan", "compression.update-efficiency"])
+def test_halving_the_bound_is_refuted_by_the_search(claim_id):
+    """Both bounds are within a factor 2 of sharp on the strategy's instances."""
+    result = search(REGISTRY[claim_id], NUMPY, tighten=Fraction(1, 2), budget=300, seed=0)
+    assert result.counterexample is not None and result.counterexample.status is Status.VIOLATED
+    assert result.counterexample.margin < -result.counterexample.tolerance
+
+
+@pytest.mark.parametrize("claim_id", ["compression.ky-fan", "compression.update-efficiency"])
+def test_rankwall_search_tighten(capsys, claim_id):
+    assert main(["search", claim_id, "--tighten", "0.5", "--budget", "300"]) == EXIT_VIOLATED
+    assert "counterexample" in capsys.readouterr().out
+    assert main(["search", claim_id, "--tighten", "1", "--budget", "60"]) == EXIT_OK

@@ -198,15 +198,12 @@ def _measurement(lhs: Enclosure, rhs: Enclosure, method: str, slack: float = 0.0
 
 def two_sided(m: Measurement, relation: Relation) -> Judgement:
     """The sign of rhs - lhs where the measured margin is beyond the tolerance in either direction
-    (the exact sides then lie in disjoint intervals), else undecided."""
+    (the exact sides then lie in disjoint intervals: for an identity, a violation), else undecided."""
     margin = m.rhs - m.lhs
-    beyond = abs(margin) > m.tolerance
-    if relation is Relation.AT_MOST:
-        sign = (1 if margin > 0 else -1) if beyond else None
-        method = f"{m.method}; two-sided rounding-model margin" if beyond else f"{m.method} (inside its bound)"
-    else:
-        sign = -1 if beyond else None
-        method = f"{m.method}; sides apart beyond their bound" if beyond else f"{m.method} (equal to rounding)"
+    if abs(margin) <= m.tolerance:
+        return Judgement(m.lhs, m.rhs, None, f"{m.method} (inside its bound: undecided)", m.tolerance, m.certificate)
+    sign = 1 if margin > 0 and relation is Relation.AT_MOST else -1
+    method = f"{m.method}; two-sided rounding-model margin"
     return Judgement(m.lhs, m.rhs, sign, method, m.tolerance, m.certificate)
 
 
@@ -228,20 +225,21 @@ def judge_pythagoras(instance: Instance, factor: Fraction, power: int = 2) -> Ju
 Ceiling = Callable[[np.ndarray, int], Enclosure]
 
 
-def measure_ky_fan(instance: Instance, backend: Any, factor: Fraction, ceiling: Ceiling = top_share) -> Measurement:
-    """c^2 from the QR projection against factor x (the top rank-W share from the singular values)."""
+def measure_ky_fan(instance: Instance, backend: Any, factor: Fraction, ceiling: Ceiling | None = None) -> Measurement:
+    """c^2 from the QR projection against factor x the ceiling: by default the top rank-W share
+    from the singular values (:func:`top_share`), a mutant's otherwise."""
     G, _, Q = gradient(instance)
     c2 = eq1_shares(G, Q)[0].squared()
-    bound = ceiling(G, Q.shape[1]).scaled(float(factor))
+    bound = (ceiling or top_share)(G, Q.shape[1]).scaled(float(factor))
     return _measurement(c2, bound, "float64 QR projection vs SVD share (Weyl)", rank_W=Q.shape[1])
 
 
-def judge_ky_fan(instance: Instance, factor: Fraction, ceiling: Ceiling = top_share) -> Judgement:
-    """A head whose columns span all of R^V keeps everything (Pi = I): c^2 = 1 = share exactly, so
-    the sign is that of factor - 1. Otherwise the two-sided margin of the measurement."""
+def judge_ky_fan(instance: Instance, factor: Fraction, ceiling: Ceiling | None = None) -> Judgement:
+    """A basis Q of V columns spans R^V, so Pi = I and c^2 = 1 = share exactly: the sign is that of
+    factor - 1. Otherwise (or for a mutant's ceiling) the two-sided margin of the measurement."""
     m = measure_ky_fan(instance, None, factor, ceiling)
-    if m.certificate["rank_W"] == instance.params["V"] and ceiling is top_share:
-        method = "structural (col W = R^V, so the projector is the identity)"
+    if m.certificate["rank_W"] == instance.params["V"] and ceiling is None:
+        method = "structural (rank W = V, so the projector is the identity)"
         return Judgement(1.0, float(factor), (factor > 1) - (factor < 1), method)
     return two_sided(m, Relation.AT_MOST)
 
