@@ -96,14 +96,21 @@ def with_ones(W: np.ndarray) -> np.ndarray:
     return np.hstack([W, np.ones((W.shape[0], 1))])
 
 
+def _judged(interval: RankInterval, lhs: int, rhs: int, sign: int | None, note: str) -> Judgement:
+    return Judgement(float(lhs), float(rhs), sign, f"{interval.method}; {note}", certificate=interval.json())
+
+
+def _undecided(interval: RankInterval, side: str) -> str:
+    return "undecided: " + ("certificates disagree" if not interval.consistent else side)
+
+
 def decide_at_most(interval: RankInterval, bound: int) -> tuple[Measurement, Judgement]:
     """``rank <= b``: holds when ``lo <= hi <= b``; violated when ``lo > b``; else undecided."""
     lhs = float(interval.hi) if interval.consistent else math.nan
     measured = Measurement(lhs, float(bound), 0.0, interval.method, interval.json(), exact_sides=True)
     if interval.lo > bound:
-        return measured, Judgement(float(interval.lo), float(bound), -1, f"{interval.method}; lower > {bound}")
-    reason = "certificates disagree" if not interval.consistent else f"interval straddles {bound}"
-    return measured, Judgement(float(interval.hi), float(bound), None, f"{interval.method}; undecided: {reason}")
+        return measured, _judged(interval, interval.lo, bound, -1, f"lower > {bound}")
+    return measured, _judged(interval, interval.hi, bound, None, _undecided(interval, f"interval straddles {bound}"))
 
 
 def decide_at_least(interval: RankInterval, bound: int) -> tuple[Measurement, Judgement]:
@@ -111,9 +118,8 @@ def decide_at_least(interval: RankInterval, bound: int) -> tuple[Measurement, Ju
     rhs = float(interval.lo) if interval.consistent else math.nan
     measured = Measurement(float(bound), rhs, 0.0, interval.method, interval.json(), exact_sides=True)
     if interval.consistent and interval.hi < bound:
-        return measured, Judgement(float(bound), float(interval.hi), -1, f"{interval.method}; upper < {bound}")
-    reason = "certificates disagree" if not interval.consistent else f"interval straddles {bound}"
-    return measured, Judgement(float(bound), float(interval.lo), None, f"{interval.method}; undecided: {reason}")
+        return measured, _judged(interval, bound, interval.hi, -1, f"upper < {bound}")
+    return measured, _judged(interval, bound, interval.lo, None, _undecided(interval, f"interval straddles {bound}"))
 
 
 def decide_equal(interval: RankInterval, value: int) -> tuple[Measurement, Judgement]:
@@ -121,14 +127,20 @@ def decide_equal(interval: RankInterval, value: int) -> tuple[Measurement, Judge
     point = float(interval.lo) if interval.lo == interval.hi else math.nan
     measured = Measurement(point, float(value), 0.0, interval.method, interval.json(), exact_sides=True)
     if interval.lo > value:
-        return measured, Judgement(float(interval.lo), float(value), -1, f"{interval.method}; lower > {value}")
+        return measured, _judged(interval, interval.lo, value, -1, f"lower > {value}")
     if interval.consistent and interval.hi < value:
-        return measured, Judgement(float(interval.hi), float(value), 1, f"{interval.method}; upper < {value}")
-    reason = "certificates disagree" if not interval.consistent else f"interval contains {value} but is not a point"
-    return measured, Judgement(float(interval.lo), float(value), None, f"{interval.method}; undecided: {reason}")
+        return measured, _judged(interval, interval.hi, value, 1, f"upper < {value}")
+    note = _undecided(interval, f"interval contains {value} but is not a point")
+    return measured, _judged(interval, interval.lo, value, None, note)
 
 
 # --------------------------------------------------------------------------- rank of log P
+
+
+def single_state(head: str, theta: hd.HeadParameters) -> bool:
+    """Whether a mixture head is a softmax of one state h_eff(h) through W: MoC, and MoS with K = 1
+    (its prior is log 1 = 0, so it is the softmax of its single latent tanh(P_1 h))."""
+    return head == "moc" or (head == "mos" and theta.P.shape[0] == 1)
 
 
 def effective_states(head: str, theta: hd.HeadParameters, H: np.ndarray) -> np.ndarray | None:
@@ -328,7 +340,7 @@ def jacobian_upper(head: str, theta: hd.HeadParameters, h: np.ndarray, log_p: np
     """Certified upper bound on rank ∂ log p/∂h from each head's factorization (and p^T J = 0, so
     rank ≤ V - 1, and the shape, rank ≤ d)."""
     V, d = theta.W.shape
-    if head in ("softmax", "moc"):
+    if head == "softmax" or single_state(head, theta):
         rank = rational_softmax_jacobian_rank(theta.W, log_p)
         what = "= rank J" if head == "softmax" else "≥ rank (I - 1p^T) W M"
         return rank, f"the exact rank over Q of (I - 1p̂^T) W ({what})"
@@ -342,10 +354,10 @@ def jacobian_upper(head: str, theta: hd.HeadParameters, h: np.ndarray, log_p: np
 
 def claimed_jacobian_rank(head: str, theta: hd.HeadParameters, h: np.ndarray) -> tuple[int, str]:
     """The exact value of rank ∂ log p/∂h claimed for each head (docs/heads.md, Theorem 2):
-    rank_Q [W, 1] - 1 for softmax and MoC; rank_Q W_S (S ≠ all) or rank_Q [GW, 1] - 1 (S = all) for
-    the piecewise-linear head; min(rank_Q W, V - 1) for sigsoftmax; min(d, V - 1) for MoS."""
+    rank_Q [W, 1] - 1 for softmax, MoC and MoS with K = 1; rank_Q W_S (S ≠ all) or rank_Q [GW, 1] - 1 (S = all) for
+    the piecewise-linear head; min(rank_Q W, V - 1) for sigsoftmax; min(d, V - 1) for MoS with K ≥ 2."""
     V, d = theta.W.shape
-    if head in ("softmax", "moc"):
+    if head == "softmax" or single_state(head, theta):
         return exact_rank(with_ones(theta.W).tolist(), d + 1) - 1, "rank_Q [W, 1] - 1"
     if head == "piecewise-linear":
         exact_jacobian = PiecewiseJacobian.at(theta, h)
@@ -425,9 +437,12 @@ def _witnesses(
 
 
 def _with_constant_column(instances: Any) -> Any:
-    """Instances drawn by ``instances``, half of them with a constant first column in W."""
+    """Instances drawn by ``instances``, half of those with d ≥ 2 with a constant first column in W
+    (at d = 1 W would be a multiple of 1: every logit equal, every head uniform, J = 0)."""
     return st.tuples(instances, st.booleans()).map(
-        lambda drawn: Instance(drawn[0].family, {**drawn[0].params, "constant_column": drawn[1]})
+        lambda drawn: Instance(
+            drawn[0].family, {**drawn[0].params, "constant_column": drawn[1] and drawn[0].params["d"] >= 2}
+        )
     )
 
 
@@ -476,12 +491,12 @@ jacobian = _claim(
     source=f"{SEED_000}, §2.3 and Eq. 10",
     title="The gradient a head sends to the backbone has an exact, at most d-dimensional, rank",
     statement=(
-        "rank(∂ log p/∂h) = rank[W, 1] − 1 (d, or d − 1 when 1 ∈ col W) for softmax and MoC; "
+        "rank(∂ log p/∂h) = rank[W, 1] − 1 (d, or d − 1 when 1 ∈ col W) for softmax, MoC and MoS with K = 1; "
         "rank W_S for the piecewise-linear head (S the positive logits, rank [GW, 1] − 1 when all are); "
-        "min(rank W, V − 1) for sigsoftmax; min(d, V − 1) for MoS"
+        "min(rank W, V − 1) for sigsoftmax; min(d, V − 1) for MoS with K ≥ 2"
     ),
     domain=(
-        "all five heads, W with or without a constant column; exact for softmax and piecewise-linear, "
+        "all five heads, W with or without a constant column (d ≥ 2); exact for softmax and piecewise-linear, "
         "generic for MoC (∂h_eff/∂h invertible), sigsoftmax and MoS"
     ),
     relation=Relation.EQUAL,
