@@ -128,15 +128,15 @@ def test_the_exact_piecewise_jacobian_is_the_autograd_jacobian():
     np.testing.assert_allclose(np.array([[float(x) for x in row] for row in exact_rows]), J, rtol=1e-12, atol=1e-14)
 
 
-@pytest.mark.parametrize("head", ["softmax", "moc"])
-def test_jacobian_rank_is_d_minus_1_when_the_ones_vector_is_in_col_w(head):
-    """A constant column of W puts 1 in col W: the softmax and MoC gradients lose one dimension."""
+@pytest.mark.parametrize(("head", "K"), [("softmax", 3), ("moc", 3), ("mos", 1)])
+def test_jacobian_rank_is_d_minus_1_when_the_ones_vector_is_in_col_w(head, K):
+    """A constant column of W puts 1 in col W: the gradient of a softmax of one state loses a dimension."""
     claim = REGISTRY["heads.jacobian-rank"]
-    full = claim.check(head_instance(head), NUMPY)
-    dropped = claim.check(head_instance(head, constant_column=True), NUMPY)
+    full = claim.check(head_instance(head, K=K), NUMPY)
+    dropped = claim.check(head_instance(head, K=K, constant_column=True), NUMPY)
     assert (full.status, full.lhs, full.rhs) == (Status.HOLDS, 8.0, 8.0), full.to_json()
     assert (dropped.status, dropped.lhs, dropped.rhs) == (Status.HOLDS, 7.0, 7.0), dropped.to_json()
-    theta, H = hc.contexts(head_instance(head, constant_column=True))
+    theta, H = hc.contexts(head_instance(head, K=K, constant_column=True))
     sigma = np.linalg.svd(hc.autograd_jacobian(head, theta, H[0]), compute_uv=False)
     assert sigma[-1] < 1e-12 * sigma[0] < sigma[-2]
 
@@ -252,3 +252,22 @@ def test_a_logit_at_the_piecewise_kink_is_refused():
     h = np.array([theta.W[0, 1], -theta.W[0, 0]])  # z_0 = W_00 W_01 - W_01 W_00
     with pytest.raises(InputError, match="within rounding of the piecewise-linear head's kink"):
         hc.PiecewiseJacobian.at(theta, h)
+
+
+@pytest.mark.parametrize(("head", "factorizes"), [("softmax", True), ("moc", True), ("sigsoftmax", False)])
+def test_the_factorization_residual_separates_softmax_of_one_state_from_sigsoftmax(head, factorizes):
+    """The upper bound d + 1 is certified only when L - [H_eff, -z][W, 1]^T is within its rounding bound."""
+    theta, H = hc.contexts(head_instance(head))
+    H_eff = hd.effective_hidden("moc" if head == "moc" else "softmax", theta, H)
+    residual, bound = hc.factorization_residual(hd.log_probabilities(head, theta, H), H_eff, theta.W, 3)
+    assert (residual <= bound) is factorizes and (residual < 1e-2 * bound or residual > 1e6 * bound)
+
+
+def test_witnesses_exist_wherever_the_claims_can_be_tested():
+    """V = 2 and 3 carry witnesses, except rank ≥ d + 2, which no V = 2 matrix can reach."""
+    counts = {
+        c: [len(REGISTRY[c].witnesses(V)) for V in (2, 3, 64)]
+        for c in ("heads.softmax-moc-rank", "heads.jacobian-rank")
+    }
+    assert all(min(n) > 0 for n in counts.values()), counts
+    assert [len(REGISTRY["heads.nonlinear-heads-exceed"].witnesses(V)) > 0 for V in (2, 3, 64)] == [False, True, True]
