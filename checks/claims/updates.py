@@ -1,13 +1,37 @@
 """Claims ``updates.*``: the rank of logit updates (Eq. 7) and the Eckart-Young residual (Prop. A.6).
 
-Ranks are certified as in ``checks/claims/error_rank.py``: exactly over the integers for integer
-instances (python-flint; a rational step size p/q is cleared by scaling with q^2), and as a
-certified lower bound (SVD + Weyl margin) for Gaussian ones. Residuals are compared in float64
-with a named tolerance and re-decided with 50-digit SVDs (mpmath) when the margin is inside it.
+Ranks (``updates.first-order-rank``, ``updates.exact-step-rank``: rank ≤ 2D). An integer instance
+is decided exactly: the update is scaled to integers (q times the first-order update, q² times the
+exact step, for η = p/q) and its rank computed over the integers with python-flint
+(``Certification.EXACT``). A Gaussian instance is decided from a certified interval lo ≤ rank ≤ hi:
+
+- hi: the update factors through 2D inner columns,
+  −η(GWWᵀ + HHᵀG) = [−ηGW, −ηH][W, GᵀH]ᵀ and H'W'ᵀ − HWᵀ = [H', −H][W', W]ᵀ, so once the residual
+  of the computed update against the computed product is within its rounding bound (both are
+  within γ_n‖B‖_F of the exact update, B the magnitudes they are summed from), rank ≤ min(2D, C, V);
+  a residual beyond the bound leaves only the shape, min(C, V). An upper bound proves "rank ≤ b"
+  and nothing else (``ONE_SIDED``, ``proves=HOLDS``);
+- lo: the singular values of the computed update above a Weyl margin (its rounding bound plus the
+  SVD's backward error). A lower bound proves only that "rank ≤ b" is violated (``ONE_SIDED``,
+  ``proves=VIOLATED``).
+
+An interval that straddles b is ``inconclusive``.
+
+Residuals (``updates.eckart-young``, ``.eckart-young-attained``) are compared in float64 with a
+named tolerance (two-sided) and re-decided with 50-digit SVDs (mpmath) when the margin is inside
+it; the mpmath judgement is a rounding-model margin at 50 digits (two-sided).
+
+Tightening (``--tighten F``). An integer upper bound b tightened by F < 1 asks rank ≤ ⌊F·b⌋ (a
+rank is an integer, so "rank ≤ F·b" is that); an integer lower bound b tightened by F > 1 would
+ask rank ≥ ⌊F·b⌋ + 1 (no claim here has one). The Eckart-Young tail, a real lower bound on the
+residual, is multiplied by F as it is.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
@@ -16,7 +40,7 @@ import numpy as np
 
 from checks import exact, tolerance
 from checks.strategies import step_instances
-from checks.verdict import REGISTRY, Claim, Instance, Judgement, Measurement, Relation
+from checks.verdict import REGISTRY, Certification, Claim, Instance, Judgement, Measurement, Relation, Status
 from theory import updates as up
 
 SEED_000 = "seed 000"  # "Lost in Backpropagation: The LM Head is a Gradient Bottleneck"
@@ -47,60 +71,171 @@ def update_matrix(instance: Instance, kind: str) -> tuple[np.ndarray, bool]:
     return (q * H - p * (G @ W)) @ (q * W - p * (G.T @ H)).T - q * q * (H @ W.T), True
 
 
-def measure_rank(instance: Instance, backend: Any, factor: Fraction, kind: str, drop: int = 0) -> Measurement:
+# --------------------------------------------------------------------------- certified ranks
+
+
+def factorization(
+    H: np.ndarray, W: np.ndarray, G: np.ndarray, eta: float, kind: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(L, R, B)``: the update is L Rᵀ with 2D inner columns, −η(GWWᵀ + HHᵀG) = [−ηGW, −ηH][W, GᵀH]ᵀ
+    or H'W'ᵀ − HWᵀ = [H', −H][W', W]ᵀ; B ≥ 0 bounds, entrywise, the magnitudes that every entry of
+    the update and of L Rᵀ is summed from (|η|(|G||W||W|ᵀ + |H||H|ᵀ|G|), or A_H A_Wᵀ + |H||W|ᵀ with
+    A_H = |H| + |η||G||W| and A_W = |W| + |η||G|ᵀ|H|)."""
+    aH, aW, aG, a_eta = np.abs(H), np.abs(W), np.abs(G), abs(eta)
+    if kind == "first-order":
+        L = np.hstack([-eta * (G @ W), -eta * H])
+        R = np.hstack([W, G.T @ H])
+        return L, R, a_eta * ((aG @ aW) @ aW.T + aH @ (aH.T @ aG))
+    L = np.hstack([H - eta * (G @ W), -H])
+    R = np.hstack([W - eta * (G.T @ H), W])
+    return L, R, (aH + a_eta * (aG @ aW)) @ (aW + a_eta * (aG.T @ aH)).T + aH @ aW.T
+
+
+def update_error(B: np.ndarray, D: int) -> float:
+    """γ_n‖B‖_F with n = C + V + 2D + 8: a Frobenius bound on the distance from the exact update of
+    the float inputs to the computed update, and to the computed product L Rᵀ (each entry is a
+    product of depth at most C + V + 2D plus a few scalings, additions and the rounding of B)."""
+    C, V = B.shape
+    return tolerance.gamma(C + V + 2 * D + 8, U) * float(np.linalg.norm(B))
+
+
+def certified_lower_rank(matrix: np.ndarray, entry_error: float) -> tuple[int, float]:
+    """``#{σ_i > margin}`` with the Weyl margin (Frobenius error of the matrix + the SVD's backward
+    error): each such singular value of the exact matrix is nonzero, a lower bound on its rank."""
+    sigma = np.linalg.svd(matrix, compute_uv=False)
+    margin = entry_error + tolerance.svd_rank_margin(matrix.shape, U, 0.0, float(sigma[0]))
+    return int(np.sum(sigma > margin)), margin
+
+
+@dataclass(frozen=True)
+class RankInterval:
+    """A certified enclosure ``lo <= rank <= hi`` and how it was certified (``lo == hi`` when exact)."""
+
+    lo: int
+    hi: int
+    method: str
+    certificate: dict[str, Any]
+    exact: bool
+
+
+def rank_interval(instance: Instance, kind: str) -> RankInterval:
+    """The rank of the update: exact for integer instances, else the interval of the module docstring."""
     matrix, is_integer = update_matrix(instance, kind)
-    bound = 2 * instance.params["D"] - drop
     if is_integer:
         rank, method = exact.exact_rank(matrix)
-        return Measurement(float(rank), float(bound), 0.0, method, {"rank": rank}, exact_sides=True)
-    sigma = np.linalg.svd(matrix, compute_uv=False)
-    margin = tolerance.svd_rank_margin(matrix.shape, U, float(np.linalg.norm(matrix)), float(sigma[0]))
-    lower = int(np.sum(sigma > margin))
-    certificate = {"weyl_margin": margin, "certified_rank_lower_bound": lower}
-    return Measurement(float(lower), float(bound), 0.0, "certified rank lower bound (SVD + Weyl)", certificate, True)
+        return RankInterval(rank, rank, method, {"rank": rank}, exact=True)
+    H, W, G, eta = step(instance)
+    D = instance.params["D"]
+    L, R, B = factorization(H, W, G, float(eta), kind)
+    error = update_error(B, D)
+    residual = float(np.linalg.norm(matrix - L @ R.T))
+    shape = min(matrix.shape)
+    factored = residual <= 2 * error
+    hi = min(2 * D, shape) if factored else shape
+    lo, margin = certified_lower_rank(matrix, error)
+    upper = f"the factorization through {2 * D} columns" if factored else "the shape (residual beyond its bound)"
+    certificate = {"factorization_residual": residual, "residual_bound": 2 * error, "weyl_margin": margin}
+    return RankInterval(lo, hi, f"rank in [{lo}, {hi}]: lower from SVD + Weyl, upper from {upper}", certificate, False)
 
 
-def judge_rank(instance: Instance, factor: Fraction, kind: str, drop: int = 0) -> Judgement:
-    m = measure_rank(instance, None, factor, kind, drop)
-    exact_rank = m.method.startswith("exact")
-    if m.lhs > m.rhs:  # an exact rank, or a certified lower bound, above the claimed bound
-        return Judgement(m.lhs, m.rhs, -1, m.method, certificate=m.certificate)
-    return Judgement(m.lhs, m.rhs, 1 if m.rhs > m.lhs else 0 if exact_rank else None, m.method)
+def tightened_at_most(bound: int, factor: Fraction) -> int:
+    """``rank <= F b`` for an integer rank is ``rank <= floor(F b)``."""
+    return math.floor(factor * bound)
+
+
+def two_d(D: int) -> int:
+    """The bound of Eq. 7."""
+    return 2 * D
+
+
+def rank_sides(
+    instance: Instance, factor: Fraction, kind: str, claimed: Callable[[int], int]
+) -> tuple[Measurement, Judgement]:
+    """``rank <= b`` with b = ⌊F·claimed(D)⌋: an exact rank compares as it is; otherwise the upper end
+    of the interval can prove it holds and the lower end that it is violated (one-sided each)."""
+    interval = rank_interval(instance, kind)
+    bound = tightened_at_most(claimed(instance.params["D"]), factor)
+    rhs, method, certificate = float(bound), interval.method, interval.certificate
+    if interval.exact:
+        sign = (bound > interval.lo) - (bound < interval.lo)
+        measured = Measurement(float(interval.lo), rhs, 0.0, method, certificate, True, Certification.EXACT)
+        return measured, Judgement(
+            float(interval.lo), rhs, sign, method, certificate=certificate, certified_by=Certification.EXACT
+        )
+    one_sided = {"exact_sides": True, "certified_by": Certification.ONE_SIDED}
+    if interval.lo > bound:
+        measured = Measurement(
+            float(interval.lo), rhs, 0.0, f"{method}; lower > {bound}", certificate, **one_sided, proves=Status.VIOLATED
+        )
+        return measured, Judgement(
+            measured.lhs, rhs, -1, measured.method, certificate=certificate, certified_by=Certification.ONE_SIDED
+        )
+    measured = Measurement(float(interval.hi), rhs, 0.0, method, certificate, **one_sided, proves=Status.HOLDS)
+    if interval.hi <= bound:
+        return measured, Judgement(
+            measured.lhs, rhs, 1, method, certificate=certificate, certified_by=Certification.ONE_SIDED
+        )
+    return measured, Judgement(
+        measured.lhs, rhs, None, f"{method}; undecided: the interval straddles {bound}", certificate=certificate
+    )
+
+
+def measure_rank(
+    instance: Instance, backend: Any, factor: Fraction, kind: str, claimed: Callable[[int], int] = two_d
+) -> Measurement:
+    return rank_sides(instance, factor, kind, claimed)[0]
+
+
+def judge_rank(instance: Instance, factor: Fraction, kind: str, claimed: Callable[[int], int] = two_d) -> Judgement:
+    return rank_sides(instance, factor, kind, claimed)[1]
+
+
+# --------------------------------------------------------------------------- Eckart-Young
+
+
+def truncation_rank(instance: Instance, shape: tuple[int, int], kind: str) -> int:
+    """The rank of the candidate: 2D (capped by the shape), or D for the ``rank-D-svd`` mutant."""
+    D = instance.params["D"]
+    return min(D if kind == "rank-D-svd" else 2 * D, *shape)
 
 
 def delta_for(instance: Instance) -> tuple[np.ndarray, np.ndarray]:
     """(Delta, G): the candidate update of rank <= 2D and the gradient it should follow."""
     H, W, G, eta = step(instance)
     G = G.astype(np.float64)
-    kind, D = instance.params["delta"], instance.params["D"]
-    rank = min(2 * D, *G.shape)
+    kind = instance.params["delta"]
+    rank = truncation_rank(instance, G.shape, kind)
     if kind == "first-order":
         return up.first_order_update(H.astype(float), W.astype(float), G, float(eta)), G
     if kind == "exact-step":
         return up.exact_step(H.astype(float), W.astype(float), G, float(eta)), G
-    if kind == "truncated-svd":
+    if kind in ("truncated-svd", "rank-D-svd"):
         return up.truncated_svd(G, rank), G
     rng = np.random.default_rng(instance.params["seed"] + 1)
     return rng.standard_normal((G.shape[0], rank)) @ rng.standard_normal((rank, G.shape[1])), G
 
 
 def measure_eckart_young(instance: Instance, backend: Any, factor: Fraction, extra: int = 0) -> Measurement:
+    """F·(tail beyond the rank-r truncation) against the residual of Delta at its best scale."""
     delta, G = delta_for(instance)
     r = max(min(2 * instance.params["D"], *G.shape) - extra, 0)
-    tail = up.tail_norm(G, r)
+    tail = float(factor) * up.tail_norm(G, r)
     fit = up.residual(delta, G)
-    tol = tolerance.svd_rank_margin(G.shape, U, float(np.linalg.norm(G)), float(np.linalg.norm(G))) * 4
+    margin = tolerance.svd_rank_margin(G.shape, U, float(np.linalg.norm(G)), float(np.linalg.norm(G)))
     certificate = {"best_scale": up.best_scale(delta, G), "tail_rank": r}
-    return Measurement(tail, fit, tol, "float64 SVD tail vs least-squares residual", certificate)
+    return Measurement(
+        tail, fit, 2 * (float(factor) + 1) * margin, "float64 SVD tail vs least-squares residual", certificate
+    )
 
 
-def exact_delta(instance: Instance, Gm: Any, r: int) -> Any:
+def exact_delta(instance: Instance, Gm: Any) -> Any:
     """Delta rebuilt at the working mpmath precision *from its definition*, so that its rank is
     at most 2D up to 10^-50 (the float Delta is not: rounding fills in the other singular values,
     and a rounded G_2D can beat the tail by an ulp without refuting anything)."""
     H, W, _, eta = step(instance)
     kind = instance.params["delta"]
-    if kind == "truncated-svd":
+    if kind in ("truncated-svd", "rank-D-svd"):
+        r = truncation_rank(instance, (Gm.rows, Gm.cols), kind)
         left, sigma, right = mpmath.svd_r(Gm)
         return sum((sigma[i] * left[:, i] * right[i, :] for i in range(r)), mpmath.zeros(Gm.rows, Gm.cols))
     if kind == "random-rank":
@@ -120,15 +255,15 @@ def exact_delta(instance: Instance, Gm: Any, r: int) -> Any:
 
 
 def judge_eckart_young(instance: Instance, factor: Fraction, extra: int = 0) -> Judgement:
-    """Both sides at 50 digits (mpmath): the singular values of G, and the residual of Delta
-    rebuilt from its definition at the best c."""
+    """Both sides at 50 digits (mpmath): F times the tail of G's singular values, and the residual of
+    Delta rebuilt from its definition at the best c (a rounding-model margin: two-sided)."""
     _, G = delta_for(instance)
     r = max(min(2 * instance.params["D"], *G.shape) - extra, 0)
     with mpmath.workdps(MP_DIGITS):
         Gm = mpmath.matrix(G.tolist())
-        Dm = exact_delta(instance, Gm, min(2 * instance.params["D"], *G.shape))
+        Dm = exact_delta(instance, Gm)
         sigma = mpmath.svd_r(Gm, compute_uv=False)
-        tail = mpmath.sqrt(sum(s**2 for s in list(sigma)[r:]))
+        tail = mpmath.mpf(factor.numerator) / factor.denominator * mpmath.sqrt(sum(s**2 for s in list(sigma)[r:]))
         entries = [(i, j) for i in range(Gm.rows) for j in range(Gm.cols)]
         inner = sum(Dm[i, j] * Gm[i, j] for i, j in entries)
         norm2 = sum(Dm[i, j] ** 2 for i, j in entries)
@@ -137,17 +272,22 @@ def judge_eckart_young(instance: Instance, factor: Fraction, extra: int = 0) -> 
         margin = fit - tail
         scale = max(abs(fit), abs(tail), mpmath.mpf(1e-300))
         sign = None if abs(margin) <= MP_UNDECIDED * scale else (1 if margin > 0 else -1)
-        return Judgement(float(tail), float(fit), sign, f"mpmath {MP_DIGITS}-digit SVD", float(MP_UNDECIDED * scale))
+        method, radius = f"mpmath {MP_DIGITS}-digit SVD", float(MP_UNDECIDED * scale)
+        kind = None if sign is None else Certification.TWO_SIDED
+        return Judgement(float(tail), float(fit), sign, method, radius, certified_by=kind)
 
 
-def measure_attained(instance: Instance, backend: Any, factor: Fraction) -> Measurement:
-    m = measure_eckart_young(Instance(instance.family, {**instance.params, "delta": "truncated-svd"}), backend, factor)
-    return Measurement(m.lhs, m.rhs, m.tolerance, m.method, m.certificate)
+def measure_attained(instance: Instance, backend: Any, factor: Fraction, delta: str = "truncated-svd") -> Measurement:
+    """The tail against the residual of the truncated SVD (``delta``: its rank-D version for the mutant)."""
+    return measure_eckart_young(Instance(instance.family, {**instance.params, "delta": delta}), backend, factor)
 
 
-def judge_attained(instance: Instance, factor: Fraction) -> Judgement:
-    j = judge_eckart_young(Instance(instance.family, {**instance.params, "delta": "truncated-svd"}), factor)
-    return Judgement(j.lhs, j.rhs, 0 if j.sign is None else j.sign, j.method + " (equal to its precision)", j.radius)
+def judge_attained(instance: Instance, factor: Fraction, delta: str = "truncated-svd") -> Judgement:
+    """As :func:`judge_eckart_young`; sides equal to 50-digit precision count as equal (two-sided)."""
+    j = judge_eckart_young(Instance(instance.family, {**instance.params, "delta": delta}), factor)
+    sign = 0 if j.sign is None else j.sign
+    method = j.method + (" (equal to its precision)" if sign == 0 else "")
+    return Judgement(j.lhs, j.rhs, sign, method, j.radius, certified_by=Certification.TWO_SIDED)
 
 
 def _witnesses(V: int, deltas: tuple[str, ...]) -> list[Instance]:
@@ -188,8 +328,9 @@ first_order_rank = _claim(
     "updates.first-order-rank",
     title="The first-order logit update has rank at most 2D",
     statement="rank(−η(G W Wᵀ + H Hᵀ G)) ≤ 2D",
-    domain="H: C × D, W: V × D, G: C × V; integer (exact rank) or Gaussian (certified lower bound)",
+    domain="H: C × D, W: V × D, G: C × V; integer (exact rank) or Gaussian (certified rank interval)",
     relation=Relation.AT_MOST,
+    bound="upper",
     measure=lambda i, b, f: measure_rank(i, b, f, "first-order"),
     judge_exactly=lambda i, f: judge_rank(i, f, "first-order"),
     witnesses=lambda V: _witnesses(V, ("first-order",)),
@@ -201,6 +342,7 @@ exact_step_rank = _claim(
     statement="rank(H'W'ᵀ − HWᵀ) ≤ 2D for H' = H − ηGW, W' = W − ηGᵀH",
     domain="as for updates.first-order-rank; η = p/q rational",
     relation=Relation.AT_MOST,
+    bound="upper",
     measure=lambda i, b, f: measure_rank(i, b, f, "exact-step"),
     judge_exactly=lambda i, f: judge_rank(i, f, "exact-step"),
     witnesses=lambda V: _witnesses(V, ("exact-step",)),
@@ -213,6 +355,7 @@ eckart_young = _claim(
     statement="‖cΔ − G‖_F ≥ (Σ_{i>2D} σ_i(G)²)^{1/2} for every Δ of rank ≤ 2D and every scalar c",
     domain="Δ = the first-order update, the exact step, a random rank-2D matrix, or G's truncated SVD",
     relation=Relation.AT_MOST,
+    bound="lower",
     measure=measure_eckart_young,
     judge_exactly=judge_eckart_young,
     witnesses=lambda V: _witnesses(V, ("first-order", "exact-step", "random-rank")),
@@ -234,8 +377,14 @@ eckart_young_attained = _claim(
 first_order_rank.with_mutant(
     "at-most-2D-minus-1",
     statement="rank of the first-order update ≤ 2D − 1  (false: generically it is 2D)",
-    measure=lambda i, b, f: measure_rank(i, b, f, "first-order", drop=1),
-    judge_exactly=lambda i, f: judge_rank(i, f, "first-order", drop=1),
+    measure=lambda i, b, f: measure_rank(i, b, f, "first-order", lambda D: 2 * D - 1),
+    judge_exactly=lambda i, f: judge_rank(i, f, "first-order", lambda D: 2 * D - 1),
+)
+exact_step_rank.with_mutant(
+    "at-most-D",
+    statement="rank(H'W'ᵀ − HWᵀ) ≤ D  (false: H'W'ᵀ and HWᵀ have rank D each, their difference generically 2D)",
+    measure=lambda i, b, f: measure_rank(i, b, f, "exact-step", lambda D: D),
+    judge_exactly=lambda i, f: judge_rank(i, f, "exact-step", lambda D: D),
 )
 eckart_young.with_mutant(
     "one-more-tail-value",
@@ -244,6 +393,12 @@ eckart_young.with_mutant(
     judge_exactly=lambda i, f: judge_eckart_young(i, f, extra=1),
     witnesses=lambda V: _witnesses(V, ("truncated-svd",)),
     strategy=lambda: step_instances("truncated-svd"),
+)
+eckart_young_attained.with_mutant(
+    "rank-D-truncation",
+    statement="min_c ‖cG_D − G‖_F = (Σ_{i>2D} σ_i(G)²)^{1/2}  (false: G_D also misses σ_{D+1}, …, σ_{2D})",
+    measure=lambda i, b, f: measure_attained(i, b, f, "rank-D-svd"),
+    judge_exactly=lambda i, f: judge_attained(i, f, "rank-D-svd"),
 )
 
 for _claim_object in (first_order_rank, exact_step_rank, eckart_young, eckart_young_attained):
