@@ -113,10 +113,11 @@ def eq1_shares(G: np.ndarray, Q: np.ndarray) -> tuple[Enclosure, Enclosure]:
         return Enclosure(result.cosine, *unbounded), Enclosure(result.destroyed, *unbounded)
     norm_G = frobenius(G)
     q2, qF = math.sqrt(1 + eta), math.sqrt(k * (1 + eta))
-    # ||C^||_F and ||R^||_F from c, r and ||G||_F: three sums, two quotients, two roots and a product.
-    share = tolerance.gamma(2 * V + k + 3 * T + 20, U)
-    C = Enclosure.relative(result.cosine * norm_G.value, share)
-    R = Enclosure.relative(result.destroyed * norm_G.value, share)
+    # ||C^||_F and ||R^||_F from c, r and ||G||_F: three sums of squares of at most V + T + 4 roundings
+    # each (kept, or lost, and two totals), then a quotient, a root and a product.
+    relayed = tolerance.gamma(3 * (V + T + 4) + 3, U)
+    C = Enclosure.relative(result.cosine * norm_G.value, relayed)
+    R = Enclosure.relative(result.destroyed * norm_G.value, relayed)
     dC = tolerance.gamma(V, U) * norm_G.hi * qF
     dR = tolerance.gamma(k, U) * C.hi * qF + dC * q2 + U * R.hi
     kept_lo, kept_hi = max(C.lo - dC, 0.0) / math.sqrt(1 + eta), (C.hi + dC) / math.sqrt(1 - eta)
