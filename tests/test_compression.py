@@ -15,7 +15,7 @@ from checks.backends import resolve
 from checks.claims import compression as claims
 from checks.cli import EXIT_OK, EXIT_USAGE, EXIT_VIOLATED, main
 from checks.search import search
-from checks.verdict import REGISTRY, Relation, Status
+from checks.verdict import REGISTRY, Instance, Relation, Status
 from theory import compression as cp
 from theory._validation import InputError
 
@@ -129,9 +129,9 @@ MUTANTS = [m for c in REGISTRY if c.id.startswith("compression.") for m in c.mut
 #: The witness the review quoted (V = 64, D = 32: c² = 0.523 against a top-32 share of 0.995).
 REVIEWED = claims.ky_fan.witnesses(64)[0]
 SMALL = [
-    claims.Instance("batch-gradient", {"V": 16, "D": 5, "rank": None, "tokens": 8, "seed": 3, "aligned": False}),
-    claims.Instance("batch-gradient", {"V": 12, "D": 9, "rank": 3, "tokens": 10, "seed": 4, "scale": 10.0}),
-    claims.Instance("batch-gradient", {"V": 16, "D": 4, "rank": None, "tokens": 8, "seed": 5, "aligned": True}),
+    Instance("batch-gradient", {"V": 16, "D": 5, "rank": None, "tokens": 8, "seed": 3, "aligned": False}),
+    Instance("batch-gradient", {"V": 12, "D": 9, "rank": 3, "tokens": 10, "seed": 4, "scale": 10.0}),
+    Instance("batch-gradient", {"V": 16, "D": 4, "rank": None, "tokens": 8, "seed": 5, "aligned": True}),
 ]
 
 
@@ -160,6 +160,7 @@ class TestEnclosuresHoldTheExactQuantities:
 
     @pytest.mark.parametrize("instance", SMALL, ids=lambda i: f"V{i.params['V']}-D{i.params['D']}")
     def test_against_fifty_digits(self, instance):
+        """c², r², the share and both descent rates lie in their enclosures, which are narrow."""
         G, W, Q = claims.gradient(instance)
         c2, share, rate, norm = exact_sides(instance)
         c, r = claims.eq1_shares(G, Q)
@@ -171,6 +172,7 @@ class TestEnclosuresHoldTheExactQuantities:
         assert 0 < c.squared().radius < 1e-12 and 0 < along_update.radius < 1e-12
 
     def test_an_aligned_head_keeps_the_top_share_to_within_the_slack(self):
+        """The head is aligned only to the SVD's backward error: the slack must cover that, exactly."""
         instance = SMALL[2]
         G, W, Q = claims.gradient(instance)
         c2, share, _, _ = exact_sides(instance)
@@ -236,7 +238,7 @@ class TestEveryVerdictIsReachable:
 
 def test_a_full_head_keeps_everything_exactly():
     """rank W = V: Π = I, so c² = 1 = the share and the sign of the margin is that of F - 1."""
-    full = claims.Instance("batch-gradient", {"V": 8, "D": 8, "rank": None, "tokens": 5, "seed": 0})
+    full = Instance("batch-gradient", {"V": 8, "D": 8, "rank": None, "tokens": 5, "seed": 0})
     assert claims.ky_fan.check(full, NUMPY).status is Status.HOLDS
     verdict = claims.ky_fan.check(full, NUMPY, Fraction(1, 2))
     assert verdict.status is Status.VIOLATED and verdict.method.startswith("structural")
@@ -244,6 +246,7 @@ def test_a_full_head_keeps_everything_exactly():
 
 @pytest.mark.parametrize("mutant", MUTANTS, ids=lambda m: m.id)
 def test_every_mutant_is_refuted_on_a_witness_by_its_measured_margin(mutant):
+    """A refutation is a margin beyond a finite, small tolerance, never a verdict by fiat."""
     verdicts = [mutant.check(i, NUMPY) for i in mutant.witnesses(16)]
     refuted = [v for v in verdicts if v.status is Status.VIOLATED]
     assert refuted, f"{mutant.id} survived every witness"
@@ -262,6 +265,7 @@ def test_halving_the_bound_is_refuted_by_the_search(claim_id):
 
 @pytest.mark.parametrize("claim_id", ["compression.ky-fan", "compression.update-efficiency"])
 def test_rankwall_search_tighten(capsys, claim_id):
+    """--tighten 0.5 exits 1 with a counterexample; the bound itself (--tighten 1) exits 0."""
     assert main(["search", claim_id, "--tighten", "0.5", "--budget", "300"]) == EXIT_VIOLATED
     assert "counterexample" in capsys.readouterr().out
     assert main(["search", claim_id, "--tighten", "1", "--budget", "60"]) == EXIT_OK
