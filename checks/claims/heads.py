@@ -148,7 +148,7 @@ def effective_states(head: str, theta: hd.HeadParameters, H: np.ndarray) -> np.n
     MoC, the single latent for MoS with K = 1 (its prior is log 1 = 0); ``None`` for the other heads."""
     if head in ("softmax", "moc"):
         return np.asarray(hd.effective_hidden(head, theta, H))
-    if head == "mos" and theta.P.shape[0] == 1:
+    if single_state(head, theta):  # MoS with K = 1
         return np.asarray(hd.latents(theta, H)[0][:, 0, :])
     return None
 
