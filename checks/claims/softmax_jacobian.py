@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
@@ -28,7 +28,7 @@ from checks.strategies import (
     tied_instances,
     with_direction,
 )
-from checks.verdict import REGISTRY, Claim, Instance, Judgement, Measurement, Relation
+from checks.verdict import REGISTRY, Certification, Claim, Instance, Judgement, Measurement, Relation, Status
 from theory import softmax_jacobian as sj
 
 # Seed 002 is "Gradients 2: A Confident Attention Head Passes Almost No Gradient"; each claim
@@ -139,7 +139,23 @@ def judge_sides(sides: Callable[[], tuple[Any, Any, bool]]) -> Judgement:
             method = "exact-rational" if is_exact else f"interval-{bits}"
             if decided is not None or is_exact:
                 break
-    return Judgement(exact.to_float(lhs), exact.to_float(rhs), decided, method, exact.radius(difference))
+    kind = None if decided is None else Certification.EXACT if is_exact else Certification.TWO_SIDED
+    return Judgement(
+        exact.to_float(lhs), exact.to_float(rhs), decided, method, exact.radius(difference), certified_by=kind
+    )
+
+
+def norm_certification(method: str, bound: exact.Bound) -> Certification:
+    """What certifies a decision of :func:`checks.exact.decide_norm_at_most`: exact rationals, or the
+    two-atom lemma and the tie lemma against an envelope (coefficients compared as rationals), are
+    exact; balls, and the tie lemma against t = c m(1 - m) (the sign of c s - 1 in balls), are two-sided."""
+    if (
+        method == "exact-rational"
+        or method.startswith("two-atom")
+        or (method.startswith("tie") and bound.kind == "envelope")
+    ):
+        return Certification.EXACT
+    return Certification.TWO_SIDED
 
 
 def _norm_against(built: Built, bound: exact.Bound, norm_on_left: bool) -> Judgement:
@@ -158,7 +174,8 @@ def _norm_against(built: Built, bound: exact.Bound, norm_on_left: bool) -> Judge
     else:
         sign = outcome if norm_on_left else -outcome
     lhs, rhs = (norm, bound_value) if norm_on_left else (bound_value, norm)
-    return Judgement(lhs, rhs, sign, method, 0.5 * (hi - lo), certificate)
+    kind = None if sign is None else norm_certification(method, bound)
+    return Judgement(lhs, rhs, sign, method, 0.5 * (hi - lo), certificate, kind)
 
 
 def rebuilt_rows(built: Built) -> sj.SoftmaxRows:
@@ -250,13 +267,16 @@ def judge_spread(instance: Instance, factor: Fraction) -> Judgement:
     return _norm_against(rebuilt(instance), bound, norm_on_left=True)
 
 
-def measure_variance(instance: Instance, backend: Backend, factor: Fraction) -> Measurement:
+def measure_variance(instance: Instance, backend: Backend, factor: Fraction, centred: bool = True) -> Measurement:
+    """uᵀJu (matrix form) against Var_p(u) (two-pass), or against E_p[u²] for the mutant."""
     built = build(instance, backend)
     lhs = _scalar(sj.quadratic_form(built.rows, built.direction))
-    rhs = _scalar(sj.variance(built.rows, built.direction))
     second = _scalar(backend.xp.sum(built.rows.p * built.direction**2))
+    rhs = _scalar(sj.variance(built.rows, built.direction)) if centred else second
     tol = tolerance.quadratic_form_tolerance(built.V, _u(built), second)
-    return Measurement(lhs, rhs, tol, f"{backend.dtype_name} matrix form vs two-pass variance")
+    return Measurement(
+        lhs, rhs, tol, f"{backend.dtype_name} matrix form vs {'two-pass variance' if centred else 'E_p[u^2]'}"
+    )
 
 
 def _exact_direction(instance: Instance) -> tuple[Built, list[Any], list[Any], bool]:
@@ -266,52 +286,73 @@ def _exact_direction(instance: Instance) -> tuple[Built, list[Any], list[Any], b
     return built, p, u, is_exact
 
 
-def _exact_form(p: list[Any], u: list[Any], zero: Any) -> tuple[Any, Any]:
-    """``(mean, u^T J u)`` in the matrix form, in exact or ball arithmetic."""
+def exact_jvp(p: list[Any], u: list[Any], zero: Any) -> list[Any]:
+    """``J u = p ⊙ (u − ⟨p, u⟩)`` (the O(V) product of :func:`theory.softmax_jacobian.jvp`) in exact
+    or ball arithmetic."""
     mean = sum((pi * ui for pi, ui in zip(p, u, strict=True)), start=zero)
-    return mean, sum((ui * (pi * ui - pi * mean) for pi, ui in zip(p, u, strict=True)), start=zero)
+    return [pi * (ui - mean) for pi, ui in zip(p, u, strict=True)]
 
 
-def judge_variance(instance: Instance, factor: Fraction) -> Judgement:
+def _exact_moments(p: list[Any], u: list[Any], zero: Any) -> tuple[Any, Any, Any]:
+    """``(uᵀJu in the matrix form Σ u_i (Ju)_i, Var_p(u) two-pass, E_p[u²])`` in exact or ball arithmetic."""
+    form = sum((ui * ji for ui, ji in zip(u, exact_jvp(p, u, zero), strict=True)), start=zero)
+    mean = sum((pi * ui for pi, ui in zip(p, u, strict=True)), start=zero)
+    variance = sum((pi * (ui - mean) ** 2 for pi, ui in zip(p, u, strict=True)), start=zero)
+    return form, variance, sum((pi * ui * ui for pi, ui in zip(p, u, strict=True)), start=zero)
+
+
+def judge_variance(instance: Instance, factor: Fraction, centred: bool = True) -> Judgement:
     def sides() -> tuple[Any, Any, bool]:
         _, p, u, is_exact = _exact_direction(instance)
-        zero = flint.fmpq(0) if is_exact else flint.arb(0)
-        mean, form = _exact_form(p, u, zero)
-        return form, sum((pi * (ui - mean) ** 2 for pi, ui in zip(p, u, strict=True)), start=zero), is_exact
+        form, variance, second = _exact_moments(p, u, flint.fmpq(0) if is_exact else flint.arb(0))
+        return form, variance if centred else second, is_exact
 
     return judge_sides(sides)
 
 
-def measure_psd(instance: Instance, backend: Backend, factor: Fraction) -> Measurement:
+def measure_psd(instance: Instance, backend: Backend, factor: Fraction, floor: str = "zero") -> Measurement:
+    """0 ≤ uᵀJu, or E_p[u²] ≤ uᵀJu (J ⪰ diag p) for the mutant."""
     built = build(instance, backend)
     form = _scalar(sj.quadratic_form(built.rows, built.direction))
     second = _scalar(backend.xp.sum(built.rows.p * built.direction**2))
     tol = tolerance.quadratic_form_tolerance(built.V, _u(built), second)
-    return Measurement(0.0, form, tol, f"{backend.dtype_name} matrix form")
+    return Measurement(0.0 if floor == "zero" else second, form, tol, f"{backend.dtype_name} matrix form")
 
 
-def judge_psd(instance: Instance, factor: Fraction) -> Judgement:
+def judge_psd(instance: Instance, factor: Fraction, floor: str = "zero") -> Judgement:
     def sides() -> tuple[Any, Any, bool]:
         _, p, u, is_exact = _exact_direction(instance)
         zero = flint.fmpq(0) if is_exact else flint.arb(0)
-        return zero, _exact_form(p, u, zero)[1], is_exact
+        form, _, second = _exact_moments(p, u, zero)
+        return zero if floor == "zero" else second, form, is_exact
 
     return judge_sides(sides)
 
 
-def measure_kernel(instance: Instance, backend: Backend, factor: Fraction) -> Measurement:
+def _kernel_direction(xp: Any, p: Any, direction: str) -> Any:
+    """The vector J is applied to: 1 (the claim), or p itself (the mutant "J p = 0")."""
+    return xp.ones_like(p) if direction == "ones" else p
+
+
+def measure_kernel(instance: Instance, backend: Backend, factor: Fraction, direction: str = "ones") -> Measurement:
+    """max_i |(J u)_i| through the O(V) product, u = 1: each entry p_i(1 − Σ_j p_j) of the computed
+    row carries at most γ_{V+2}·m of rounding."""
     built = build(instance, backend)
     xp = backend.xp
-    residual = _scalar(xp.max(xp.abs(sj.jvp(built.rows, xp.ones_like(built.rows.p)))))
+    product = sj.jvp(built.rows, _kernel_direction(xp, built.rows.p, direction))
+    residual = _scalar(xp.max(xp.abs(product)))
     tol = tolerance.gamma(built.V + 2, _u(built)) * _scalar(built.rows.top)
-    return Measurement(residual, 0.0, tol, f"{backend.dtype_name} O(V) product")
+    return Measurement(residual, 0.0, tol, f"{backend.dtype_name} O(V) product J·u")
 
 
-def judge_kernel(instance: Instance, factor: Fraction) -> Judgement:
+def judge_kernel(instance: Instance, factor: Fraction, direction: str = "ones") -> Judgement:
+    """max_i |(J u)_i| from :func:`exact_jvp` on the exact row (the product itself, not 1 − Σ p)."""
+
     def sides() -> tuple[Any, Any, bool]:
         p, is_exact = exact_entries(rebuilt(instance))
-        total = sum(p, start=flint.fmpq(0) if is_exact else flint.arb(0))
-        worst_entry = max((abs(pi * (1 - total)) for pi in p), key=exact.to_float)
+        zero = flint.fmpq(0) if is_exact else flint.arb(0)
+        u = [zero + 1 for _ in p] if direction == "ones" else p
+        worst_entry = max((abs(x) for x in exact_jvp(p, u, zero)), key=exact.to_float)
         return worst_entry, 0 * worst_entry, is_exact
 
     return judge_sides(sides)
@@ -364,72 +405,110 @@ def judge_trace_entropy(instance: Instance, factor: Fraction) -> Judgement:
     return judge_sides(sides)
 
 
-def numerical_rank(built: Built, backend: Backend) -> tuple[float, dict[str, Any]]:
-    """Rank of J with a certificate: dense eigenvalues against a Weyl threshold for small V,
-    else the interlacing bound (smallest nonzero eigenvalue >= smallest positive p). Returns
-    ``nan`` when the eigenvalue gap does not clear the threshold."""
+@dataclass(frozen=True)
+class RankEnclosure:
+    """A certified enclosure ``lo <= rank J <= hi``, how it was certified, and what certifies it."""
+
+    lo: int
+    hi: int
+    method: str
+    certified_by: Certification
+    certificate: dict[str, Any] = field(default_factory=dict)
+
+
+def interlacing_rank(row: exact.ExactRow) -> tuple[int, int, dict[str, Any]]:
+    """Both ends of rank J(p̂) from the structure J = diag(p̂) − p̂p̂ᵀ of the exactly normalised row,
+    never from a count of its support.
+
+    Upper end: J is positive semidefinite, so a zero diagonal entry J_ii = p̂_i Σ_{j≠i} p̂_j zeroes row
+    and column i; the n other rows carry the kernel vector 1 (J1 = p̂(1 − Σp̂) = 0 exactly, the row
+    being normalised exactly), so rank J ≤ max(n − 1, 0).
+    Lower end (interlacing, the secular equation): on those n rows J is a diagonal minus a rank-one
+    term with every weight p̂_i > 0; a value c taken k times is an eigenvalue k − 1 times, and between
+    consecutive distinct values lies one root of the secular equation, so J has at least
+    Σ(k − 1) + (#distinct − 1) eigenvalues ≥ min p̂ > 0."""
+    atoms = [int(c) for v, c in zip(row.values, row.counts, strict=True) if row.logits or v > 0]
+    rows = sum(atoms) if len(atoms) > 1 or sum(atoms) > 1 else 0  # J_ii > 0: other mass exists
+    hi = max(rows - 1, 0)
+    lo = sum(k - 1 for k in atoms) + len(atoms) - 1 if rows else 0
+    return lo, hi, {"nonzero_rows": rows, "distinct_values": len(atoms)}
+
+
+def rank_enclosure(built: Built, backend: Backend) -> RankEnclosure:
+    """rank J for the computed row p (read exactly, normalised exactly). Upper end from
+    :func:`interlacing_rank`; lower end from dense eigenvalues above a Weyl threshold for V ≤ 512
+    (an independent, rounding-model certificate: two-sided), else from :func:`interlacing_rank` (exact)."""
+    row = exact.ExactRow.from_probabilities(to_numpy(built.rows.p)[0].astype(np.float64))
+    lo, hi, certificate = interlacing_rank(row)
+    upper = "zero rows of J and the kernel vector 1"
+    if built.V > DENSE_LIMIT:
+        method = f"rank in [{lo}, {hi}]: lower from interlacing (eigenvalues ≥ min p), upper from {upper}"
+        return RankEnclosure(lo, hi, method, Certification.EXACT, certificate)
     xp = backend.xp
-    u = _u(built)
-    if built.V <= DENSE_LIMIT:
-        eigenvalues = np.sort(to_numpy(xp.linalg.eigvalsh(sj.dense_jacobian(built.rows)))[0])
-        threshold = tolerance.dense_eigenvalue_error(
-            built.V, u, max(float(eigenvalues[-1]), 0.0), _scalar(built.rows.top)
-        )
-        rank = int(np.sum(eigenvalues > threshold))
-        above = float(eigenvalues[-rank]) if rank else 0.0
-        below = float(eigenvalues[-rank - 1]) if rank < built.V else 0.0
-        certified = rank == 0 or (above > 4 * threshold and below < threshold / 4)
-        certificate = {"threshold": threshold, "smallest_counted": above, "largest_dropped": below}
-        return (float(rank) if certified else math.nan), certificate
-    positive = built.rows.p > 0
-    smallest = _scalar(xp.min(xp.where(positive, built.rows.p, xp.ones_like(built.rows.p))))
-    support = int(_scalar(sj.support_size(built.rows)))
-    threshold = tolerance.gamma(built.V + 2, u) * _scalar(built.rows.top) * 4
-    certificate = {"smallest_positive_p": smallest, "threshold": threshold, "support": support}
-    return (float(support - 1) if smallest > threshold else math.nan), certificate
+    eigenvalues = np.sort(to_numpy(xp.linalg.eigvalsh(sj.dense_jacobian(built.rows)))[0])
+    threshold = tolerance.dense_eigenvalue_error(
+        built.V, _u(built), max(float(eigenvalues[-1]), 0.0), _scalar(built.rows.top)
+    )
+    lo = int(np.sum(eigenvalues > threshold))
+    method = f"rank in [{lo}, {hi}]: lower from {built.V}x{built.V} eigvalsh above a Weyl threshold, upper from {upper}"
+    return RankEnclosure(lo, hi, method, Certification.TWO_SIDED, {**certificate, "weyl_threshold": threshold})
 
 
-def exact_rank(instance: Instance) -> tuple[int | None, str]:
-    """Exact rank of :math:`J(\\hat p)` over the rationals (python-flint), small V only; else the
-    interlacing certificate on the exact row: rank = |support| - 1 (every positive entry
-    is an exact positive rational)."""
+def exact_rank_enclosure(instance: Instance) -> RankEnclosure:
+    """rank J(p̂) on the exact instance: over the rationals with python-flint for V ≤ 48 (rows of
+    probabilities), else :func:`interlacing_rank` on the exact row (the softmax of logits is positive)."""
     built = rebuilt(instance)
-    if built.form == "logits":
-        return int(np.count_nonzero(np.isfinite(built.raw))) - 1, "certificate (softmax of logits is positive)"
-    p, _ = exact_entries(built)
-    if built.V <= EXACT_RANK_LIMIT:
+    if built.form == "probabilities" and built.V <= EXACT_RANK_LIMIT:
+        p, _ = exact_entries(built)
         n = len(p)
-        matrix = flint.fmpq_mat(
-            n, n, [(pi if i == j else 0) - pi * pj for i, pi in enumerate(p) for j, pj in enumerate(p)]
+        entries = [(pi if i == j else 0) - pi * pj for i, pi in enumerate(p) for j, pj in enumerate(p)]
+        rank = flint.fmpq_mat(n, n, entries).rank()
+        return RankEnclosure(rank, rank, "exact-rational rank (python-flint)", Certification.EXACT)
+    lo, hi, certificate = interlacing_rank(built.exact_row)
+    return RankEnclosure(
+        lo, hi, f"rank in [{lo}, {hi}] by interlacing on the exact row", Certification.EXACT, certificate
+    )
+
+
+def rank_sides(enclosure: RankEnclosure, value: int) -> tuple[Measurement, Judgement]:
+    """``rank J == value``: holds when the enclosure is the point ``value``; violated when either end
+    excludes it (that end alone proves it: one-sided); otherwise undecided."""
+    lo, hi, method, certificate = enclosure.lo, enclosure.hi, enclosure.method, enclosure.certificate
+    rhs = float(value)
+    if lo <= hi and (hi < value or lo > value):
+        end, side = (hi, "upper <") if hi < value else (lo, "lower >")
+        how = f"{method}; {side} {value}"
+        measured = Measurement(
+            float(end), rhs, 0.0, how, certificate, True, Certification.ONE_SIDED, proves=Status.VIOLATED
         )
-        return matrix.rank(), "exact-rational rank (python-flint)"
-    return sum(1 for x in p if x > 0) - 1, "interlacing certificate on the exact row"
+        sign = (value > end) - (value < end)
+        return measured, Judgement(float(end), rhs, sign, how, 0.0, certificate, Certification.ONE_SIDED)
+    point = float(lo) if lo == hi else math.nan
+    measured = Measurement(point, rhs, 0.0, method, certificate, True, enclosure.certified_by)
+    if lo == hi:
+        return measured, Judgement(point, rhs, 0, method, 0.0, certificate, enclosure.certified_by)
+    reason = "the ends disagree" if lo > hi else f"the interval contains {value} but is not a point"
+    return measured, Judgement(point, rhs, None, f"{method}; undecided: {reason}", 0.0, certificate)
 
 
-def measure_rank(instance: Instance, backend: Backend, factor: Fraction) -> Measurement:
+def claimed_rank(built: Built, statement: str, exact_row: bool = False) -> int:
+    """The right side: V for the mutant, else |supp p| − 1 of the computed row, or of the exact row
+    (where every entry of the softmax of finite logits is positive)."""
+    if statement == "V":
+        return built.V
+    if exact_row and built.form == "logits":
+        return built.V - 1
+    return int(_scalar(sj.support_size(built.rows))) - 1
+
+
+def measure_rank(instance: Instance, backend: Backend, factor: Fraction, statement: str = "support") -> Measurement:
     built = build(instance, backend)
-    rank, certificate = numerical_rank(built, backend)
-    support = _scalar(sj.support_size(built.rows))
-    return Measurement(rank, support - 1, 0.0, f"{backend.dtype_name} rank certificate", certificate)
+    return rank_sides(rank_enclosure(built, backend), claimed_rank(built, statement))[0]
 
 
-def judge_rank(instance: Instance, factor: Fraction) -> Judgement:
-    rank, method = exact_rank(instance)
-    built = rebuilt(instance)
-    support = int(np.count_nonzero(built.raw)) if built.form == "probabilities" else built.V
-    return Judgement(float(rank), float(support - 1), (support - 1 > rank) - (support - 1 < rank), method)
-
-
-def measure_rank_full(instance: Instance, backend: Backend, factor: Fraction) -> Measurement:
-    built = build(instance, backend)
-    rank, certificate = numerical_rank(built, backend)
-    return Measurement(rank, float(built.V), 0.0, f"{backend.dtype_name} rank certificate", certificate)
-
-
-def judge_rank_full(instance: Instance, factor: Fraction) -> Judgement:
-    rank, method = exact_rank(instance)
-    V = instance.params["V"]
-    return Judgement(float(rank), float(V), (V > rank) - (V < rank), method)
+def judge_rank(instance: Instance, factor: Fraction, statement: str = "support") -> Judgement:
+    value = claimed_rank(rebuilt(instance), statement, exact_row=True)
+    return rank_sides(exact_rank_enclosure(instance), value)[1]
 
 
 # --------------------------------------------------------------------------- registration
@@ -598,11 +677,47 @@ trace.with_mutant(
     measure=measure_trace_entropy,
     judge_exactly=judge_trace_entropy,
 )
+variance_form.with_mutant(
+    "second-moment",
+    statement="uᵀ J u = E_p[u²]  (false: the mean is not removed; J = diag(p) − ppᵀ)",
+    measure=lambda i, b, f: measure_variance(i, b, f, centred=False),
+    judge_exactly=lambda i, f: judge_variance(i, f, centred=False),
+)
+psd.with_mutant(
+    "dominates-diag-p",
+    statement="uᵀ J u ≥ E_p[u²], i.e. J ⪰ diag(p)  (false: J = diag(p) − ppᵀ ⪯ diag(p))",
+    measure=lambda i, b, f: measure_psd(i, b, f, floor="second-moment"),
+    judge_exactly=lambda i, f: judge_psd(i, f, floor="second-moment"),
+)
+kernel.with_mutant(
+    "annihilates-p",
+    statement="J·p = 0  (false: (Jp)_i = p_i(p_i − Σ_j p_j²), zero only for a row uniform on its support)",
+    measure=lambda i, b, f: measure_kernel(i, b, f, direction="p"),
+    judge_exactly=lambda i, f: judge_kernel(i, f, direction="p"),
+)
+envelope.with_mutant(
+    "at-most-m(1-m)",
+    statement="‖J‖₂ ≤ m(1 − m)  (false: the runner-up row has ‖J‖₂ = 2m(1 − m))",
+    measure=_measure_norm_bound("lower", norm_on_left=True),
+    judge_exactly=_judge_norm_bound("lower", norm_on_left=True),
+)
+envelope_attained.with_mutant(
+    "always-2m(1-m)",
+    statement="‖J‖₂ = 2m(1 − m) on both witnesses  (false: two atoms tied at m < 1/2 give ‖J‖₂ = m)",
+    measure=_measure_norm_bound("upper", norm_on_left=True),
+    judge_exactly=_judge_norm_bound("upper", norm_on_left=True),
+)
+lower_bound_approached.with_mutant(
+    "attained",
+    statement="‖J‖₂ ≤ m(1 − m) for the spread tail  (false: the infimum m(1 − m) is not attained for m < 1)",
+    measure=_measure_norm_bound("lower", norm_on_left=True),
+    judge_exactly=_judge_norm_bound("lower", norm_on_left=True),
+)
 rank.with_mutant(
     "equals-V",
     statement="rank J = V  (false: J·1 = 0 always)",
-    measure=measure_rank_full,
-    judge_exactly=judge_rank_full,
+    measure=lambda i, b, f: measure_rank(i, b, f, "V"),
+    judge_exactly=lambda i, f: judge_rank(i, f, "V"),
 )
 
 for _claim_object in (
