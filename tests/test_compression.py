@@ -15,7 +15,7 @@ from checks.backends import resolve
 from checks.claims import compression as claims
 from checks.cli import EXIT_OK, EXIT_USAGE, EXIT_VIOLATED, main
 from checks.search import search
-from checks.verdict import REGISTRY, Instance, Relation, Status
+from checks.verdict import REGISTRY, Certification, Instance, Relation, Status
 from theory import compression as cp
 from theory._validation import InputError
 
@@ -214,7 +214,7 @@ def test_a_side_measured_wrong_is_a_violation(monkeypatch, claim_id, name, index
     planted(monkeypatch, name, index, factor)
     verdict = claim.check(instance, NUMPY)
     assert verdict.status is Status.VIOLATED, verdict.to_json()
-    assert abs(verdict.margin) > verdict.tolerance > 0 and "two-sided" in verdict.method
+    assert abs(verdict.margin) > verdict.tolerance > 0 and verdict.certified_by is Certification.TWO_SIDED
 
 
 @pytest.mark.parametrize("claim_id", ["compression.ky-fan", "compression.update-efficiency"])
@@ -241,7 +241,7 @@ def test_a_full_head_keeps_everything_exactly():
     full = Instance("batch-gradient", {"V": 8, "D": 8, "rank": None, "tokens": 5, "seed": 0})
     assert claims.ky_fan.check(full, NUMPY).status is Status.HOLDS
     verdict = claims.ky_fan.check(full, NUMPY, Fraction(1, 2))
-    assert verdict.status is Status.VIOLATED and verdict.method.startswith("structural")
+    assert verdict.status is Status.VIOLATED and verdict.certified_by is Certification.EXACT
 
 
 @pytest.mark.parametrize("mutant", MUTANTS, ids=lambda m: m.id)
@@ -252,7 +252,7 @@ def test_every_mutant_is_refuted_on_a_witness_by_its_measured_margin(mutant):
     assert refuted, f"{mutant.id} survived every witness"
     for v in refuted:
         beyond = v.margin < -v.tolerance if mutant.relation is Relation.AT_MOST else abs(v.margin) > v.tolerance
-        assert beyond and 0 < v.tolerance < 1e-9, v.to_json()
+        assert beyond and 0 < v.tolerance < 1e-9 and v.certified_by is Certification.TWO_SIDED, v.to_json()
 
 
 @pytest.mark.parametrize("claim_id", ["compression.ky-fan", "compression.update-efficiency"])

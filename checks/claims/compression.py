@@ -24,7 +24,7 @@ import numpy as np
 
 from checks import tolerance
 from checks.strategies import compression_instances
-from checks.verdict import REGISTRY, Claim, Instance, Judgement, Measurement, Relation
+from checks.verdict import REGISTRY, Certification, Claim, Instance, Judgement, Measurement, Relation
 from theory import compression as cp
 
 SEED_000 = "seed 000"  # "Lost in Backpropagation: The LM Head is a Gradient Bottleneck"
@@ -194,7 +194,8 @@ def descent_rates(G: np.ndarray, W: np.ndarray) -> tuple[Enclosure, Enclosure]:
 def _measurement(lhs: Enclosure, rhs: Enclosure, method: str, slack: float = 0.0, **certificate: Any) -> Measurement:
     """Both sides and the tolerance: their radii plus any slack the hypotheses leave."""
     certificate = {"lhs_enclosure": lhs.to_json(), "rhs_enclosure": rhs.to_json(), **certificate}
-    return Measurement(lhs.value, rhs.value, lhs.radius + rhs.radius + slack, method, certificate)
+    tol = lhs.radius + rhs.radius + slack
+    return Measurement(lhs.value, rhs.value, tol, method, certificate, certified_by=Certification.TWO_SIDED)
 
 
 def two_sided(m: Measurement, relation: Relation) -> Judgement:
@@ -205,7 +206,7 @@ def two_sided(m: Measurement, relation: Relation) -> Judgement:
         return Judgement(m.lhs, m.rhs, None, f"{m.method} (inside its bound: undecided)", m.tolerance, m.certificate)
     sign = 1 if margin > 0 and relation is Relation.AT_MOST else -1
     method = f"{m.method}; two-sided rounding-model margin"
-    return Judgement(m.lhs, m.rhs, sign, method, m.tolerance, m.certificate)
+    return Judgement(m.lhs, m.rhs, sign, method, m.tolerance, m.certificate, Certification.TWO_SIDED)
 
 
 def measure_pythagoras(instance: Instance, backend: Any, factor: Fraction, power: int = 2) -> Measurement:
@@ -241,7 +242,7 @@ def judge_ky_fan(instance: Instance, factor: Fraction, ceiling: Ceiling | None =
     m = measure_ky_fan(instance, None, factor, ceiling)
     if m.certificate["rank_W"] == instance.params["V"] and ceiling is None:
         method = "structural (rank W = V, so the projector is the identity)"
-        return Judgement(1.0, float(factor), (factor > 1) - (factor < 1), method)
+        return Judgement(1.0, float(factor), (factor > 1) - (factor < 1), method, certified_by=Certification.EXACT)
     return two_sided(m, Relation.AT_MOST)
 
 
