@@ -191,7 +191,7 @@ def _dyadic(x: np.ndarray) -> tuple[np.ndarray, int]:
     return np.array(ints, dtype=object).reshape(x.shape), low
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Head:
     r"""A head ready for certificates: W (V x D) and b as float64, both multiplied by the power of two
     that brings max|W| into [1, 2) when that scaling is exact (it multiplies every logit by the
