@@ -209,6 +209,20 @@ class Claim:
             return Verdict(self.id, Status.INCONCLUSIVE, nan, nan, nan, nan, reason, instance)
 
 
+def tightened_integer_bound(bound: int, factor: Fraction, direction: str) -> int:
+    """An integer bound b multiplied by ``factor`` for ``search --tighten``, kept strictly
+    sharper than the real product: an upper bound "x <= b" becomes x <= ceil(F b) - 1 (for F < 1),
+    a lower bound "x >= b" becomes x >= floor(F b) + 1 (for F > 1). F = 1 leaves b unchanged."""
+    if factor == 1:
+        return bound
+    scaled = factor * bound
+    if direction == "upper":
+        return math.ceil(scaled) - 1
+    if direction == "lower":
+        return math.floor(scaled) + 1
+    raise ValueError(f"direction: expected 'upper' or 'lower', got {direction!r}")
+
+
 #: How the method of a verdict begins when the backend failed on the instance.
 NUMERICAL_FAILURE = "numerical failure, undecided"
 
