@@ -7,13 +7,18 @@ against certified enclosures with tolerances from checks.tolerance.
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
 import sympy
 
 from checks import exact, tolerance
-from checks.backends import to_numpy
+from checks.backends import resolve, to_numpy
+from checks.claims import softmax_jacobian as sc
+from checks.search import search
+from checks.strategies import CI_SEARCH_BUDGET
+from checks.verdict import REGISTRY, Certification, Instance, Status
 from theory import softmax_jacobian as sj
 
 #: The secular solver's accuracy claim: within this many ulps of the certified norm.
@@ -21,6 +26,7 @@ from theory import softmax_jacobian as sj
 SPECTRAL_NORM_ULPS = 16
 
 U64 = 2.0**-53
+NUMPY = resolve("numpy")
 
 
 def dirichlet_rows(V: int, seeds: int = 3) -> list[np.ndarray]:
@@ -234,3 +240,146 @@ class TestConstructorsBuildWhatTheySay:
         ):
             assert math.isclose(p.sum(), 1.0, rel_tol=16 * U64)
             assert (p >= 0).all()
+
+
+# --------------------------------------------------------------------------- the claims
+
+SPARSE_1024 = Instance("sparse", {"V": 1024, "support": 700, "seed": 0})
+DIRICHLET_64 = Instance("dirichlet", {"V": 64, "concentration": 1.0, "seed": 0})
+
+
+class TestRankIsMeasuredFromJ:
+    """rank J is certified from J's structure (zero rows, the kernel vector 1, interlacing) or its
+    eigenvalues, never read off the claim's own right side |supp p| − 1."""
+
+    @pytest.mark.parametrize(
+        ("instance", "certified_by", "lower"),
+        [(SPARSE_1024, Certification.EXACT, "interlacing"), (DIRICHLET_64, Certification.TWO_SIDED, "eigvalsh")],
+    )
+    def test_the_claim_holds_by_a_certified_point(self, instance, certified_by, lower):
+        verdict = REGISTRY["softmax-jacobian.rank"].check(instance, NUMPY)
+        assert verdict.status is Status.HOLDS and verdict.certified_by is certified_by, verdict.to_json()
+        assert f"lower from {'' if lower == 'interlacing' else '64x64 '}{lower}" in verdict.method
+        assert verdict.lhs == verdict.rhs == instance.params.get("support", 64) - 1
+
+    @pytest.mark.parametrize("shift", [1, -1])
+    def test_a_planted_support_count_never_holds(self, monkeypatch, shift):
+        """The right side planted off by one at V = 1024: the rank measured from J disagrees."""
+        real = sj.support_size
+        monkeypatch.setattr(sj, "support_size", lambda p: real(p) + shift)
+        verdict = REGISTRY["softmax-jacobian.rank"].check(SPARSE_1024, NUMPY)
+        assert verdict.status is Status.VIOLATED and verdict.lhs == 699, verdict.to_json()
+        assert verdict.certified_by is Certification.ONE_SIDED
+
+    @pytest.mark.parametrize("instance", [SPARSE_1024, DIRICHLET_64])
+    def test_a_planted_rank_certificate_never_holds(self, monkeypatch, instance):
+        """The structural certificate planted one too high (in the float and the exact routes)."""
+        real = sc.interlacing_rank
+        monkeypatch.setattr(sc, "interlacing_rank", lambda row: (lambda lo, hi, c: (lo + 1, hi + 1, c))(*real(row)))
+        verdict = REGISTRY["softmax-jacobian.rank"].check(instance, NUMPY)
+        assert verdict.status is Status.VIOLATED, verdict.to_json()
+
+    def test_the_structure_matches_the_exact_rank(self):
+        """interlacing_rank against python-flint's rank over Q on rows with ties, zeros and one-hots."""
+        for p in (
+            [0.5, 0.25, 0.25, 0.0],
+            [1.0, 0.0, 0.0],
+            [0.2, 0.2, 0.2, 0.2, 0.2],
+            list(sj.construct_sparse(12, 5, 1)),
+            list(sj.construct_dirichlet(9, 0.05, 2)),
+        ):
+            row = exact.ExactRow.from_probabilities(p)
+            lo, hi, _ = sc.interlacing_rank(row)
+            q = [exact.rational(x) for x in p]
+            total = sum(q, start=exact.rational(0.0))
+            q = [x / total for x in q]
+            n = len(q)
+            J = [(qi if i == j else 0) - qi * qj for i, qi in enumerate(q) for j, qj in enumerate(q)]
+            assert lo == hi == exact.flint.fmpq_mat(n, n, J).rank(), p
+
+    @pytest.mark.parametrize(
+        "instance", [SPARSE_1024, DIRICHLET_64, Instance("runner-up", {"V": 8, "m": 0.75, "tail_mass": 0.0})]
+    )
+    def test_the_mutant_rank_V_is_refuted_by_the_upper_end(self, instance):
+        verdict = REGISTRY["softmax-jacobian.rank"].mutants["equals-V"].check(instance, NUMPY)
+        assert verdict.status is Status.VIOLATED and verdict.certified_by is Certification.ONE_SIDED
+        assert verdict.method.endswith(f"upper < {instance.params['V']}"), verdict.method
+
+
+class TestKernelIsMeasuredThroughTheProduct:
+    """J·1 = 0 is measured as the O(V) product J·1 and judged from the exact product, not from 1 − Σp."""
+
+    def test_a_planted_jacobian_that_does_not_annihilate_1_never_holds(self, monkeypatch):
+        """J planted as diag(p) − ppᵀ/2 in the float product and in the exact one: J·1 = p/2."""
+        real_float, real_exact = sj.jvp, sc.exact_jvp
+
+        def planted_float(p, u):
+            rows = sj.probability_rows(p)
+            return real_float(p, u) + rows.p * rows.xp.sum(rows.p * u, axis=-1, keepdims=True) / 2
+
+        def planted_exact(p, u, zero):
+            mean = sum((pi * ui for pi, ui in zip(p, u, strict=True)), start=zero)
+            return [x + pi * mean / 2 for x, pi in zip(real_exact(p, u, zero), p, strict=True)]
+
+        monkeypatch.setattr(sj, "jvp", planted_float)
+        monkeypatch.setattr(sc, "exact_jvp", planted_exact)
+        for instance in (Instance("runner-up", {"V": 5, "m": 0.75, "tail_mass": 0.0}), SPARSE_1024):
+            verdict = REGISTRY["softmax-jacobian.kernel"].check(instance, NUMPY)
+            assert verdict.status is Status.VIOLATED, verdict.to_json()
+
+    def test_the_judge_decides_from_the_product(self, monkeypatch):
+        """With only the exact product planted, the exact judgement sees J·1 ≠ 0 although Σp = 1."""
+        monkeypatch.setattr(sc, "exact_jvp", lambda p, u, zero: [pi / 2 for pi in p])
+        judgement = sc.judge_kernel(Instance("uniform", {"V": 4}), Fraction(1))
+        assert judgement.sign == -1 and judgement.certified_by is Certification.EXACT
+
+    def test_the_mutant_J_p_is_zero_is_refuted(self):
+        verdict = (
+            REGISTRY["softmax-jacobian.kernel"]
+            .mutants["annihilates-p"]
+            .check(Instance("runner-up", {"V": 1024, "m": 0.75, "tail_mass": 0.0}), NUMPY)
+        )
+        assert verdict.status is Status.VIOLATED and verdict.certified_by is Certification.EXACT, verdict.to_json()
+        assert verdict.lhs == pytest.approx(0.75 * (0.75 - 0.625), rel=1e-12)
+
+
+MUTANTS = [(c.id, name) for c in REGISTRY if c.id.startswith("softmax-jacobian.") for name in c.mutants]
+
+
+def test_every_claim_has_a_mutant():
+    assert {c for c, _ in MUTANTS} == {c.id for c in REGISTRY if c.id.startswith("softmax-jacobian.")}
+
+
+@pytest.mark.parametrize(("claim_id", "mutant"), MUTANTS)
+def test_each_mutant_is_refuted_with_a_certificate(claim_id, mutant):
+    planted = REGISTRY[claim_id].mutants[mutant]
+    violated = [v for v in (planted.check(i, NUMPY) for i in planted.witnesses(16)) if v.status is Status.VIOLATED]
+    assert violated, f"{planted.id} survived every witness"
+    assert all(v.certified_by is not None and v.method != "float64 secular solve" for v in violated)
+
+
+@pytest.mark.parametrize(
+    ("claim_id", "factor"),
+    [("lower-bound", "2"), ("upper-bound", "1/2"), ("envelope", "1/2"), ("lower-bound-approached", "1/2")],
+)
+def test_tightened_bounds_are_refuted_by_search(claim_id, factor):
+    result = search(REGISTRY[f"softmax-jacobian.{claim_id}"], NUMPY, tighten=Fraction(factor), budget=CI_SEARCH_BUDGET)
+    found = result.counterexample
+    assert found is not None and found.status is Status.VIOLATED and found.certified_by is not None
+
+
+@pytest.mark.parametrize(
+    ("instance", "method", "certified_by"),
+    [
+        (Instance("runner-up", {"V": 5, "m": 0.7, "tail_mass": 0.0}), "exact-rational", Certification.EXACT),
+        (
+            Instance("logits", {"V": 2, "gap": 700.0, "offset": 0.0, "runners": 1, "tail_gap": 0.0}),
+            "two-atom lemma (norm = 2m(1-m))",
+            Certification.EXACT,
+        ),
+        (Instance("dirichlet", {"V": 600, "concentration": 0.5, "seed": 1}), "interval-128", Certification.TWO_SIDED),
+    ],
+)
+def test_norm_judgements_say_what_certifies_them(instance, method, certified_by):
+    judgement = sc._judge_norm_bound("upper", norm_on_left=True)(instance, Fraction(1))
+    assert judgement.method == method and judgement.certified_by is certified_by, judgement

@@ -9,10 +9,16 @@ import pytest
 import torch
 
 from checks import exact
+from checks.backends import resolve
+from checks.claims import updates as uc
+from checks.search import search
+from checks.strategies import CI_SEARCH_BUDGET
+from checks.verdict import REGISTRY, Certification, Instance, Status
 from theory import updates as up
 from theory._validation import InputError
 
 U = 2.0**-53
+NUMPY = resolve("numpy")
 
 
 class TestTheGradientStep:
@@ -183,3 +189,123 @@ def test_inputs_that_cannot_be_computed_are_refused(call, message):
     with pytest.raises(InputError) as error:
         call()
     assert message in str(error.value), str(error.value)
+
+
+# --------------------------------------------------------------------------- the claims
+
+
+def step_instance(integers: bool, delta: str = "first-order", *, contexts: int = 30, V: int = 40, D: int = 3):
+    params = {"contexts": contexts, "V": V, "D": D, "seed": 3, "integers": integers, "eta_num": 1, "eta_den": 3}
+    return Instance("step", {**params, "delta": delta})
+
+
+RANK_CLAIMS = [("updates.first-order-rank", "first-order"), ("updates.exact-step-rank", "exact-step")]
+
+
+class TestRankClaimsAreCertified:
+    """'rank ≤ 2D' holds only from an exact rank or a certified upper bound; a lower bound proves only a violation."""
+
+    @pytest.mark.parametrize(("claim_id", "kind"), RANK_CLAIMS)
+    def test_gaussian_instances_hold_by_the_factorization_through_2D_columns(self, claim_id, kind):
+
+        verdict = REGISTRY[claim_id].check(step_instance(False, kind), NUMPY)
+        assert verdict.status is Status.HOLDS and verdict.certified_by is Certification.ONE_SIDED, verdict.to_json()
+        assert "upper from the factorization through 6 columns" in verdict.method
+        assert verdict.certificate["factorization_residual"] <= verdict.certificate["residual_bound"]
+
+    @pytest.mark.parametrize(("claim_id", "kind"), RANK_CLAIMS)
+    def test_integer_instances_hold_by_an_exact_rank(self, claim_id, kind):
+
+        verdict = REGISTRY[claim_id].check(step_instance(True, kind), NUMPY)
+        assert verdict.status is Status.HOLDS and verdict.certified_by is Certification.EXACT, verdict.to_json()
+        assert verdict.lhs == 6 and verdict.method.startswith("exact rank")
+
+    @pytest.mark.parametrize("integers", [False, True])
+    @pytest.mark.parametrize(("claim_id", "kind"), RANK_CLAIMS)
+    def test_a_planted_full_rank_update_never_holds(self, monkeypatch, claim_id, kind, integers):
+        """The measured update planted as update + G (rank 30 > 2D = 6): the certificates refute it."""
+
+        real = uc.update_matrix
+        monkeypatch.setattr(uc, "update_matrix", lambda i, k: (real(i, k)[0] + uc.step(i)[2], real(i, k)[1]))
+        verdict = REGISTRY[claim_id].check(step_instance(integers, kind), NUMPY)
+        assert verdict.status is Status.VIOLATED and verdict.lhs == 30, verdict.to_json()
+
+    @pytest.mark.parametrize(("claim_id", "kind"), RANK_CLAIMS)
+    def test_a_blind_lower_bound_cannot_prove_that_the_rank_is_small(self, monkeypatch, claim_id, kind):
+        """A full-rank planted update seen by an SVD that finds nothing: a lower bound of 0 proves no
+        'rank ≤ 2D', and the factorization residual exceeds its bound, so the verdict is inconclusive."""
+
+        real = uc.update_matrix
+        monkeypatch.setattr(uc, "update_matrix", lambda i, k: (real(i, k)[0] + uc.step(i)[2], real(i, k)[1]))
+        monkeypatch.setattr(np.linalg, "svd", lambda a, compute_uv=True, **_: np.zeros(min(a.shape)))
+        verdict = REGISTRY[claim_id].check(step_instance(False, kind), NUMPY)
+        assert verdict.status is Status.INCONCLUSIVE, verdict.to_json()
+        assert "the shape" in verdict.method and "straddles 6" in verdict.method
+
+    @pytest.mark.parametrize(
+        ("claim_id", "mutant"), [(RANK_CLAIMS[0][0], "at-most-2D-minus-1"), (RANK_CLAIMS[1][0], "at-most-D")]
+    )
+    def test_each_rank_mutant_is_refuted_by_a_certified_rank(self, claim_id, mutant):
+
+        planted = REGISTRY[claim_id].mutants[mutant]
+        verdicts = [planted.check(i, NUMPY) for i in planted.witnesses(16)]
+        kinds = {v.certified_by for v in verdicts if v.status is Status.VIOLATED}
+        assert kinds == {Certification.EXACT, Certification.ONE_SIDED}, [v.to_json() for v in verdicts]
+        lower = [v for v in verdicts if v.certified_by is Certification.ONE_SIDED]
+        assert all(v.method.endswith(f"lower > {int(v.rhs)}") for v in lower), [v.method for v in lower]
+
+    def test_integer_bounds_tighten_by_the_floor(self):
+
+        assert [uc.tightened_at_most(6, Fraction(f)) for f in ("1", "0.999", "0.5")] == [6, 5, 3]
+
+    @pytest.mark.parametrize(
+        ("claim_id", "factor"), [(c, "1/2") for c, _ in RANK_CLAIMS] + [("updates.eckart-young", "2")]
+    )
+    def test_tightened_bounds_are_refuted_by_search(self, claim_id, factor):
+        """rank ≤ ⌊D⌋ fails (the rank 2D is attained); 2·tail ≤ residual fails for the truncated SVD."""
+
+        result = search(REGISTRY[claim_id], NUMPY, tighten=Fraction(factor), budget=CI_SEARCH_BUDGET)
+        found = result.counterexample
+        assert found is not None and found.status is Status.VIOLATED and found.certified_by is not None
+
+
+class TestEckartYoungClaims:
+    """The residual claims can fail: a planted update of full rank beats the tail, and both mutants are refuted."""
+
+    @pytest.mark.parametrize(
+        ("claim_id", "planted"),
+        [("updates.eckart-young", "G"), ("updates.eckart-young-attained", "zero")],
+    )
+    def test_a_planted_wrong_side_is_violated(self, monkeypatch, claim_id, planted):
+        """Δ planted as G itself (rank 30 > 2D: residual 0 below the tail), or as 0 (residual ‖G‖ above it)."""
+
+        def delta(i):
+            G = uc.step(i)[2].astype(float)
+            return (G if planted == "G" else np.zeros_like(G)), G
+
+        monkeypatch.setattr(uc, "delta_for", delta)
+        monkeypatch.setattr(uc, "exact_delta", lambda i, Gm: Gm if planted == "G" else 0 * Gm)
+        claim = REGISTRY[claim_id]
+        verdict = claim.check(step_instance(False, "truncated-svd"), NUMPY)
+        assert verdict.status is Status.VIOLATED and verdict.certified_by is Certification.TWO_SIDED, verdict.to_json()
+        assert verdict.method.startswith("mpmath")
+
+    @pytest.mark.parametrize(
+        ("claim_id", "mutant"),
+        [("updates.eckart-young", "one-more-tail-value"), ("updates.eckart-young-attained", "rank-D-truncation")],
+    )
+    def test_each_mutant_is_refuted_in_50_digits(self, claim_id, mutant):
+
+        planted = REGISTRY[claim_id].mutants[mutant]
+        verdicts = [planted.check(i, NUMPY) for i in planted.witnesses(16)]
+        violated = [v for v in verdicts if v.status is Status.VIOLATED]
+        assert violated and all(v.certified_by is Certification.TWO_SIDED for v in violated)
+
+    def test_the_true_claims_say_what_certifies_them(self):
+
+        for claim_id, delta in (
+            ("updates.eckart-young", "first-order"),
+            ("updates.eckart-young-attained", "truncated-svd"),
+        ):
+            verdict = REGISTRY[claim_id].check(step_instance(False, delta), NUMPY)
+            assert verdict.status is Status.HOLDS and verdict.certified_by is Certification.TWO_SIDED
