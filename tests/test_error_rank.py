@@ -1,7 +1,9 @@
 """Tests of theory/error_rank.py and the error-rank / logprob-rank claims.
 
 Three routes to a rank are cross-checked: the O(V) dominance certificate, a dense SVD with a
-Weyl margin, and exact ranks over the integers (python-flint).
+Weyl margin, and exact ranks over the integers (python-flint). Every claim can fail (issue 11):
+planted wrong ranks never hold, each mutant is refuted through its measurement, and every bound,
+tightened, is refuted by the search.
 """
 
 from __future__ import annotations
@@ -14,11 +16,16 @@ import pytest
 import scipy.sparse as sparse
 
 from checks import exact, tolerance
-from checks.claims.error_rank import dense_rank_lower, rank_interval
+from checks.backends import resolve
+from checks.claims import error_rank as claims
 from checks.data import characters, read_corpus
+from checks.search import search
+from checks.verdict import REGISTRY, Certification, Instance, Status
 from theory import error_rank as er
 from theory._validation import InputError
 
+NUMPY = resolve("numpy")
+FAMILIES = [c for c in REGISTRY if c.id.startswith(("error-rank.", "logprob-rank."))]
 U = 2.0**-53
 
 
@@ -27,10 +34,25 @@ class TestUniqueContinuationsForceRank:
 
     @pytest.mark.parametrize(("V", "k"), [(5, 1), (5, 4), (5, 5), (40, 17), (64, 63), (64, 64)])
     def test_certificate_dense_svd_and_exact_agree(self, V, k):
+        """Routes 1 (dominance or positivity), 3 (SVD + Weyl) and 2 (exact, on P̂) give min(k, V - 1)."""
         logits, tokens = er.construct_unique_continuation(V, k, 3, seed=V + k)
-        lower, upper, _, _ = rank_interval(logits, tokens)
-        assert lower == upper == min(k, V - 1)
-        assert dense_rank_lower(logits, tokens) == min(k, V - 1)
+        bounds = claims.float_bounds(logits, tokens)
+        route_1 = bounds.certificate.get("dominance", bounds.certificate.get("positivity"))
+        assert bounds.lo == bounds.hi == route_1 == min(k, V - 1)
+        assert claims.dense_rank_lower(logits, tokens)[0] == min(k, V - 1)
+        rational = claims.float_rows_bounds(logits, tokens)
+        assert rational.exact and rational.lo == rational.hi == min(k, V - 1)
+
+    def test_underflowed_margins_are_certified_in_balls(self):
+        """Scale 1000 underflows the float margins (route 1 fails in float64); the SVD misses one
+        direction; the judge certifies every margin positive at 256 bits."""
+        instance = Instance("unique-continuation", {"V": 40, "k": 20, "D": 1, "seed": 3, "scale": 1000.0})
+        logits, tokens = claims.unique_instance(instance)
+        floats = claims.float_bounds(logits, tokens)
+        assert floats.certificate["dominance"] == 0 and floats.lo < floats.hi == 20
+        verdict = REGISTRY["error-rank.unique-continuation"].check(instance, NUMPY)
+        assert verdict.status is Status.HOLDS and verdict.method.startswith("rank in [20, 20]: lower from interval-256")
+        assert verdict.certified_by is Certification.TWO_SIDED
 
     def test_dominance_margins_are_the_mass_outside_the_token_set(self):
         logits, tokens = er.construct_unique_continuation(30, 12, 4, seed=1)
@@ -229,3 +251,221 @@ class TestRowShiftIsExactOnIntegers:
         shifted = er.row_shift(A, np.array([2**62, -(2**62)]))
         assert shifted.tolist() == [[2**63, 0], [1 - 2**62, 2 - 2**62]]
         assert exact.exact_rank(shifted)[0] == 2
+
+
+# --------------------------------------------------------------------------- every claim can fail (issue 11)
+
+BOUNDS = {
+    "error-rank.unique-continuation": "lower",
+    "error-rank.mini-batch": "lower",
+    "error-rank.wcdd": "lower",
+    "logprob-rank.log-softmax": "upper",
+    "logprob-rank.row-shift": "upper",
+    "logprob-rank.bottleneck": "upper",
+}
+#: The factor that makes each bound false: twice a lower bound, half an upper bound.
+FALSIFYING = {"lower": Fraction(2), "upper": Fraction(1, 2)}
+
+
+def witness(claim_id: str, V: int = 16) -> Instance:
+    return REGISTRY[claim_id].witnesses(V)[-1]
+
+
+class TestEveryClaimNamesItsBound:
+    """--tighten needs a direction: a lower bound is raised, an upper bound lowered."""
+
+    def test_directions(self):
+        assert {c.id: c.bound for c in FAMILIES} == {**BOUNDS, "error-rank.attracting-components": None}
+
+    @pytest.mark.parametrize(
+        ("bound", "factor", "direction", "expected"),
+        [
+            (8, Fraction(1), "lower", 8),
+            (8, Fraction(2), "lower", 17),
+            (8, Fraction(10001, 10000), "lower", 9),
+            (0, Fraction(2), "lower", 1),
+            (8, Fraction(1), "upper", 8),
+            (8, Fraction(1, 2), "upper", 3),
+            (7, Fraction(1, 2), "upper", 3),
+            (8, Fraction(99, 100), "upper", 7),
+            (1, Fraction(1, 2), "upper", 0),
+        ],
+    )
+    def test_integer_tightening_is_strict(self, bound, factor, direction, expected):
+        """rank >= ⌊F b⌋ + 1 and rank <= ⌈F b⌉ - 1: F = 1.0001 already asks for more than b."""
+        assert claims.tightened(bound, factor, direction) == expected
+
+    def test_unique_continuation_tightened_by_1_0001_is_refuted_by_the_structural_upper_bound(self):
+        """Prop. A.5 is sharp: rank(P - Ñ) <= min(k, V - 1) because (P - Ñ)1 = 0."""
+        instance = Instance("unique-continuation", {"V": 64, "k": 64, "D": 8, "seed": 0, "scale": 1.0})
+        verdict = REGISTRY["error-rank.unique-continuation"].check(instance, NUMPY, Fraction("1.0001"))
+        assert verdict.status is Status.VIOLATED and verdict.method.endswith("upper < 64")
+        assert verdict.certified_by is Certification.TWO_SIDED  # pinned: dominance from below, structure from above
+
+    @pytest.mark.parametrize("claim_id", sorted(BOUNDS))
+    def test_the_tightened_bound_is_refuted_by_the_search(self, claim_id):
+        factor = FALSIFYING[BOUNDS[claim_id]]
+        result = search(REGISTRY[claim_id], NUMPY, tighten=factor, budget=300, seed=0)
+        assert result.counterexample is not None, f"{claim_id} x {factor} survived {result.examples} examples"
+        assert result.counterexample.status is Status.VIOLATED and result.counterexample.certified_by is not None
+
+
+class TestCertificationIsStated:
+    """A verdict names what certifies it: exact, two-sided or one-sided, never nothing."""
+
+    @pytest.mark.parametrize("claim", FAMILIES + [m for c in FAMILIES for m in c.mutants.values()], ids=lambda c: c.id)
+    def test_every_exact_measurement_and_decided_verdict_says_how(self, claim):
+        for instance in claim.witnesses(16):
+            measured = claim.measure(instance, NUMPY, Fraction(1))
+            assert not measured.exact_sides or measured.certified_by is not None, measured
+            verdict = claim.check(instance, NUMPY)
+            assert verdict.status is Status.INCONCLUSIVE or verdict.certified_by is not None, verdict.to_json()
+
+
+def shifted(original, offset: int):
+    """Wrap a bounds function so that it reports the enclosure moved by ``offset``."""
+
+    def planted(*args, **kwargs):
+        result = original(*args, **kwargs)
+        bounds, rest = (result[0], result[1:]) if isinstance(result, tuple) else (result, ())
+        moved = claims.RankBounds(bounds.lo + offset, bounds.hi + offset, "planted", "planted", bounds.exact, {})
+        return (moved, *rest) if rest else moved
+
+    return planted
+
+
+PLANTED = {  # claim: (the function that encloses its rank, the direction that makes it false)
+    "error-rank.unique-continuation": ("unique_bounds", -1),
+    "error-rank.mini-batch": ("batch_bounds", -1),
+    "error-rank.wcdd": ("wcdd_bounds", -1),
+    "error-rank.attracting-components": ("attracting_bounds", -1),
+    "logprob-rank.log-softmax": ("log_probability_bounds", 2),
+    "logprob-rank.row-shift": ("row_shift_bounds", 2),
+    "logprob-rank.bottleneck": ("log_probability_bounds", 2),
+}
+
+
+class TestPlantedWrongRanksNeverHold:
+    """A rank moved to the wrong side of the bound is violated; an interval that straddles the bound,
+    or ends that contradict each other, are inconclusive. Neither ever holds."""
+
+    @pytest.mark.parametrize("claim_id", sorted(PLANTED))
+    def test_a_wrong_rank_is_violated(self, claim_id, monkeypatch):
+        name, offset = PLANTED[claim_id]
+        monkeypatch.setattr(claims, name, shifted(getattr(claims, name), offset))
+        verdict = REGISTRY[claim_id].check(witness(claim_id), NUMPY)
+        assert verdict.status is Status.VIOLATED, verdict.to_json()
+        assert verdict.certified_by is not None
+
+    @pytest.mark.parametrize("claim_id", sorted(PLANTED))
+    def test_a_straddling_or_contradicting_interval_is_inconclusive(self, claim_id, monkeypatch):
+        name, offset = PLANTED[claim_id]
+        original = getattr(claims, name)
+
+        def widened(*args, **kwargs):
+            result = original(*args, **kwargs)
+            bounds, rest = (result[0], result[1:]) if isinstance(result, tuple) else (result, ())
+            lo, hi = (bounds.lo - 1, bounds.hi + 1) if offset < 0 else (bounds.hi + 1, bounds.lo)
+            moved = claims.RankBounds(max(lo, 0), hi, "planted", "planted", False, {})
+            return (moved, *rest) if rest else moved
+
+        monkeypatch.setattr(claims, name, widened)
+        verdict = REGISTRY[claim_id].check(witness(claim_id), NUMPY)
+        assert verdict.status is Status.INCONCLUSIVE, verdict.to_json()
+
+    @pytest.mark.parametrize("claim_id", ["error-rank.wcdd", "error-rank.attracting-components"])
+    def test_an_exact_rank_one_too_low_is_violated(self, claim_id, monkeypatch):
+        """Both sides are exact here, so a planted rank is refuted on every witness."""
+        exact_rank = exact.exact_rank
+        monkeypatch.setattr(exact, "exact_rank", lambda M: (exact_rank(M)[0] - 1, "planted"))
+        verdicts = [REGISTRY[claim_id].check(i, NUMPY) for i in REGISTRY[claim_id].witnesses(16)]
+        assert {v.status for v in verdicts} == {Status.VIOLATED}
+        assert {v.certified_by for v in verdicts} == {Certification.EXACT}
+
+    def test_log_softmax_needs_an_upper_certificate(self, monkeypatch):
+        """A lower bound on the rank never proves 'rank <= b': without the factorization (and with a
+        shape above b) the claim is inconclusive, however low the SVD's count."""
+        monkeypatch.setattr(claims, "factorization_residual", lambda Z, L: (1.0, 0.0))
+        for claim_id in ("logprob-rank.log-softmax", "logprob-rank.bottleneck"):
+            verdict = REGISTRY[claim_id].check(REGISTRY[claim_id].witnesses(16)[0], NUMPY)
+            assert verdict.status is Status.INCONCLUSIVE and "factorization check" in verdict.method
+
+    def test_a_computed_L_off_its_rounding_bound_refutes_nothing(self, monkeypatch):
+        """An error in log softmax of rank 2 above the rounding bound: the SVD sees rank(A) + 2, but
+        the factorization check fails, so neither end is trusted."""
+        log_softmax = er.log_softmax
+
+        def perturbed(A):
+            L = log_softmax(A)
+            rng = np.random.default_rng(0)
+            return L + 1e-6 * rng.standard_normal((L.shape[0], 2)) @ rng.standard_normal((2, L.shape[1]))
+
+        monkeypatch.setattr(claims.er, "log_softmax", perturbed)
+        instance = REGISTRY["logprob-rank.log-softmax"].witnesses(16)[0]  # rank(A) = 0
+        verdict = REGISTRY["logprob-rank.log-softmax"].check(instance, NUMPY)
+        assert verdict.status is Status.INCONCLUSIVE and verdict.certificate["weyl_margin"] < 1e-6
+
+
+class TestMiniBatchHypothesisAndConclusions:
+    """Prop. A.7: the hypothesis is checked as a hypothesis, the three conclusions as conclusions."""
+
+    def test_outside_the_hypothesis_is_not_an_instance(self):
+        params = {"V": 8, "contexts": 20, "seed": 0, "unique_share": 0.0, "batch_tokens": 10, "delta": 0.9}
+        with pytest.raises(InputError, match=r"max\|P - Ñ\| = .* >= ε_B = .* \(outside A.7\)"):
+            REGISTRY["error-rank.mini-batch"].check(Instance("batch", params), NUMPY)
+
+    def test_the_rank_is_measured_exactly(self):
+        instance = witness("error-rank.mini-batch", 64)
+        verdict = REGISTRY["error-rank.mini-batch"].check(instance, NUMPY)
+        parts = claims.batch_rows(instance)
+        k, V = parts.error.shape
+        assert verdict.status is Status.HOLDS and verdict.certified_by is Certification.EXACT
+        assert verdict.rhs == exact.exact_rank(parts.error)[0] == min(k, V - 1)
+
+    def test_a_flipped_sign_is_a_violation(self, monkeypatch):
+        batch_rows = claims.batch_rows
+
+        def flipped(instance):
+            parts = batch_rows(instance)
+            c, v = np.argwhere(parts.support & (parts.limit > 0))[0]
+            parts.error[c, v] = -parts.error[c, v]
+            return parts
+
+        monkeypatch.setattr(claims, "batch_rows", flipped)
+        verdict = REGISTRY["error-rank.mini-batch"].check(witness("error-rank.mini-batch"), NUMPY)
+        assert verdict.status is Status.VIOLATED and verdict.method.startswith("(i) fails")
+        assert verdict.certified_by is Certification.EXACT
+
+    def test_a_singular_wcdd_limit_is_a_violation(self, monkeypatch):
+        """(iii): plant a rank one short on the k x k limit (and only there)."""
+        exact_rank = exact.exact_rank
+        monkeypatch.setattr(exact, "exact_rank", lambda M: (exact_rank(M)[0] - (M.shape[0] == M.shape[1]), "planted"))
+        verdicts = [
+            REGISTRY["error-rank.mini-batch"].check(i, NUMPY) for i in REGISTRY["error-rank.mini-batch"].witnesses(2048)
+        ]
+        wcdd = [v for v in verdicts if v.method.startswith("(iii)")]
+        assert wcdd and all(v.status is Status.VIOLATED for v in wcdd)
+
+
+class TestMutantsAreRefutedThroughTheirMeasurement:
+    """Each planted false variant is refuted by what is measured, not by a hard-coded answer."""
+
+    @pytest.mark.parametrize("mutant", [m for c in FAMILIES for m in c.mutants.values()], ids=lambda m: m.id)
+    def test_refuted_on_a_witness(self, mutant):
+        verdicts = [mutant.check(i, NUMPY) for i in mutant.witnesses(16)]
+        violated = [v for v in verdicts if v.status is Status.VIOLATED]
+        assert violated, f"{mutant.id} survived every witness"
+        assert all(v.certified_by is not None for v in violated)
+
+    def test_float_rows_lose_rank_to_underflow(self):
+        """The doc's example: float64 rows of scale 1e4 have two attracting classes, rank V - 2."""
+        mutant = REGISTRY["error-rank.unique-continuation"].mutants["float-rows"]
+        verdict = mutant.check(mutant.witnesses(16)[0], NUMPY)
+        assert verdict.status is Status.VIOLATED and (verdict.lhs, verdict.rhs) == (5, 4)
+        assert verdict.certified_by is Certification.EXACT and verdict.certificate["zeros_in_float_P"] == 27
+
+    def test_weak_dominance_leaves_the_kernel_vector_one(self):
+        mutant = REGISTRY["error-rank.wcdd"].mutants["weak-dominance-suffices"]
+        for instance in mutant.witnesses(16):
+            verdict = mutant.check(instance, NUMPY)
+            assert verdict.status is Status.VIOLATED and verdict.rhs == instance.params["n"] - 1

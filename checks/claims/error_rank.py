@@ -1,20 +1,39 @@
 """Claims ``error-rank.*`` and ``logprob-rank.*``: ranks of P - Ñ and of log-probabilities.
 
-Ranks are certified, never read off a thresholded SVD alone. A lower bound comes from a
-certificate: strict diagonal dominance (O(V) per row, streamed from the logits), positivity
-of a stochastic matrix (the Laplacian case), an SVD with a Weyl margin, or a rank mod p. An
-upper bound comes from structure: the number of rows, the kernel vector 1 of P - Ñ, or an
-exact rank over the integers (python-flint).
+Every rank is certified as an interval ``lo <= rank <= hi`` (:class:`RankBounds`), never read off
+a thresholded SVD alone. Lower ends: strict diagonal dominance (margins streamed from the logits,
+O(V) per row), positivity of a stochastic matrix, singular values above a Weyl margin, a rank mod
+p (exact). Upper ends: structure (the number of rows; the kernel vector 1 of P - Ñ, whose rows sum
+to 0), an explicit factorization whose residual is measured against a rounding bound, or an exact
+rank over the rationals (python-flint).
+
+Verdicts. "rank <= b" holds when hi <= b and is violated when lo > b; "b <= rank" holds when
+lo >= b and is violated when hi < b; "rank == r" holds when lo == hi == r. Anything else, or ends
+that contradict each other (lo > hi), is inconclusive and says why. The certification names what
+the verdict rests on: ``exact`` when the rank is pinned (lo == hi) by ends free of rounding
+(integers, rationals, structure); ``two-sided`` when it is pinned and one end comes from the
+rounding model; ``one-sided`` when one end decides alone (a lower end can refute an upper bound or
+prove a lower one, an upper end the reverse).
+
+Tightening. ``--tighten F`` on an integer bound b is strict: a lower bound b becomes
+rank >= ⌊F b⌋ + 1 (F > 1), an upper bound b becomes rank <= ⌈F b⌉ - 1 (F < 1), so that F = 1.0001
+already asks for more than b; F = 1 leaves b as it is.
+
+Domains. An instance outside a proposition's hypothesis is not an instance of it: measuring one
+raises :class:`InputError` naming the hypothesis that fails (the search rejects it; no witness is
+one). Conclusions are measured, never assumed.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 from hypothesis import strategies as st
+from scipy.special import logsumexp
 
 from checks import exact, tolerance
 from checks.data import characters, read_corpus, words
@@ -27,7 +46,16 @@ from checks.strategies import (
     unique_continuation_instances,
     wcdd_instances,
 )
-from checks.verdict import REGISTRY, Claim, Instance, Judgement, Measurement, Relation
+from checks.verdict import (
+    REGISTRY,
+    Certification,
+    Claim,
+    Instance,
+    Judgement,
+    Measurement,
+    Relation,
+    Status,
+)
 from theory import error_rank as er
 from theory._validation import InputError
 
@@ -35,8 +63,116 @@ SEED_000 = "seed 000"  # "Lost in Backpropagation: The LM Head is a Gradient Bot
 SEED_001 = "seed 001"  # "Breaking the softmax bottleneck: your output layer is a rank-d wall"
 U = 2.0**-53
 
-#: Largest k x V for which the dense SVD route cross-checks the dominance certificate.
+#: Largest k x V for which the dense SVD route (route 3) runs.
 DENSE_ENTRIES = 1 << 18
+
+#: Largest k x V for which the exact route (route 2, python-flint on a rationalized matrix) runs.
+EXACT_ENTRIES = 1 << 14
+
+
+# --------------------------------------------------------------------------- certified ranks
+
+
+@dataclass(frozen=True)
+class RankBounds:
+    """A certified enclosure ``lo <= value <= hi`` of an integer quantity (a rank, or a difference
+    of exact ranks), with how each end was certified and whether both ends are free of rounding."""
+
+    lo: int
+    hi: int
+    lower: str
+    upper: str
+    exact: bool
+    certificate: dict[str, Any]
+
+    @property
+    def method(self) -> str:
+        return f"rank in [{self.lo}, {self.hi}]: lower from {self.lower}; upper from {self.upper}"
+
+    @property
+    def pinned(self) -> bool:
+        return self.lo == self.hi
+
+    @property
+    def kind(self) -> Certification:
+        """What a verdict resting on these ends is certified by (see the module docstring)."""
+        if not self.pinned:
+            return Certification.ONE_SIDED
+        return Certification.EXACT if self.exact else Certification.TWO_SIDED
+
+    def json(self) -> dict[str, Any]:
+        return {"rank_lower": self.lo, "rank_upper": self.hi, **self.certificate}
+
+
+def tightened(bound: int, factor: Fraction, direction: str) -> int:
+    """The integer bound b times F, kept strictly sharper than F b: ⌊F b⌋ + 1 for a lower bound,
+    ⌈F b⌉ - 1 for an upper bound; b itself when F = 1."""
+    if factor == 1:
+        return bound
+    return math.floor(factor * bound) + 1 if direction == "lower" else math.ceil(factor * bound) - 1
+
+
+def measurement(bounds: RankBounds, bound: int, direction: str) -> Measurement:
+    """The sides a claim on the enclosed value compares. ``direction``: "upper" (value <= b),
+    "lower" (b <= value) or "equal" (value == b). A pinned value is compared as it is; otherwise the
+    one end that can decide is, and it proves only the answer it can (the judge tries the other).
+    Contradicting ends give a NaN margin, which never clears a tolerance: the judge says why."""
+    if bounds.lo > bounds.hi:
+        return Measurement(math.nan, math.nan, math.nan, f"{bounds.method}: the ends contradict", bounds.json())
+    b = float(bound)
+    if bounds.pinned:
+        value = float(bounds.lo)
+        lhs, rhs = (b, value) if direction == "lower" else (value, b)
+        return Measurement(lhs, rhs, 0.0, bounds.method, bounds.json(), exact_sides=True, certified_by=bounds.kind)
+    if direction == "upper":
+        sides, proves = (float(bounds.lo), b), Status.VIOLATED
+    elif direction == "lower":
+        sides, proves = (b, float(bounds.lo)), Status.HOLDS
+    else:  # an identity needs a point: the judge decides
+        return Measurement(math.nan, math.nan, math.nan, f"{bounds.method}: not a point", bounds.json())
+    return Measurement(
+        *sides, 0.0, bounds.method, bounds.json(), exact_sides=True, certified_by=Certification.ONE_SIDED, proves=proves
+    )
+
+
+def judgement(bounds: RankBounds, bound: int, direction: str) -> Judgement:
+    """The verdict the ends give on their own, as a judgement: ``sign`` of rhs - lhs, ``None`` when
+    the interval straddles the bound or the ends contradict each other."""
+    b, lo, hi, method = float(bound), float(bounds.lo), float(bounds.hi), bounds.method
+    if bounds.lo > bounds.hi:
+        return Judgement(hi, lo, None, f"{method}: undecided, the certificates contradict", certificate=bounds.json())
+    if direction == "upper":  # value <= b
+        decided = [(hi, b, f"upper <= {bound}")] if hi <= b else [(lo, b, f"lower > {bound}")] if lo > b else []
+    elif direction == "lower":  # b <= value
+        decided = [(b, lo, f"lower >= {bound}")] if lo >= b else [(b, hi, f"upper < {bound}")] if hi < b else []
+    else:  # value == b
+        end = lo if lo > b else hi
+        decided = [(lo, b, "a point")] if bounds.pinned else [(end, b, f"excludes {bound}")] if lo > b or hi < b else []
+    if not decided:
+        return Judgement(lo, b, None, f"{method}: undecided, the interval straddles {bound}", certificate=bounds.json())
+    lhs, rhs, why = decided[0]
+    sign = (rhs > lhs) - (rhs < lhs)
+    return Judgement(lhs, rhs, sign, f"{method}; {why}", certificate=bounds.json(), certified_by=bounds.kind)
+
+
+def integer_rows(M: np.ndarray) -> np.ndarray:
+    """Each row of a float matrix times a power of two that makes it integral (Python ints): an
+    exact rescaling of the rows of the dyadic rationals the floats are, so the rank is unchanged."""
+    mantissa, exponent = np.frexp(np.asarray(M, dtype=np.float64))
+    digits = (mantissa * 2.0**53).astype(np.int64).astype(object)
+    exponent = np.where(mantissa == 0, np.iinfo(np.int32).max, exponent - 53)
+    shifts = exponent - exponent.min(axis=1, keepdims=True)
+    shifts = np.where(mantissa == 0, 0, shifts).astype(object)
+    return digits << shifts
+
+
+def certified_rank_lower(M: np.ndarray, entry_error: float) -> tuple[int, float]:
+    """#{σ_i > m}, m = (Frobenius bound on the error of M) + (SVD backward error): each such
+    singular value of the exact matrix is nonzero (Weyl), a certified lower bound on its rank."""
+    sigma = np.linalg.svd(M, compute_uv=False)
+    top = float(sigma[0]) if sigma.size else 0.0
+    margin = entry_error + tolerance.svd_rank_margin(M.shape, U, 0.0, top)
+    return int(np.sum(sigma > margin)), margin
 
 
 # --------------------------------------------------------------------------- instances
@@ -68,75 +204,149 @@ def corpus_stream(corpus: str, level: str) -> Any:
     return _STREAMS[key]
 
 
-def rank_interval(logits: er.LogitRows, tokens: np.ndarray) -> tuple[int, int, str, dict[str, Any]]:
-    """Certified ``(lower, upper)`` bounds on rank(P - Ñ) over the unique-continuation rows.
-
-    Upper: the rows are k, and (P - Ñ)1 = 0, so rank <= min(k, V - 1). Lower, k < V: the
-    k x k submatrix is strictly diagonally dominant with margins alpha_j (the mass outside T),
-    computed with relative error gamma_{V+D+8} < 1, so a positive computed margin is a positive
-    real one. Lower, k = V: every entry of P is at least exp(floor) > 0, so P_T is an
-    irreducible stochastic matrix and rank(I - P_T) = V - 1."""
-    k, V = len(tokens), logits.shape[1]
-    upper = min(k, V - 1)
-    if k < V:
-        margins = er.dominance_margins(logits, tokens)
-        certified = bool(np.all(margins > 0)) and tolerance.gamma(V + logits.H.shape[1] + 8, U) < 1
-        certificate = {
-            "route": "strict diagonal dominance",
-            "smallest_margin": float(margins.min()),
-            "varah_sigma_min_bound": er.varah_bound(margins),
-        }
-        return (k if certified else 0), upper, "dominance certificate", certificate
-    floor = er.log_probability_floor(logits)
-    certificate = {"route": "positive stochastic matrix (Laplacian)", "log_probability_floor": floor}
-    return (V - 1 if math.isfinite(floor) else 0), upper, "positivity certificate", certificate
-
-
-def dense_rank_lower(logits: er.LogitRows, tokens: np.ndarray) -> int:
-    """Lower bound on rank(P - Ñ) from a dense SVD: singular values above the Weyl margin
-    (error of forming P - Ñ plus the SVD's backward error)."""
-    P = logits.probabilities(slice(None))
-    M = P.copy()
-    M[np.arange(len(tokens)), tokens] -= 1
-    sigma = np.linalg.svd(M, compute_uv=False)
-    margin = tolerance.svd_rank_margin(M.shape, U, float(np.linalg.norm(P)), float(sigma[0]))
-    return int(np.sum(sigma > margin))
-
-
 # --------------------------------------------------------------------------- unique continuation
 
 
-def measure_unique(instance: Instance, backend: Any, factor: Fraction, extra: int = 0) -> Measurement:
-    logits, tokens = unique_instance(instance)
-    lower, upper, method, certificate = rank_interval(logits, tokens)
+def logit_error(logits: er.LogitRows) -> np.ndarray:
+    """Per context, a bound E_c on the error of the computed z_cv - max_v z_cv over v: γ_D S_c for
+    the product and 2u(1 + γ_D) S_c for the subtraction, so γ_{D+3} S_c, with
+    S_c = Σ_i |h_ci| max_v |w_vi| >= max_v |h_c|·|w_v| (O((k + V) D), never k x V)."""
+    D = logits.H.shape[1]
+    return tolerance.gamma(D + 3, U) * (np.abs(logits.H) @ np.abs(logits.W).max(axis=0))
+
+
+def dense_rank_lower(logits: er.LogitRows, tokens: np.ndarray) -> tuple[int, float]:
+    """Route 3: singular values of the computed P - Ñ above a Weyl margin. A computed entry of P
+    is off by a relative factor e^{2E_c + 2γ_{V+4}} - 1 at most (each logit by E_c moves
+    log P_cv by 2E_c; exp, the sum and the division add γ_{V+4}); the SVD adds its backward error."""
+    P = logits.probabilities(slice(None))
+    M = P.copy()
+    M[np.arange(len(tokens)), tokens] -= 1
+    V = P.shape[1]
+    relative = np.expm1(2 * logit_error(logits) + 2 * tolerance.gamma(V + 4, U))
+    entry_error = float(np.linalg.norm(relative[:, None] * P)) + U * float(np.linalg.norm(M))
+    return certified_rank_lower(M, entry_error)
+
+
+def float_bounds(logits: er.LogitRows, tokens: np.ndarray) -> RankBounds:
+    """rank(P - Ñ) over the k unique rows, for the real P = softmax(HWᵀ), from floats.
+
+    Upper (exact): k rows, and (P - Ñ)1 = 0, so rank <= min(k, V - 1). Lower: route 1, k < V:
+    the k x k submatrix is strictly diagonally dominant with margins α_j (the mass outside T),
+    computed with relative error γ_{V+D+8} < 1, so a positive computed margin is a positive real
+    one; k = V: every entry of P is at least exp(floor) > 0, so P_T is a positive stochastic matrix
+    and rank(I - P_T) = V - 1. Route 3 when k V is small: the SVD with a Weyl margin."""
     k, V = len(tokens), logits.shape[1]
+    upper = min(k, V - 1)
+    routes: dict[str, Any] = {}
+    if k < V:
+        margins = er.dominance_margins(logits, tokens)
+        certified = bool(np.all(margins > 0)) and tolerance.gamma(V + logits.H.shape[1] + 8, U) < 1
+        routes["dominance"] = k if certified else 0
+        routes["smallest_margin"] = float(margins.min())
+        routes["varah_sigma_min_bound"] = er.varah_bound(margins)
+    else:
+        floor = er.log_probability_floor(logits)
+        routes["positivity"] = V - 1 if math.isfinite(floor) else 0
+        routes["log_probability_floor"] = floor
+    names = ["strict diagonal dominance" if k < V else "positivity (one attracting class)"]
+    lower = routes.get("dominance", routes.get("positivity", 0))
     if k * V <= DENSE_ENTRIES:
-        certificate["dense_svd_lower_bound"] = dense_rank_lower(logits, tokens)
-    certificate["rank_upper_bound"] = upper
-    claimed = min(k + extra, V - 1 + extra)
-    return Measurement(float(claimed), float(lower), 0.0, method, certificate, exact_sides=True)
+        routes["svd_weyl"], routes["weyl_margin"] = dense_rank_lower(logits, tokens)
+        names.append("SVD + Weyl margin")
+        lower = max(lower, routes["svd_weyl"])
+    return RankBounds(lower, upper, " / ".join(names), "rows and (P - Ñ)1 = 0", False, routes)
 
 
-def judge_unique(instance: Instance, factor: Fraction, extra: int = 0) -> Judgement:
-    """Re-decide in ball arithmetic: the margins alpha_j of a softmax are positive reals, so a
-    margin that underflowed in float64 is recomputed at 256 bits; the upper bound is exact."""
-    logits, tokens = unique_instance(instance)
+def float_rows_bounds(logits: er.LogitRows, tokens: np.ndarray) -> RankBounds | None:
+    """Route 2: the exact rank over Q of P̂ - Ñ, where P̂ is the computed float P read as dyadic
+    rationals and normalised exactly (row c scaled by its total: the integer row p - (Σp) e_t).
+    A rank mod p is a lower bound, the structure an upper one; fraction-free elimination settles
+    a gap. ``None`` when k V is too large."""
     k, V = len(tokens), logits.shape[1]
-    claimed, upper = min(k + extra, V - 1 + extra), min(k, V - 1)
-    if claimed > upper:
-        return Judgement(float(claimed), float(upper), -1, "structural upper bound (rows; (P - Ñ)1 = 0)")
-    if k == V:
-        return Judgement(float(claimed), float(V - 1), 0, "positivity of softmax (exact reals)")
+    if k * V > EXACT_ENTRIES:
+        return None
+    P = logits.probabilities(slice(None))
+    rows = integer_rows(P)
+    rows[np.arange(k), tokens] -= rows.sum(axis=1)
+    upper = min(k, V - 1)
+    certificate = {"zeros_in_float_P": int(np.sum(P == 0))}
+    lower = exact.rank_mod_prime(rows)
+    if lower == upper:
+        return RankBounds(lower, upper, "rank mod p of P̂ - Ñ", "rows and (P̂ - Ñ)1 = 0", True, certificate)
+    rank, how = exact.exact_rank(rows)
+    return RankBounds(rank, rank, f"{how} of P̂ - Ñ", f"{how} of P̂ - Ñ", True, certificate)
+
+
+def ball_bounds(logits: er.LogitRows, tokens: np.ndarray) -> RankBounds:
+    """Route 1 in 256-bit balls, for margins that underflowed float64: α_j is at least
+    exp(z_o - z_max - 2E_j - log V), z_o the largest logit outside T and E_j the logit error, which
+    is a positive real number however far below 2^-1074 it lies."""
+    k, V = len(tokens), logits.shape[1]
     outside = np.ones(V, dtype=bool)
     outside[tokens] = False
+    error = logit_error(logits)
+    smallest = math.inf
     with exact.precision(256):
         for j in range(k):
             z = logits.block(slice(j, j + 1))[0]
-            top = exact.ball(float(z.max()))
-            mass = sum(((exact.ball(float(x)) - top).exp() for x in z[outside]), start=exact.ball(0.0))
-            if exact.sign(mass) != 1:
-                return Judgement(float(claimed), 0.0, None, "interval-256")
-    return Judgement(float(claimed), float(k), 1 if claimed < k else 0, "interval-256 dominance margins")
+            exponent = exact.ball(float(z[outside].max())) - exact.ball(float(z.max())) - 2 * exact.ball(error[j])
+            bound = (exponent - exact.ball(float(V)).log()).exp()
+            if exact.sign(bound) != 1:
+                return RankBounds(0, min(k, V - 1), "interval-256 (undecided)", "rows and (P - Ñ)1 = 0", False, {})
+            smallest = min(smallest, float((bound.log() / exact.ball(math.log(10))).mid()))
+    certificate = {"log10_smallest_margin_bound": smallest}
+    return RankBounds(k, k, "interval-256 dominance margins", "rows and (P - Ñ)1 = 0", False, certificate)
+
+
+def unique_bound(instance: Instance, factor: Fraction, extra: int) -> int:
+    """The claimed lower bound min(k, V - 1) (plus ``extra`` for a mutant), tightened."""
+    logits, tokens = unique_instance(instance)
+    k, V = len(tokens), logits.shape[1]
+    return tightened(min(k + extra, V - 1 + extra), factor, "lower")
+
+
+def unique_bounds(instance: Instance, bound: int, escalate: bool) -> RankBounds:
+    """rank(P - Ñ) from the float routes; with ``escalate``, when they leave ``bound`` undecided,
+    from the exact instance P̂ (route 2, when it is strictly positive, so inside the domain, and
+    small) and then from the margins in ball arithmetic (route 1 for underflowed rows, k < V)."""
+    logits, tokens = unique_instance(instance)
+    bounds = float_bounds(logits, tokens)
+    if not escalate or bounds.lo >= bound or bounds.hi < bound:
+        return bounds
+    small = len(tokens) * logits.shape[1] <= EXACT_ENTRIES
+    if small and bool(np.all(logits.probabilities(slice(None)) > 0)):
+        return exact_float_rows(instance)
+    if len(tokens) < logits.shape[1]:
+        return ball_bounds(logits, tokens)
+    return bounds
+
+
+def measure_unique(instance: Instance, backend: Any, factor: Fraction, extra: int = 0) -> Measurement:
+    bound = unique_bound(instance, factor, extra)
+    return measurement(unique_bounds(instance, bound, escalate=False), bound, "lower")
+
+
+def judge_unique(instance: Instance, factor: Fraction, extra: int = 0) -> Judgement:
+    bound = unique_bound(instance, factor, extra)
+    return judgement(unique_bounds(instance, bound, escalate=True), bound, "lower")
+
+
+def exact_float_rows(instance: Instance) -> RankBounds:
+    """Route 2 on an instance of the mutant that applies Prop. A.5 to the computed float rows P̂,
+    zeros and all (refused when k V is too large for the exact rank)."""
+    bounds = float_rows_bounds(*unique_instance(instance))
+    if bounds is None:
+        raise InputError(f"instance: k x V above {EXACT_ENTRIES}, too large for the exact rank of P̂ - Ñ")
+    return bounds
+
+
+def measure_float_rows(instance: Instance, backend: Any, factor: Fraction) -> Measurement:
+    return measurement(exact_float_rows(instance), unique_bound(instance, factor, 0), "lower")
+
+
+def judge_float_rows(instance: Instance, factor: Fraction) -> Judgement:
+    return judgement(exact_float_rows(instance), unique_bound(instance, factor, 0), "lower")
 
 
 # --------------------------------------------------------------------------- beyond positivity
@@ -147,93 +357,185 @@ def stochastic_weights(instance: Instance) -> np.ndarray:
     return er.construct_stochastic_with_classes(p["n"], p["closed"], p["seed"], density=p["density"])
 
 
-def measure_attracting(instance: Instance, backend: Any, factor: Fraction) -> Measurement:
+def attracting_bounds(instance: Instance) -> RankBounds:
+    """rank(I - P_T) exactly: its rows times their totals are integers (python-flint)."""
     weights = stochastic_weights(instance)
-    scaled = np.diag(weights.sum(axis=1)) - weights  # rows of I - P_T times their totals
-    rank, method = exact.exact_rank(scaled)
-    predicted = er.stochastic_defect_rank(weights)
-    certificate = {"attracting_components": weights.shape[0] - predicted}
-    return Measurement(float(rank), float(predicted), 0.0, method, certificate, exact_sides=True)
+    rank, method = exact.exact_rank(np.diag(weights.sum(axis=1)) - weights)
+    return RankBounds(rank, rank, method, method, True, {})
 
 
-def judge_attracting(instance: Instance, factor: Fraction) -> Judgement:
-    m = measure_attracting(instance, None, factor)
-    return Judgement(m.lhs, m.rhs, (m.rhs > m.lhs) - (m.rhs < m.lhs), m.method)
+def all_components_rank(weights: np.ndarray) -> int:
+    """The mutant's value: n minus every strongly connected component, closed or not."""
+    return weights.shape[0] - er.nx.number_strongly_connected_components(er.positive_graph(weights))
 
 
-def wcdd_matrix(instance: Instance) -> np.ndarray:
+def predicted_rank(instance: Instance, mutant: bool) -> int:
+    weights = stochastic_weights(instance)
+    return all_components_rank(weights) if mutant else er.stochastic_defect_rank(weights)
+
+
+def measure_attracting(instance: Instance, backend: Any, factor: Fraction, mutant: bool = False) -> Measurement:
+    return measurement(attracting_bounds(instance), predicted_rank(instance, mutant), "equal")
+
+
+def judge_attracting(instance: Instance, factor: Fraction, mutant: bool = False) -> Judgement:
+    return judgement(attracting_bounds(instance), predicted_rank(instance, mutant), "equal")
+
+
+def wcdd_matrix(instance: Instance, leaks: int | None = None) -> np.ndarray:
     """diag(w) - W for a pattern with one closed class, some of whose rows leak mass (become
     strictly dominant): every row reaches the closed class, and inside it every row reaches
-    a leak, so the matrix is weakly chained diagonally dominant."""
+    a leak, so the matrix is weakly chained diagonally dominant. ``leaks`` overrides the
+    instance's number of leaking rows (0: no row is strictly dominant)."""
     p = instance.params
     weights = er.construct_stochastic_with_classes(p["n"], 1, p["seed"], density=p["density"])
     closed = np.array(sorted(next(iter(er.nx.attracting_components(er.positive_graph(weights))))))
-    leaks = np.random.default_rng(p["seed"]).choice(closed, size=min(p["leaks"], len(closed)), replace=False)
+    count = p["leaks"] if leaks is None else leaks
+    leaking = np.random.default_rng(p["seed"]).choice(closed, size=min(count, len(closed)), replace=False)
     totals = weights.sum(axis=1)
-    totals[leaks] += 1  # mass that leaves the token set: those rows become strictly dominant
+    totals[leaking] += 1  # mass that leaves the token set: those rows become strictly dominant
     return np.diag(totals) - weights
 
 
-def measure_wcdd(instance: Instance, backend: Any, factor: Fraction) -> Measurement:
-    M = wcdd_matrix(instance)
-    if not er.is_weakly_chained_diagonally_dominant(M):
-        raise InputError("instance: the matrix is not weakly chained diagonally dominant")
+def wcdd_bounds(instance: Instance, chained: bool) -> tuple[RankBounds, int]:
+    """The exact rank of the instance's matrix and its order n. Hypothesis (checked on integers,
+    exactly): weakly chained diagonally dominant, or for the mutant (``chained=False``) only weakly
+    diagonally dominant with no leaking row."""
+    if chained:
+        M = wcdd_matrix(instance)
+        if not er.is_weakly_chained_diagonally_dominant(M):
+            raise InputError("instance: the matrix is not weakly chained diagonally dominant (outside the domain)")
+    else:
+        M = wcdd_matrix(instance, leaks=0)
+        diagonal = np.abs(np.diag(M))
+        if not np.all(diagonal >= np.abs(M).sum(axis=1) - diagonal):
+            raise InputError("instance: the matrix is not weakly diagonally dominant (outside the domain)")
     rank, method = exact.exact_rank(M)
-    return Measurement(float(M.shape[0]), float(rank), 0.0, method, {"wcdd": True}, exact_sides=True)
+    return RankBounds(rank, rank, method, method, True, {"n": M.shape[0]}), M.shape[0]
 
 
-def judge_wcdd(instance: Instance, factor: Fraction) -> Judgement:
-    m = measure_wcdd(instance, None, factor)
-    return Judgement(m.lhs, m.rhs, (m.rhs > m.lhs) - (m.rhs < m.lhs), m.method)
+def measure_wcdd(instance: Instance, backend: Any, factor: Fraction, chained: bool = True) -> Measurement:
+    bounds, n = wcdd_bounds(instance, chained)
+    return measurement(bounds, tightened(n, factor, "lower"), "lower")
+
+
+def judge_wcdd(instance: Instance, factor: Fraction, chained: bool = True) -> Judgement:
+    bounds, n = wcdd_bounds(instance, chained)
+    return judgement(bounds, tightened(n, factor, "lower"), "lower")
 
 
 # --------------------------------------------------------------------------- mini-batches
 
 
-def batch_parts(instance: Instance) -> dict[str, Any]:
-    """The full counts, a batch, a model P within delta of Ñ, and the set C^u_B."""
+@dataclass(frozen=True)
+class BatchRows:
+    """The rows of Prop. A.7, as exact integers: ``error`` is (P - Ñ^B)[C^u_B] with row c scaled
+    by d V T_c (P = (1 - δ)Ñ + δ/V, δ = n/d, T_c the count total), ``limit`` is
+    (Ñ - Ñ^B)[C^u_B] scaled by T_c, ``support`` marks Ñ > 0."""
+
+    error: np.ndarray
+    limit: np.ndarray
+    support: np.ndarray
+    tokens: np.ndarray
+    hypothesis: dict[str, Any]
+
+
+def batch_rows(instance: Instance) -> BatchRows:
+    """Build the exact rows and check the hypothesis max|P - Ñ| < ε_B exactly (ε_B the smallest
+    positive entry of Ñ on C^u_B): |P - Ñ| = δ |1/V - Ñ_cv|."""
     p = instance.params
     counts = er.construct_zipf_language(p["V"], p["contexts"], p["seed"], unique_share=p["unique_share"])
     batch = er.sample_batch(counts, p["batch_tokens"], p["seed"])
     rows, tokens = er.batch_unique_continuations(counts, batch)
-    full = er.empirical_distribution(counts)[rows].toarray()
-    delta = p["delta"]
-    P = (1 - delta) * full + delta / p["V"]
-    return {"rows": rows, "tokens": tokens, "full": full, "P": P, "delta": delta, "V": p["V"]}
-
-
-def measure_batch(instance: Instance, backend: Any, factor: Fraction) -> Measurement:
-    parts = batch_parts(instance)
-    tokens, full, P, V = parts["tokens"], parts["full"], parts["P"], parts["V"]
+    if len(tokens) == 0:
+        raise InputError("instance: C^u_B is empty (no context with one batch token and several data tokens)")
+    V = p["V"]
+    delta = Fraction(p["delta"])
+    n = counts[rows].toarray().astype(np.int64)
+    totals = n.sum(axis=1)
     k = len(tokens)
-    if k == 0:
-        raise InputError("instance: the batch has no context with one batch token and several data tokens")
-    epsilon = float(full[full > 0].min())  # epsilon_B: the smallest positive entry of Ñ on C^u_B
-    batch_rows = np.zeros_like(full)
-    batch_rows[np.arange(k), tokens] = 1
-    same_signs = bool(np.all(np.sign(P - batch_rows)[full > 0] == np.sign(full - batch_rows)[full > 0]))
-    limit = (full - batch_rows)[:, tokens]
-    outside = np.ones(V, dtype=bool)
-    outside[tokens] = False
-    margins = P[:, outside].sum(axis=1)
-    lower = k if (k < V and np.all(margins > 0)) or (k == V and P.min() > 0) else 0
-    certificate = {
-        "k": k,
-        "epsilon_B": epsilon,
-        "max_abs_P_minus_N": float(np.abs(P - full).max()),
-        "sign_pattern_preserved": same_signs,
-        "limit_is_wcdd": er.is_weakly_chained_diagonally_dominant(limit) if k < V else None,
-        "smallest_margin": float(margins.min()) if k < V else None,
-    }
-    if not (certificate["max_abs_P_minus_N"] < epsilon and same_signs):
-        raise InputError("instance: P is not within epsilon_B of Ñ (outside Prop. A.7's domain)")
-    claimed = min(k, V - 1)
-    return Measurement(float(claimed), float(min(lower, claimed)), 0.0, "dominance certificate", certificate, True)
+    support = n > 0
+    epsilon = min(Fraction(int(n[c][support[c]].min()), int(totals[c])) for c in range(k))
+    largest = Fraction(0)
+    for c in range(k):
+        values = {Fraction(int(x), int(totals[c])) for x in np.unique(n[c])}
+        largest = max(largest, *(delta * abs(Fraction(1, V) - x) for x in values))
+    hypothesis = {"epsilon_B": float(epsilon), "max_abs_P_minus_N": float(largest)}
+    if not largest < epsilon:
+        raise InputError(f"instance: max|P - Ñ| = {float(largest):.3g} >= ε_B = {float(epsilon):.3g} (outside A.7)")
+    num, den = delta.numerator, delta.denominator
+    scale = den * V * totals.astype(object)
+    error = (den - num) * V * n.astype(object) + (num * totals.astype(object))[:, None]
+    error[np.arange(k), tokens] -= scale
+    limit = n.astype(object)
+    limit[np.arange(k), tokens] -= totals.astype(object)
+    return BatchRows(error, limit, support, tokens, hypothesis)
 
 
-def judge_batch(instance: Instance, factor: Fraction) -> Judgement:
-    m = measure_batch(instance, None, factor)
-    return Judgement(m.lhs, m.rhs, None if m.rhs < m.lhs else 1, m.method)
+def batch_conclusions(parts: BatchRows, everywhere: bool) -> tuple[str, int, dict[str, Any]]:
+    """Conclusions (i) and (iii) of Prop. A.7, exactly, as a count that must be 0: (i) the sign of
+    P - Ñ^B is that of Ñ - Ñ^B where Ñ > 0 (everywhere, for the mutant), counting the flips; (iii)
+    if the limit (Ñ - Ñ^B)[C^u_B, T_B] is weakly chained diagonally dominant, k - its exact rank.
+    Returns what was counted, the first nonzero count (or 0), and the certificate."""
+    mask = np.ones_like(parts.support) if everywhere else parts.support
+    signs = np.sign(parts.error.astype(float)) != np.sign(parts.limit.astype(float))
+    flips = np.argwhere(signs & mask)
+    certificate: dict[str, Any] = {**parts.hypothesis, "k": len(parts.tokens), "sign_flips": len(flips)}
+    if len(flips):
+        c, v = (int(x) for x in flips[0])
+        return (
+            f"(i) fails: sign flips of P - Ñ^B against Ñ - Ñ^B (first at row {c}, token {v})",
+            len(flips),
+            certificate,
+        )
+    square = parts.limit[:, parts.tokens]
+    wcdd = er.is_weakly_chained_diagonally_dominant(square.astype(np.int64))
+    certificate["limit_is_wcdd"] = wcdd
+    if not wcdd:
+        return "(iii) vacuous: the limit is not weakly chained diagonally dominant", 0, certificate
+    rank, how = exact.exact_rank(square)
+    certificate["limit_rank"] = rank
+    return (
+        f"(iii) fails: k - rank of the weakly chained diagonally dominant limit ({how})",
+        len(parts.tokens) - rank,
+        certificate,
+    )
+
+
+def batch_bounds(parts: BatchRows) -> RankBounds:
+    """rank(P - Ñ^B) on C^u_B exactly: a rank mod p of the integer rows from below, the rows and
+    (P - Ñ^B)1 = 0 from above (P's rows sum to 1 exactly), fraction-free elimination for a gap."""
+    k, V = parts.error.shape
+    upper = min(k, V - 1)
+    lower = exact.rank_mod_prime(parts.error)
+    if lower == upper:
+        return RankBounds(lower, upper, "rank mod p", "rows and (P - Ñ^B)1 = 0", True, {})
+    rank, how = exact.exact_rank(parts.error)
+    return RankBounds(rank, rank, how, how, True, {})
+
+
+def batch_decision(instance: Instance, factor: Fraction, everywhere: bool = False) -> tuple[Measurement, Judgement]:
+    """b <= rank(P - Ñ^B), b = min(|C^u_B|, V - 1) tightened, together with conclusions (i) and
+    (iii). A failed conclusion is a violation (exact); the rank is then not compared."""
+    parts = batch_rows(instance)
+    counted, failures, certificate = batch_conclusions(parts, everywhere)
+    k, V = parts.error.shape
+    bound = tightened(min(k, V - 1), factor, "lower")
+    if failures:  # counted exactly: "failures <= 0" is violated, and the rank is not compared
+        undecided = Measurement(math.nan, math.nan, math.nan, counted, certificate)
+        exactly = Certification.EXACT
+        return undecided, Judgement(float(failures), 0.0, -1, counted, certificate=certificate, certified_by=exactly)
+    bounds = batch_bounds(parts)
+    bounds = replace(bounds, certificate={**bounds.certificate, **certificate})
+    return measurement(bounds, bound, "lower"), judgement(bounds, bound, "lower")
+
+
+def measure_batch(instance: Instance, backend: Any, factor: Fraction, everywhere: bool = False) -> Measurement:
+    return batch_decision(instance, factor, everywhere)[0]
+
+
+def judge_batch(instance: Instance, factor: Fraction, everywhere: bool = False) -> Judgement:
+    return batch_decision(instance, factor, everywhere)[1]
 
 
 # --------------------------------------------------------------------------- log-probabilities
@@ -244,30 +546,86 @@ def low_rank_matrix(instance: Instance) -> np.ndarray:
     return er.construct_low_rank_integers(p["rows"], p["columns"], p["rank"], p["seed"], spread=p["spread"])
 
 
-def certified_rank_lower(L: np.ndarray, entry_error: float) -> tuple[int, float]:
-    """Singular values of L above its error bound: a certified lower bound on rank(L)."""
-    sigma = np.linalg.svd(L, compute_uv=False)
-    margin = entry_error + tolerance.svd_rank_margin(L.shape, U, 0.0, float(sigma[0]))
-    return int(np.sum(sigma > margin)), margin
+def factorization_residual(Z: np.ndarray, L: np.ndarray) -> tuple[float, float]:
+    """``(‖L - Z - c1ᵀ‖_F, bound)`` with c = -lse(Z) recomputed by SciPy: zero in exact arithmetic
+    (L = Z - lse(Z)1ᵀ). The bound adds the computed L's error (:func:`tolerance.log_softmax_error`),
+    the recomputed lse's (γ_{V+4}(1 + max|Z_i| + |c_i|) per row) and the two subtractions
+    (γ_2 (|L| + |Z| + |c|) per entry)."""
+    c = -logsumexp(Z, axis=1)
+    V = Z.shape[1]
+    residual = float(np.linalg.norm(L - Z - c[:, None]))
+    per_row = tolerance.gamma(V + 4, U) * (1 + np.abs(Z).max(axis=1) + np.abs(c))
+    per_entry = tolerance.gamma(2, U) * (np.abs(L) + np.abs(Z) + np.abs(c)[:, None])
+    bound = tolerance.log_softmax_error(Z, L, U) + math.sqrt(V) * float(np.linalg.norm(per_row))
+    return residual, bound + float(np.linalg.norm(per_entry))
+
+
+def log_probability_bounds(Z: np.ndarray, L: np.ndarray, entry_error: float, right: np.ndarray) -> RankBounds:
+    """rank(log softmax Z) for the real Z. Lower: SVD + Weyl margin (``entry_error`` bounds the
+    computed L's error). Upper: L = [·, -z] ``right``ᵀ, so rank <= min(rows, rank_Q ``right``) (an
+    integer matrix, exact), once the computed L passes the factorization residual check; an L that
+    fails it is not within its rounding bound of the real one, so neither end is trusted."""
+    lo, margin = certified_rank_lower(L, entry_error)
+    residual, bound = factorization_residual(Z, L)
+    certificate = {"weyl_margin": margin, "factorization_residual": residual, "residual_bound": bound}
+    if not residual <= bound:
+        untrusted = "nothing (the computed L fails the factorization check: its SVD is not trusted)"
+        return RankBounds(0, min(L.shape), untrusted, "the shape", False, certificate)
+    rank_right, how = exact.exact_rank(right)
+    upper = f"the factorization through {right.shape[1]} columns (residual within rounding; {how} {rank_right})"
+    return RankBounds(lo, min(L.shape[0], rank_right), "SVD + Weyl margin", upper, False, certificate)
+
+
+def log_softmax_decision(instance: Instance, factor: Fraction, drop: int) -> tuple[Measurement, Judgement]:
+    """rank(log softmax A) <= rank(A) + 1 (minus ``drop`` for the mutant), tightened; rank(A) exact.
+    The right factor is [Aᵀ, 1]: L = A - z1ᵀ = [A, -z][I, 1]ᵀ has rows in rowspace(A) + span(1)."""
+    A = low_rank_matrix(instance) * instance.params.get("scale", 1)
+    rank_A, _ = exact.exact_rank(A)
+    Z = A.astype(np.float64)
+    L = er.log_softmax(Z)
+    right = np.vstack([A, np.ones((1, A.shape[1]), dtype=np.int64)]).T
+    bounds = log_probability_bounds(Z, L, tolerance.log_softmax_error(Z, L, U), right)
+    bounds = replace(bounds, certificate={**bounds.certificate, "rank_A": rank_A})
+    bound = tightened(rank_A + 1 - drop, factor, "upper")
+    return measurement(bounds, bound, "upper"), judgement(bounds, bound, "upper")
 
 
 def measure_log_softmax(instance: Instance, backend: Any, factor: Fraction, drop: int = 0) -> Measurement:
-    A = low_rank_matrix(instance) * instance.params.get("scale", 1)
-    rank_A, method = exact.exact_rank(A)
-    L = er.log_softmax(A)
-    entry_error = tolerance.log_softmax_error(A, L, U)
-    lower, margin = certified_rank_lower(L, entry_error)
-    certificate = {"rank_A": rank_A, "rank_A_method": method, "weyl_margin": margin}
-    bound = rank_A + 1 - drop
-    return Measurement(float(lower), float(bound), 0.0, "certified rank lower bound (SVD + Weyl)", certificate, True)
+    return log_softmax_decision(instance, factor, drop)[0]
 
 
 def judge_log_softmax(instance: Instance, factor: Fraction, drop: int = 0) -> Judgement:
-    m = measure_log_softmax(instance, None, factor, drop)
-    return Judgement(m.lhs, m.rhs, -1 if m.lhs > m.rhs else None, m.method, certificate=m.certificate)
+    return log_softmax_decision(instance, factor, drop)[1]
 
 
-def measure_row_shift(instance: Instance, backend: Any, factor: Fraction, allowed: int = 1) -> Measurement:
+def bottleneck_decision(instance: Instance, factor: Fraction, extra: int) -> tuple[Measurement, Judgement]:
+    """rank(log softmax(HWᵀ)) <= d + 1 (plus ``extra``: negative for the mutant), tightened. The
+    right factor is [W, 1] read exactly (rows of dyadic rationals, scaled to integers)."""
+    p = instance.params
+    rng = np.random.default_rng(p["seed"])
+    H = p["scale"] * rng.standard_normal((p["rows"], p["rank"]))
+    W = rng.standard_normal((p["columns"], p["rank"]))
+    Z = H @ W.T
+    L = er.log_softmax(Z)
+    product = tolerance.gamma(p["rank"] + 2, U) * (np.abs(H) @ np.abs(W).T)  # |fl(z_ij) - z_ij|
+    through = product + product.max(axis=1, keepdims=True)  # an error in z_i moves L_ij and lse(z_i)
+    entry_error = tolerance.log_softmax_error(Z, L, U) + float(np.linalg.norm(through))
+    right = integer_rows(np.hstack([W, np.ones((W.shape[0], 1))]))
+    bounds = log_probability_bounds(Z, L, entry_error, right)
+    bound = tightened(p["rank"] + 1 + extra, factor, "upper")
+    return measurement(bounds, bound, "upper"), judgement(bounds, bound, "upper")
+
+
+def measure_bottleneck(instance: Instance, backend: Any, factor: Fraction, extra: int = 0) -> Measurement:
+    return bottleneck_decision(instance, factor, extra)[0]
+
+
+def judge_bottleneck(instance: Instance, factor: Fraction, extra: int = 0) -> Judgement:
+    return bottleneck_decision(instance, factor, extra)[1]
+
+
+def row_shift_bounds(instance: Instance) -> RankBounds:
+    """|rank(A + λ1ᵀ) - rank(A + μ1ᵀ)| from two exact ranks over the integers (python-flint)."""
     A = low_rank_matrix(instance)
     rng = np.random.default_rng(instance.params["shift_seed"])
     spread = instance.params["shift_spread"]
@@ -275,34 +633,16 @@ def measure_row_shift(instance: Instance, backend: Any, factor: Fraction, allowe
     second = er.row_shift(A, rng.integers(-spread, spread + 1, size=A.shape[0]) * instance.params["second"])
     r1, method = exact.exact_rank(first)
     r2, _ = exact.exact_rank(second)
-    certificate = {"rank_first": r1, "rank_second": r2}
-    return Measurement(float(abs(r1 - r2)), float(allowed), 0.0, method, certificate, exact_sides=True)
+    gap = abs(r1 - r2)
+    return RankBounds(gap, gap, method, method, True, {"rank_first": r1, "rank_second": r2})
+
+
+def measure_row_shift(instance: Instance, backend: Any, factor: Fraction, allowed: int = 1) -> Measurement:
+    return measurement(row_shift_bounds(instance), tightened(allowed, factor, "upper"), "upper")
 
 
 def judge_row_shift(instance: Instance, factor: Fraction, allowed: int = 1) -> Judgement:
-    m = measure_row_shift(instance, None, factor, allowed)
-    return Judgement(m.lhs, m.rhs, (m.rhs > m.lhs) - (m.rhs < m.lhs), m.method, certificate=m.certificate)
-
-
-def measure_bottleneck(instance: Instance, backend: Any, factor: Fraction) -> Measurement:
-    p = instance.params
-    rng = np.random.default_rng(p["seed"])
-    H = p["scale"] * rng.standard_normal((p["rows"], p["rank"]))
-    W = rng.standard_normal((p["columns"], p["rank"]))
-    L = er.log_softmax(H @ W.T)
-    entry_error = tolerance.log_softmax_error(H @ W.T, L, U) + tolerance.gamma(p["rank"] + 2, U) * float(
-        np.abs(H).max() * np.abs(W).max() * p["rank"]
-    )
-    lower, margin = certified_rank_lower(L, entry_error)
-    certificate = {"d": p["rank"], "weyl_margin": margin}
-    return Measurement(
-        float(lower), float(p["rank"] + 1), 0.0, "certified rank lower bound (SVD + Weyl)", certificate, True
-    )
-
-
-def judge_bottleneck(instance: Instance, factor: Fraction) -> Judgement:
-    m = measure_bottleneck(instance, None, factor)
-    return Judgement(m.lhs, m.rhs, -1 if m.lhs > m.rhs else None, m.method)
+    return judgement(row_shift_bounds(instance), tightened(allowed, factor, "upper"), "upper")
 
 
 # --------------------------------------------------------------------------- registration
@@ -361,6 +701,7 @@ unique_continuation = _claim(
     "each the only observed continuation of some context",
     domain="P = softmax(HWᵀ) (strictly positive in exact arithmetic); any V, k, D",
     relation=Relation.AT_MOST,
+    bound="lower",
     measure=measure_unique,
     judge_exactly=judge_unique,
     witnesses=_unique_witnesses,
@@ -388,9 +729,10 @@ wcdd = _claim(
     "error-rank.wcdd",
     title="Weakly chained diagonally dominant submatrices are nonsingular",
     source="rankwall (replaces Prop. A.5's dominance argument when P has zeros)",
-    statement="a weakly chained diagonally dominant n × n matrix has rank n",
+    statement="rank(M) ≥ n for a weakly chained diagonally dominant n × n matrix M (so rank n)",
     domain="integer matrices diag(w) − W built from a substochastic pattern with leaking rows",
     relation=Relation.AT_MOST,
+    bound="lower",
     measure=measure_wcdd,
     judge_exactly=judge_wcdd,
     witnesses=lambda V: [Instance("wcdd", {"n": min(V, 60), "leaks": 1, "seed": s, "density": 0.1}) for s in range(4)],
@@ -400,10 +742,12 @@ mini_batch = _claim(
     "error-rank.mini-batch",
     title="Mini-batch prediction errors stay high-rank near convergence",
     source=f"{SEED_000}, Prop. A.7 and Cor. A.8 (App. A.3.1; proof in B.3)",
-    statement="if max|P − Ñ| < ε_B (the smallest positive entry of Ñ on C^u_B), the sign pattern of "
-    "P − Ñ^B on C^u_B is that of Ñ − Ñ^B, and rank(P − Ñ^B) ≥ min(|C^u_B|, V − 1)",
-    domain="Zipfian languages, batches drawn without replacement, P = (1 − δ)Ñ + δ/V",
+    statement="if max|P − Ñ| < ε_B (the smallest positive entry of Ñ on C^u_B) and P > 0, then (i) the sign "
+    "pattern of P − Ñ^B where Ñ > 0 is that of Ñ − Ñ^B, (ii) rank(P − Ñ^B) ≥ min(|C^u_B|, V − 1), and (iii) a "
+    "weakly chained diagonally dominant limit (Ñ − Ñ^B)[C^u_B, T_B] is nonsingular",
+    domain="Zipfian languages, batches drawn without replacement, P = (1 − δ)Ñ + δ/V with δ > 0 (exact rationals)",
     relation=Relation.AT_MOST,
+    bound="lower",
     measure=measure_batch,
     judge_exactly=judge_batch,
     witnesses=lambda V: [
@@ -429,6 +773,7 @@ log_softmax_rank = _claim(
     statement="rank(log softmax(A)) ≤ rank(A) + 1",
     domain="integer matrices A of chosen rank (exact rank by python-flint), times an integer scale",
     relation=Relation.AT_MOST,
+    bound="upper",
     measure=measure_log_softmax,
     judge_exactly=judge_log_softmax,
     witnesses=lambda V: [
@@ -446,6 +791,7 @@ row_shift = _claim(
     statement="|rank(A + λ1ᵀ) − rank(A + μ1ᵀ)| ≤ 1 for all vectors λ, μ",
     domain="integer A of chosen rank, integer shifts (exact ranks by python-flint)",
     relation=Relation.AT_MOST,
+    bound="upper",
     measure=measure_row_shift,
     judge_exactly=judge_row_shift,
     witnesses=lambda V: [
@@ -475,6 +821,7 @@ bottleneck = _claim(
     statement="rank(log softmax(HWᵀ)) ≤ d + 1 for H ∈ ℝ^{N×d}, W ∈ ℝ^{V×d}",
     domain="Gaussian factors, scales 0.1 to 30",
     relation=Relation.AT_MOST,
+    bound="upper",
     measure=measure_bottleneck,
     judge_exactly=judge_bottleneck,
     witnesses=lambda V: [
@@ -493,12 +840,37 @@ unique_continuation.with_mutant(
     judge_exactly=lambda i, f: judge_unique(i, f, extra=1),
 )
 unique_continuation.with_mutant(
-    "full-rank-when-k-is-V",
-    statement="rank(P − Ñ) = V when k = V  (false: (P − Ñ)1 = 0)",
-    measure=lambda i, b, f: measure_unique(i, b, f, extra=1),
-    judge_exactly=lambda i, f: judge_unique(i, f, extra=1),
-    witnesses=lambda V: [Instance("unique-continuation", {"V": V, "k": V, "D": 4, "seed": 0, "scale": 1.0})],
+    "float-rows",
+    statement="rank(P̂ − Ñ) ≥ min(k, V − 1) for the computed float rows P̂, zeros from underflow included  "
+    "(false: underflow splits the graph of P̂_T into several attracting classes)",
+    domain="P̂ = the float64 softmax(HWᵀ) read exactly, k V ≤ 2^14",
+    measure=measure_float_rows,
+    judge_exactly=judge_float_rows,
+    witnesses=lambda V: [
+        Instance("unique-continuation", {"V": min(V, 6), "k": min(V, 6), "D": 2, "seed": 0, "scale": 1e4})
+    ],
     strategy=lambda: unique_continuation_instances(k_equals_V=True),
+)
+attracting.with_mutant(
+    "all-components",
+    statement="rank(I − P_T) = n − (number of strongly connected components)  (false: transient classes "
+    "add no kernel vector)",
+    measure=lambda i, b, f: measure_attracting(i, b, f, mutant=True),
+    judge_exactly=lambda i, f: judge_attracting(i, f, mutant=True),
+)
+wcdd.with_mutant(
+    "weak-dominance-suffices",
+    statement="rank(M) ≥ n for a weakly diagonally dominant M with no strictly dominant row  (false: "
+    "diag(w) − W has the kernel vector 1)",
+    domain="integer matrices diag(w) − W of a stochastic pattern, no leaking row",
+    measure=lambda i, b, f: measure_wcdd(i, b, f, chained=False),
+    judge_exactly=lambda i, f: judge_wcdd(i, f, chained=False),
+)
+mini_batch.with_mutant(
+    "signs-everywhere",
+    statement="(i) on every entry, not only where Ñ > 0  (false: off the support P − Ñ^B = δ/V > 0 = Ñ − Ñ^B)",
+    measure=lambda i, b, f: measure_batch(i, b, f, everywhere=True),
+    judge_exactly=lambda i, f: judge_batch(i, f, everywhere=True),
 )
 row_shift.with_mutant(
     "preserves-rank",
@@ -511,6 +883,12 @@ log_softmax_rank.with_mutant(
     statement="rank(log softmax(A)) ≤ rank(A)  (false: the normaliser adds a direction)",
     measure=lambda i, b, f: measure_log_softmax(i, b, f, drop=1),
     judge_exactly=lambda i, f: judge_log_softmax(i, f, drop=1),
+)
+bottleneck.with_mutant(
+    "at-most-d",
+    statement="rank(log softmax(HWᵀ)) ≤ d  (false: the normaliser adds the direction 1)",
+    measure=lambda i, b, f: measure_bottleneck(i, b, f, extra=-1),
+    judge_exactly=lambda i, f: judge_bottleneck(i, f, extra=-1),
 )
 
 for _claim_object in (
