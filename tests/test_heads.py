@@ -12,7 +12,7 @@ import checks.claims.heads as hc
 from checks.backends import resolve
 from checks.search import search
 from checks.strategies import CI_SEARCH_BUDGET
-from checks.verdict import REGISTRY, Instance, Status
+from checks.verdict import REGISTRY, Certification, Instance, Status
 from theory import heads as hd
 from theory._validation import InputError
 
@@ -157,17 +157,20 @@ def test_piecewise_linear_gradient_has_the_dimension_of_its_positive_logits():
 
 
 @pytest.mark.parametrize(
-    ("claim_id", "instance", "expected"),
+    ("claim_id", "instance", "certified_by"),
     [
-        ("heads.softmax-moc-rank", head_instance("softmax"), Status.HOLDS),
-        ("heads.nonlinear-heads-exceed", head_instance("mos"), Status.HOLDS),
-        ("heads.jacobian-rank", head_instance("moc"), Status.HOLDS),
+        ("heads.softmax-moc-rank", head_instance("softmax"), Certification.ONE_SIDED),
+        ("heads.nonlinear-heads-exceed", head_instance("mos"), Certification.ONE_SIDED),
+        ("heads.jacobian-rank", head_instance("moc"), Certification.TWO_SIDED),
     ],
 )
-def test_the_certified_interval_decides_the_true_claims(claim_id, instance, expected):
+def test_the_certified_interval_decides_the_true_claims(claim_id, instance, certified_by):
+    """A bound holds on the one end that proves it; the identity needs both ends to meet."""
     verdict = REGISTRY[claim_id].check(instance, NUMPY)
-    assert verdict.status is expected and verdict.method.startswith("rank in ["), verdict.to_json()
-    assert "lower from SVD" in verdict.method and "upper from" in verdict.method
+    assert verdict.status is Status.HOLDS and verdict.certified_by is certified_by, verdict.to_json()
+    assert (
+        verdict.method.startswith("rank in [") and "lower from SVD" in verdict.method and "upper from" in verdict.method
+    )
 
 
 def plant(monkeypatch, name, shift):
@@ -222,6 +225,7 @@ def test_each_mutant_is_refuted_by_a_certified_upper_bound(claim_id, mutant, hea
     violated = [v for v in verdicts if v.status is Status.VIOLATED]
     assert {v.instance.params["head"] for v in violated} >= heads
     assert all(v.method.split("; ")[-1].startswith("upper <") for v in violated), [v.method for v in violated]
+    assert all(v.certified_by is Certification.ONE_SIDED for v in violated)
 
 
 @pytest.mark.parametrize(
@@ -234,11 +238,6 @@ def test_tightened_rank_bounds_are_refuted_by_search(claim_id, factor, refuted_b
     result = search(REGISTRY[claim_id], NUMPY, tighten=Fraction(factor), budget=CI_SEARCH_BUDGET)
     assert result.counterexample is not None and result.counterexample.status is Status.VIOLATED
     assert result.counterexample.method.split("; ")[-1].startswith(refuted_by), result.counterexample.to_json()
-
-
-def test_integer_bounds_tighten_by_floor_and_ceiling():
-    assert [hc.tightened_at_most(9, Fraction(f)) for f in ("1", "0.999", "0.5")] == [9, 8, 4]
-    assert [hc.tightened_at_least(10, Fraction(f)) for f in ("1", "1.001", "2")] == [10, 11, 20]
 
 
 def test_the_jacobian_claim_is_an_identity_and_refuses_tightening():

@@ -7,6 +7,8 @@ error), the upper end from structure (a factorization whose residual is checked 
 bound, or an exact rank over the rationals, python-flint). A claim holds only when the interval
 settles it; it is violated when the interval excludes it; otherwise it is inconclusive. When the two
 ends contradict each other (``lo > hi``) the upper end is not trusted: only ``lo`` can still refute.
+A verdict that rests on one end is ``Certification.ONE_SIDED``; the Jacobian identity holds only when
+both ends meet (``TWO_SIDED``). ``--tighten F`` follows :func:`checks.verdict.tightened_integer_bound`.
 """
 
 from __future__ import annotations
@@ -23,7 +25,17 @@ from hypothesis import strategies as st
 
 from checks import exact, tolerance
 from checks.strategies import head_instances
-from checks.verdict import REGISTRY, Claim, Instance, Judgement, Measurement, Relation
+from checks.verdict import (
+    REGISTRY,
+    Certification,
+    Claim,
+    Instance,
+    Judgement,
+    Measurement,
+    Relation,
+    Status,
+    tightened_integer_bound,
+)
 from theory import heads as hd
 from theory._validation import InputError
 
@@ -97,7 +109,15 @@ def with_ones(W: np.ndarray) -> np.ndarray:
 
 
 def _judged(interval: RankInterval, lhs: int, rhs: int, sign: int | None, note: str) -> Judgement:
-    return Judgement(float(lhs), float(rhs), sign, f"{interval.method}; {note}", certificate=interval.json())
+    """A judgement from the interval; a decided one rests on one end alone (one-sided)."""
+    return Judgement(
+        float(lhs),
+        float(rhs),
+        sign,
+        f"{interval.method}; {note}",
+        certificate=interval.json(),
+        certified_by=None if sign is None else Certification.ONE_SIDED,
+    )
 
 
 def _undecided(interval: RankInterval, side: str) -> str:
@@ -105,27 +125,34 @@ def _undecided(interval: RankInterval, side: str) -> str:
 
 
 def decide_at_most(interval: RankInterval, bound: int) -> tuple[Measurement, Judgement]:
-    """``rank <= b``: holds when ``lo <= hi <= b``; violated when ``lo > b``; else undecided."""
+    """``rank <= b``: holds when ``lo <= hi <= b`` (the upper end proves it); violated when ``lo > b``
+    (the lower end proves it); else undecided."""
     lhs = float(interval.hi) if interval.consistent else math.nan
-    measured = Measurement(lhs, float(bound), 0.0, interval.method, interval.json(), exact_sides=True)
+    measured = Measurement(
+        lhs, float(bound), 0.0, interval.method, interval.json(), True, Certification.ONE_SIDED, Status.HOLDS
+    )
     if interval.lo > bound:
         return measured, _judged(interval, interval.lo, bound, -1, f"lower > {bound}")
     return measured, _judged(interval, interval.hi, bound, None, _undecided(interval, f"interval straddles {bound}"))
 
 
 def decide_at_least(interval: RankInterval, bound: int) -> tuple[Measurement, Judgement]:
-    """``b <= rank``: holds when ``b <= lo <= hi``; violated when ``lo <= hi < b``; else undecided."""
+    """``b <= rank``: holds when ``b <= lo <= hi`` (the lower end proves it); violated when
+    ``lo <= hi < b`` (the upper end proves it); else undecided."""
     rhs = float(interval.lo) if interval.consistent else math.nan
-    measured = Measurement(float(bound), rhs, 0.0, interval.method, interval.json(), exact_sides=True)
+    measured = Measurement(
+        float(bound), rhs, 0.0, interval.method, interval.json(), True, Certification.ONE_SIDED, Status.HOLDS
+    )
     if interval.consistent and interval.hi < bound:
         return measured, _judged(interval, bound, interval.hi, -1, f"upper < {bound}")
     return measured, _judged(interval, bound, interval.lo, None, _undecided(interval, f"interval straddles {bound}"))
 
 
 def decide_equal(interval: RankInterval, value: int) -> tuple[Measurement, Judgement]:
-    """``rank == r``: holds when ``lo == hi == r``; violated when ``lo > r``, or when ``lo <= hi < r``."""
+    """``rank == r``: holds when ``lo == hi == r`` (both ends: two-sided); violated when ``lo > r`` or
+    ``lo <= hi < r`` (one end); else undecided."""
     point = float(interval.lo) if interval.lo == interval.hi else math.nan
-    measured = Measurement(point, float(value), 0.0, interval.method, interval.json(), exact_sides=True)
+    measured = Measurement(point, float(value), 0.0, interval.method, interval.json(), True, Certification.TWO_SIDED)
     if interval.lo > value:
         return measured, _judged(interval, interval.lo, value, -1, f"lower > {value}")
     if interval.consistent and interval.hi < value:
@@ -214,35 +241,25 @@ def log_probability_interval(instance: Instance) -> RankInterval:
     return RankInterval(lo, hi, "SVD + Weyl margin", how, {"weyl_margin": margin, **certificate})
 
 
-def tightened_at_most(bound: int, factor: Fraction) -> int:
-    """``rank <= F b`` for an integer rank is ``rank <= floor(F b)``."""
-    return math.floor(factor * bound)
-
-
-def tightened_at_least(bound: int, factor: Fraction) -> int:
-    """``rank >= F b`` for an integer rank is ``rank >= ceil(F b)``."""
-    return math.ceil(factor * bound)
-
-
 def measure_bottleneck(instance: Instance, backend: Any, factor: Fraction) -> Measurement:
-    """rank(log P) ≤ ⌊F (d + 1)⌋ for softmax and MoC."""
-    bound = tightened_at_most(instance.params["d"] + 1, factor)
+    """rank(log P) ≤ d + 1 for softmax and MoC (tightened: ≤ ⌈F (d + 1)⌉ - 1)."""
+    bound = tightened_integer_bound(instance.params["d"] + 1, factor, "upper")
     return decide_at_most(log_probability_interval(instance), bound)[0]
 
 
 def judge_bottleneck(instance: Instance, factor: Fraction) -> Judgement:
-    bound = tightened_at_most(instance.params["d"] + 1, factor)
+    bound = tightened_integer_bound(instance.params["d"] + 1, factor, "upper")
     return decide_at_most(log_probability_interval(instance), bound)[1]
 
 
 def measure_exceeds(instance: Instance, backend: Any, factor: Fraction) -> Measurement:
-    """⌈F (d + 2)⌉ ≤ rank(log P) for the nonlinear heads."""
-    bound = tightened_at_least(instance.params["d"] + 2, factor)
+    """d + 2 ≤ rank(log P) for the nonlinear heads (tightened: ⌊F (d + 2)⌋ + 1 ≤ rank)."""
+    bound = tightened_integer_bound(instance.params["d"] + 2, factor, "lower")
     return decide_at_least(log_probability_interval(instance), bound)[0]
 
 
 def judge_exceeds(instance: Instance, factor: Fraction) -> Judgement:
-    bound = tightened_at_least(instance.params["d"] + 2, factor)
+    bound = tightened_integer_bound(instance.params["d"] + 2, factor, "lower")
     return decide_at_least(log_probability_interval(instance), bound)[1]
 
 
