@@ -7,6 +7,9 @@ operations. A sum of n terms in any order has error at most :math:`\\gamma_{n-1}
 (Higham, eq. 4.4); we use that worst case, not the :math:`\\log_2 n` of pairwise summation,
 so a tolerance holds whichever order a backend sums in.
 
+The primitives (:math:`u` per dtype and :math:`\\gamma_n`) live in :mod:`theory._rounding`, so that
+``theory`` uses the same model without importing ``checks``.
+
 A float margin inside its tolerance is never read as a verdict: the checker escalates to
 exact or ball arithmetic (:mod:`checks.exact`).
 """
@@ -17,24 +20,20 @@ from typing import Any
 
 import numpy as np
 
+from theory._rounding import dtype_name, gamma, unit_roundoff
 
-def dtype_name(dtype: Any) -> str:
-    """``"float64"`` or ``"float32"`` for a NumPy, PyTorch, CuPy or array-API floating dtype."""
-    try:
-        return np.dtype(dtype).name
-    except TypeError:
-        return str(dtype).rsplit(".", 1)[-1]
-
-
-def unit_roundoff(dtype: Any) -> float:
-    """:math:`u = \\varepsilon/2` for a NumPy, PyTorch, CuPy or array-API floating dtype."""
-    return float(np.finfo(np.dtype(dtype_name(dtype))).eps) / 2
-
-
-def gamma(n: int, u: float) -> float:
-    """:math:`\\gamma_n = nu/(1 - nu)`; infinite once :math:`nu \\ge 1` (no bound left)."""
-    nu = n * u
-    return nu / (1 - nu) if nu < 1 else float("inf")
+__all__ = [
+    "dense_eigenvalue_error",
+    "dtype_name",
+    "gamma",
+    "head_log_probability_error",
+    "log_softmax_error",
+    "quadratic_form_tolerance",
+    "spectral_norm_tolerance",
+    "sum_tolerance",
+    "svd_rank_margin",
+    "unit_roundoff",
+]
 
 
 def sum_tolerance(n_terms: int, u: float, absolute_sum: float, extra_operations: int = 0) -> float:

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from checks.tolerance import gamma, unit_roundoff
+from theory._rounding import gamma, unit_roundoff
 from theory._validation import InputError, check_probability, check_size
 
 #: Bisection steps for the circle radius after the bracket is found (2^-64 of the bracket: below
