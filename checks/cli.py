@@ -385,16 +385,6 @@ def run_search(args: argparse.Namespace, out: Console, err: Console) -> int:
     return EXIT_VIOLATED
 
 
-def compress_memory_bytes(V: int, D: int, tokens: int) -> int:
-    """Peak memory of ``compress``, estimated: the head W, its pivoted-QR basis and the QR workspace
-    (four V x D float64 arrays), the hidden states, and a block of logit-gradient rows with its
-    temporaries (four BLOCK_ROWS x V arrays). At V = 131,072, D = 576, 4,096 tokens this gives
-    3.3 GiB against 2.9 GB measured."""
-    from theory.compression import BLOCK_ROWS
-
-    return 8 * (4 * V * D + tokens * D + 4 * min(BLOCK_ROWS, tokens) * V)
-
-
 def run_compress(args: argparse.Namespace, out: Console, err: Console) -> int:
     from theory import compression as cp
 
@@ -405,26 +395,19 @@ def run_compress(args: argparse.Namespace, out: Console, err: Console) -> int:
         rank = args.rank if args.rank is not None else max(1, args.D // 8)
         if rank > args.D:
             raise UsageError(f"--rank: {rank} exceeds --D {args.D}")
-    needed, available = compress_memory_bytes(args.V, args.D, args.tokens), available_memory_bytes()
+    needed, available = cp.compression_memory_bytes(args.V, args.D, args.tokens), available_memory_bytes()
     if available is not None and needed > available:
         raise UsageError(
             f"--V {args.V} --D {args.D} --tokens {args.tokens}: needs about {needed / 2**30:.1f} GiB, "
             f"but only {available / 2**30:.1f} GiB of memory is available"
         )
     started = time.perf_counter()
-    W = cp.construct_head(args.V, args.D, args.seed, rank=rank)
-    Q, dimension = cp.column_basis(W)
-    H, targets = cp.construct_batch(args.tokens, W.shape[1], args.V, args.seed + 1)
-    blocks = list(range(0, args.tokens, cp.BLOCK_ROWS))
     with _progress(err) as progress:
-        task = progress.add_task("projecting the logit gradient", total=len(blocks))
-
-        def streamed() -> Any:
-            for block in cp.logit_gradient_blocks(H, W, targets):
-                yield block
-                progress.advance(task)
-
-        result = cp.compression(streamed(), Q)
+        task = progress.add_task("projecting the logit gradient", total=-(-args.tokens // cp.BLOCK_ROWS))
+        result = cp.random_head_compression(
+            args.V, args.D, args.tokens, args.seed, rank=rank, on_block=lambda: progress.advance(task)
+        )
+    dimension = result.rank
     record = {
         "V": args.V,
         "D": args.D,

@@ -21,7 +21,7 @@ rows of G are streamed in blocks: memory is O(VD + block V), never :math:`V^2`.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -198,3 +198,31 @@ def loss_change_along(H: Any, W: Any, targets: Any, fractions: Any) -> dict[str,
     return {
         name: [cross_entropy(Z - t * norm * d, targets) - base for t in fractions] for name, d in directions.items()
     }
+
+
+def compression_memory_bytes(V: int, D: int, tokens: int) -> int:
+    """Peak memory of :func:`random_head_compression`, estimated: the head W, its pivoted-QR
+    basis and the QR workspace (four V x D float64 arrays), the hidden states, and a block of
+    logit-gradient rows with its temporaries (four BLOCK_ROWS x V arrays). At V = 131,072,
+    D = 576 and 4,096 tokens this gives 3.3 GiB against 2.9 GB measured."""
+    return 8 * (4 * V * D + tokens * D + 4 * min(BLOCK_ROWS, tokens) * V)
+
+
+def random_head_compression(
+    V: int, D: int, tokens: int, seed: int, *, rank: int | None = None, on_block: Callable[[], None] | None = None
+) -> Compression:
+    """Eq. 1 for a random head (of rank ``rank`` if given) and ``tokens`` synthetic tokens:
+    W from :func:`construct_head` (``seed``), hidden states and Zipfian targets from
+    :func:`construct_batch` (``seed + 1``), the logit gradient streamed in blocks of
+    :data:`BLOCK_ROWS` rows and projected through a basis of col W, never a V x V projector."""
+    W = construct_head(V, D, seed, rank=rank)
+    Q, _ = column_basis(W)
+    H, targets = construct_batch(tokens, W.shape[1], V, seed + 1)
+
+    def streamed() -> Iterator[np.ndarray]:
+        for block in logit_gradient_blocks(H, W, targets):
+            yield block
+            if on_block is not None:
+                on_block()
+
+    return compression(streamed(), Q)
