@@ -216,14 +216,15 @@ def logit_error(logits: er.LogitRows) -> np.ndarray:
 
 
 def dense_rank_lower(logits: er.LogitRows, tokens: np.ndarray) -> tuple[int, float]:
-    """Route 3: singular values of the computed P - Ñ above a Weyl margin. A computed entry of P
-    is off by a relative factor e^{2E_c + 2γ_{V+4}} - 1 at most (each logit by E_c moves
-    log P_cv by 2E_c; exp, the sum and the division add γ_{V+4}); the SVD adds its backward error."""
+    """Route 3: singular values of the computed P - Ñ above a Weyl margin. Each logit is off by E_c
+    at most, which moves log P_cv by 2E_c; exp, the sum and the division add γ = γ_{V+4}; so a
+    computed entry differs from the real one by at most e^{4E_c + 3γ} - 1 times itself (the real
+    entry is at most e^{2E_c + 2γ} times the computed one). The SVD adds its backward error."""
     P = logits.probabilities(slice(None))
     M = P.copy()
     M[np.arange(len(tokens)), tokens] -= 1
     V = P.shape[1]
-    relative = np.expm1(2 * logit_error(logits) + 2 * tolerance.gamma(V + 4, U))
+    relative = np.expm1(4 * logit_error(logits) + 3 * tolerance.gamma(V + 4, U))
     entry_error = float(np.linalg.norm(relative[:, None] * P)) + U * float(np.linalg.norm(M))
     return certified_rank_lower(M, entry_error)
 
