@@ -360,9 +360,17 @@ def test_each_mutant_is_refuted_with_a_certificate(claim_id, mutant):
 
 @pytest.mark.parametrize(
     ("claim_id", "factor"),
-    [("lower-bound", "2"), ("upper-bound", "1/2"), ("envelope", "1/2"), ("lower-bound-approached", "1/2")],
+    [
+        ("lower-bound", "2"),
+        ("upper-bound", "1/2"),
+        ("envelope", "1/2"),
+        ("lower-bound-approached", "1/2"),
+        ("psd", "1/2"),
+    ],
 )
 def test_tightened_bounds_are_refuted_by_search(claim_id, factor):
+    """Each bound multiplied by F (half an upper bound, twice a lower one) is refuted; for psd,
+    (E_p u)² ≤ E_p[u²]/2 fails for a direction with a large mean."""
     result = search(REGISTRY[f"softmax-jacobian.{claim_id}"], NUMPY, tighten=Fraction(factor), budget=CI_SEARCH_BUDGET)
     found = result.counterexample
     assert found is not None and found.status is Status.VIOLATED and found.certified_by is not None

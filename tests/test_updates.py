@@ -254,9 +254,13 @@ class TestRankClaimsAreCertified:
         lower = [v for v in verdicts if v.certified_by is Certification.ONE_SIDED]
         assert all(v.method.endswith(f"lower > {int(v.rhs)}") for v in lower), [v.method for v in lower]
 
-    def test_integer_bounds_tighten_by_the_floor(self):
-
-        assert [uc.tightened_at_most(6, Fraction(f)) for f in ("1", "0.999", "0.5")] == [6, 5, 3]
+    @pytest.mark.parametrize(("factor", "asked"), [("1", 6), ("0.999", 5), ("1/2", 2)])
+    @pytest.mark.parametrize("integers", [False, True])
+    def test_the_integer_bound_tightens_strictly(self, factor, asked, integers):
+        """rank ≤ 2D = 6 tightened by F asks rank ≤ ⌈6F⌉ − 1, which the rank 6 violates for every F < 1."""
+        verdict = REGISTRY["updates.first-order-rank"].check(step_instance(integers), NUMPY, Fraction(factor))
+        assert verdict.rhs == asked and verdict.lhs == 6, verdict.to_json()
+        assert verdict.status is (Status.HOLDS if factor == "1" else Status.VIOLATED)
 
     @pytest.mark.parametrize(
         ("claim_id", "factor"), [(c, "1/2") for c, _ in RANK_CLAIMS] + [("updates.eckart-young", "2")]

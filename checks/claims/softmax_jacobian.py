@@ -4,6 +4,17 @@ Instances are rows built by the theory constructors (from probabilities or from 
 an optional test direction ``u``. Each claim measures both sides in the backend's dtype, and
 re-decides near-ties on the exact instance: the row read as exact rationals and normalised
 exactly (or, from logits, its softmax in ball arithmetic).
+
+What certifies a verdict (``certified_by``): a float margin beyond the rounding model, and balls,
+are two-sided; exact rationals and the two-atom lemma are exact. ``rank`` is measured as an
+interval lo ≤ rank J ≤ hi from J itself (:func:`rank_enclosure`), never from its right side
+|supp p| − 1; either end alone proves a violation (one-sided). ``kernel`` is measured as the
+product J·1 (:func:`theory.softmax_jacobian.jvp`, and :func:`exact_jvp` on the exact row).
+
+``--tighten F`` multiplies the bound of each inequality (the right side of an upper bound, the
+left side of a lower bound); every bound here is real, so F multiplies it as it is. ``psd``,
+uᵀJu ≥ 0, is the upper bound (E_p u)² ≤ E_p[u²] (as uᵀJu = E_p[u²] − (E_p u)²), so F asks for
+(E_p u)² ≤ F·E_p[u²]; it is measured without cancellation as (1 − F)·E_p[u²] ≤ uᵀJu.
 """
 
 from __future__ import annotations
@@ -310,21 +321,22 @@ def judge_variance(instance: Instance, factor: Fraction, centred: bool = True) -
     return judge_sides(sides)
 
 
-def measure_psd(instance: Instance, backend: Backend, factor: Fraction, floor: str = "zero") -> Measurement:
-    """0 ≤ uᵀJu, or E_p[u²] ≤ uᵀJu (J ⪰ diag p) for the mutant."""
+def measure_psd(instance: Instance, backend: Backend, factor: Fraction, allowed: Fraction = Fraction(1)) -> Measurement:
+    """(E_p u)² ≤ F·c·E_p[u²] as (1 − F·c)·E_p[u²] ≤ uᵀJu (matrix form): c = 1 is uᵀJu ≥ 0, c = 0 the
+    mutant J ⪰ diag(p)."""
     built = build(instance, backend)
     form = _scalar(sj.quadratic_form(built.rows, built.direction))
     second = _scalar(backend.xp.sum(built.rows.p * built.direction**2))
     tol = tolerance.quadratic_form_tolerance(built.V, _u(built), second)
-    return Measurement(0.0 if floor == "zero" else second, form, tol, f"{backend.dtype_name} matrix form")
+    return Measurement(float(1 - factor * allowed) * second, form, tol, f"{backend.dtype_name} matrix form")
 
 
-def judge_psd(instance: Instance, factor: Fraction, floor: str = "zero") -> Judgement:
+def judge_psd(instance: Instance, factor: Fraction, allowed: Fraction = Fraction(1)) -> Judgement:
     def sides() -> tuple[Any, Any, bool]:
         _, p, u, is_exact = _exact_direction(instance)
-        zero = flint.fmpq(0) if is_exact else flint.arb(0)
-        form, _, second = _exact_moments(p, u, zero)
-        return zero if floor == "zero" else second, form, is_exact
+        form, _, second = _exact_moments(p, u, flint.fmpq(0) if is_exact else flint.arb(0))
+        scale = flint.fmpq((1 - factor * allowed).numerator, (1 - factor * allowed).denominator)
+        return scale * second, form, is_exact
 
     return judge_sides(sides)
 
@@ -502,11 +514,13 @@ def claimed_rank(built: Built, statement: str, exact_row: bool = False) -> int:
 
 
 def measure_rank(instance: Instance, backend: Backend, factor: Fraction, statement: str = "support") -> Measurement:
+    """rank J of the computed row (:func:`rank_enclosure`) against |supp p| − 1 (or V)."""
     built = build(instance, backend)
     return rank_sides(rank_enclosure(built, backend), claimed_rank(built, statement))[0]
 
 
 def judge_rank(instance: Instance, factor: Fraction, statement: str = "support") -> Judgement:
+    """rank J(p̂) of the exact row (:func:`exact_rank_enclosure`) against |supp p̂| − 1 (or V)."""
     value = claimed_rank(rebuilt(instance), statement, exact_row=True)
     return rank_sides(exact_rank_enclosure(instance), value)[1]
 
@@ -554,9 +568,10 @@ psd = _claim(
     "psd",
     source="seed 002, 'The gradient is a variance'",
     title="J is symmetric positive semidefinite",
-    statement="uᵀ J u ≥ 0 for every u (J = diag(p) − ppᵀ is symmetric by construction)",
+    statement="uᵀ J u ≥ 0 for every u, i.e. (E_p u)² ≤ E_p[u²] (J = diag(p) − ppᵀ is symmetric by construction)",
     domain="every probability vector p, every real u",
     relation=Relation.AT_MOST,
+    bound="upper",
     measure=measure_psd,
     judge_exactly=judge_psd,
     **WITH_DIRECTIONS,
@@ -686,8 +701,8 @@ variance_form.with_mutant(
 psd.with_mutant(
     "dominates-diag-p",
     statement="uᵀ J u ≥ E_p[u²], i.e. J ⪰ diag(p)  (false: J = diag(p) − ppᵀ ⪯ diag(p))",
-    measure=lambda i, b, f: measure_psd(i, b, f, floor="second-moment"),
-    judge_exactly=lambda i, f: judge_psd(i, f, floor="second-moment"),
+    measure=lambda i, b, f: measure_psd(i, b, f, allowed=Fraction(0)),
+    judge_exactly=lambda i, f: judge_psd(i, f, allowed=Fraction(0)),
 )
 kernel.with_mutant(
     "annihilates-p",

@@ -21,15 +21,14 @@ Residuals (``updates.eckart-young``, ``.eckart-young-attained``) are compared in
 named tolerance (two-sided) and re-decided with 50-digit SVDs (mpmath) when the margin is inside
 it; the mpmath judgement is a rounding-model margin at 50 digits (two-sided).
 
-Tightening (``--tighten F``). An integer upper bound b tightened by F < 1 asks rank ≤ ⌊F·b⌋ (a
-rank is an integer, so "rank ≤ F·b" is that); an integer lower bound b tightened by F > 1 would
-ask rank ≥ ⌊F·b⌋ + 1 (no claim here has one). The Eckart-Young tail, a real lower bound on the
-residual, is multiplied by F as it is.
+Tightening (``--tighten F``, :func:`checks.verdict.tightened_integer_bound`). An integer upper
+bound b tightened by F < 1 asks rank ≤ ⌈F·b⌉ − 1, strictly below F·b (so F = 1/2 asks rank < D);
+an integer lower bound b tightened by F > 1 would ask rank ≥ ⌊F·b⌋ + 1 (no claim here has one).
+The Eckart-Young tail, a real lower bound on the residual, is multiplied by F as it is.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
@@ -40,7 +39,17 @@ import numpy as np
 
 from checks import exact, tolerance
 from checks.strategies import step_instances
-from checks.verdict import REGISTRY, Certification, Claim, Instance, Judgement, Measurement, Relation, Status
+from checks.verdict import (
+    REGISTRY,
+    Certification,
+    Claim,
+    Instance,
+    Judgement,
+    Measurement,
+    Relation,
+    Status,
+    tightened_integer_bound,
+)
 from theory import updates as up
 
 SEED_000 = "seed 000"  # "Lost in Backpropagation: The LM Head is a Gradient Bottleneck"
@@ -138,11 +147,6 @@ def rank_interval(instance: Instance, kind: str) -> RankInterval:
     return RankInterval(lo, hi, f"rank in [{lo}, {hi}]: lower from SVD + Weyl, upper from {upper}", certificate, False)
 
 
-def tightened_at_most(bound: int, factor: Fraction) -> int:
-    """``rank <= F b`` for an integer rank is ``rank <= floor(F b)``."""
-    return math.floor(factor * bound)
-
-
 def two_d(D: int) -> int:
     """The bound of Eq. 7."""
     return 2 * D
@@ -151,10 +155,10 @@ def two_d(D: int) -> int:
 def rank_sides(
     instance: Instance, factor: Fraction, kind: str, claimed: Callable[[int], int]
 ) -> tuple[Measurement, Judgement]:
-    """``rank <= b`` with b = ⌊F·claimed(D)⌋: an exact rank compares as it is; otherwise the upper end
+    """``rank <= b`` with b = claimed(D) tightened by F: an exact rank compares as it is; otherwise the upper end
     of the interval can prove it holds and the lower end that it is violated (one-sided each)."""
     interval = rank_interval(instance, kind)
-    bound = tightened_at_most(claimed(instance.params["D"]), factor)
+    bound = tightened_integer_bound(claimed(instance.params["D"]), factor, "upper")
     rhs, method, certificate = float(bound), interval.method, interval.certificate
     if interval.exact:
         sign = (bound > interval.lo) - (bound < interval.lo)
@@ -183,10 +187,12 @@ def rank_sides(
 def measure_rank(
     instance: Instance, backend: Any, factor: Fraction, kind: str, claimed: Callable[[int], int] = two_d
 ) -> Measurement:
+    """rank of the update against claimed(D) tightened by F (see :func:`rank_sides`)."""
     return rank_sides(instance, factor, kind, claimed)[0]
 
 
 def judge_rank(instance: Instance, factor: Fraction, kind: str, claimed: Callable[[int], int] = two_d) -> Judgement:
+    """The same comparison as a judgement: exact, one-sided, or undecided when the interval straddles b."""
     return rank_sides(instance, factor, kind, claimed)[1]
 
 
