@@ -409,9 +409,13 @@ class TestPlantedWrongRanksNeverHold:
 class TestMiniBatchHypothesisAndConclusions:
     """Prop. A.7: the hypothesis is checked as a hypothesis, the three conclusions as conclusions."""
 
-    def test_outside_the_hypothesis_is_not_an_instance(self):
-        params = {"V": 8, "contexts": 20, "seed": 0, "unique_share": 0.0, "batch_tokens": 10, "delta": 0.9}
-        with pytest.raises(InputError, match=r"max\|P - Ñ\| = .* >= ε_B = .* \(outside A.7\)"):
+    @pytest.mark.parametrize(
+        ("delta", "message"),
+        [(0.9, r"max\|P - Ñ\| = .* >= ε_B = .* \(outside A.7\)"), (0.0, r"δ = 0.0 leaves P .* non-positive")],
+    )
+    def test_outside_the_hypothesis_is_not_an_instance(self, delta, message):
+        params = {"V": 8, "contexts": 20, "seed": 0, "unique_share": 0.0, "batch_tokens": 10, "delta": delta}
+        with pytest.raises(InputError, match=message):
             REGISTRY["error-rank.mini-batch"].check(Instance("batch", params), NUMPY)
 
     def test_the_rank_is_measured_exactly(self):

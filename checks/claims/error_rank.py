@@ -452,6 +452,8 @@ def batch_rows(instance: Instance) -> BatchRows:
         raise InputError("instance: C^u_B is empty (no context with one batch token and several data tokens)")
     V = p["V"]
     delta = Fraction(p["delta"])
+    if not 0 < delta < 1:
+        raise InputError(f"instance: δ = {p['delta']} leaves P = (1 - δ)Ñ + δ/V non-positive (outside A.7)")
     n = counts[rows].toarray().astype(np.int64)
     totals = n.sum(axis=1)
     k = len(tokens)
