@@ -269,3 +269,12 @@ def test_rankwall_search_tighten(capsys, claim_id):
     assert main(["search", claim_id, "--tighten", "0.5", "--budget", "300"]) == EXIT_VIOLATED
     assert "counterexample" in capsys.readouterr().out
     assert main(["search", claim_id, "--tighten", "1", "--budget", "60"]) == EXIT_OK
+
+
+@pytest.mark.parametrize("claim_id", [c.id for c in REGISTRY if c.id.startswith("compression.")])
+def test_claims_hold_at_the_full_vocabulary(claim_id):
+    """V = 131,072 itself (the witnesses stop at 4,096): one head of D = 32 and 96 tokens per claim."""
+    claim = REGISTRY[claim_id]
+    params = claim.witnesses(64)[0].params
+    verdict = claim.check(Instance("batch-gradient", {**params, "V": 131072}), NUMPY)
+    assert verdict.status is Status.HOLDS and verdict.certified_by is Certification.TWO_SIDED, verdict.to_json()
