@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
+import flint
 import numpy as np
 import pytest
 import sympy
@@ -257,6 +258,7 @@ class TestRankIsMeasuredFromJ:
         [(SPARSE_1024, Certification.EXACT, "interlacing"), (DIRICHLET_64, Certification.TWO_SIDED, "eigvalsh")],
     )
     def test_the_claim_holds_by_a_certified_point(self, instance, certified_by, lower):
+        """Both ends meet at |supp p| − 1: interlacing (exact) at V = 1024, eigvalsh (two-sided) at V = 64."""
         verdict = REGISTRY["softmax-jacobian.rank"].check(instance, NUMPY)
         assert verdict.status is Status.HOLDS and verdict.certified_by is certified_by, verdict.to_json()
         assert f"lower from {'' if lower == 'interlacing' else '64x64 '}{lower}" in verdict.method
@@ -295,12 +297,13 @@ class TestRankIsMeasuredFromJ:
             q = [x / total for x in q]
             n = len(q)
             J = [(qi if i == j else 0) - qi * qj for i, qi in enumerate(q) for j, qj in enumerate(q)]
-            assert lo == hi == exact.flint.fmpq_mat(n, n, J).rank(), p
+            assert lo == hi == flint.fmpq_mat(n, n, J).rank(), p
 
     @pytest.mark.parametrize(
         "instance", [SPARSE_1024, DIRICHLET_64, Instance("runner-up", {"V": 8, "m": 0.75, "tail_mass": 0.0})]
     )
     def test_the_mutant_rank_V_is_refuted_by_the_upper_end(self, instance):
+        """The kernel vector 1 caps the rank at V − 1: the upper end alone refutes "rank J = V"."""
         verdict = REGISTRY["softmax-jacobian.rank"].mutants["equals-V"].check(instance, NUMPY)
         assert verdict.status is Status.VIOLATED and verdict.certified_by is Certification.ONE_SIDED
         assert verdict.method.endswith(f"upper < {instance.params['V']}"), verdict.method
@@ -334,6 +337,7 @@ class TestKernelIsMeasuredThroughTheProduct:
         assert judgement.sign == -1 and judgement.certified_by is Certification.EXACT
 
     def test_the_mutant_J_p_is_zero_is_refuted(self):
+        """(Jp)_i = p_i(p_i − Σ p_j²) ≠ 0 for the runner-up row, measured and judged as the product."""
         verdict = (
             REGISTRY["softmax-jacobian.kernel"]
             .mutants["annihilates-p"]

@@ -110,9 +110,6 @@ def test_bad_input_is_refused_with_a_named_argument(call, message):
 def test_a_rounded_truncated_svd_is_not_a_counterexample():
     """Pinned from `rankwall search updates.eckart-young`: a float G_2D beat the tail by an ulp.
     The exact route rebuilds Delta from its definition, so this is never reported violated."""
-    from checks.backends import resolve
-    from checks.verdict import REGISTRY, Instance, Status
-
     params = {"contexts": 3, "V": 3, "D": 1, "seed": 0, "integers": False, "eta_num": 1, "eta_den": 1}
     instance = Instance("step", {**params, "delta": "truncated-svd"})
     assert REGISTRY["updates.eckart-young"].check(instance, resolve("numpy")).status is not Status.VIOLATED
@@ -207,7 +204,7 @@ class TestRankClaimsAreCertified:
 
     @pytest.mark.parametrize(("claim_id", "kind"), RANK_CLAIMS)
     def test_gaussian_instances_hold_by_the_factorization_through_2D_columns(self, claim_id, kind):
-
+        """The upper end (residual of the 2D-column product within its bound) proves it: one-sided."""
         verdict = REGISTRY[claim_id].check(step_instance(False, kind), NUMPY)
         assert verdict.status is Status.HOLDS and verdict.certified_by is Certification.ONE_SIDED, verdict.to_json()
         assert "upper from the factorization through 6 columns" in verdict.method
@@ -215,7 +212,7 @@ class TestRankClaimsAreCertified:
 
     @pytest.mark.parametrize(("claim_id", "kind"), RANK_CLAIMS)
     def test_integer_instances_hold_by_an_exact_rank(self, claim_id, kind):
-
+        """Scaled to integers, the update's rank is computed exactly (python-flint)."""
         verdict = REGISTRY[claim_id].check(step_instance(True, kind), NUMPY)
         assert verdict.status is Status.HOLDS and verdict.certified_by is Certification.EXACT, verdict.to_json()
         assert verdict.lhs == 6 and verdict.method.startswith("exact rank")
@@ -224,7 +221,6 @@ class TestRankClaimsAreCertified:
     @pytest.mark.parametrize(("claim_id", "kind"), RANK_CLAIMS)
     def test_a_planted_full_rank_update_never_holds(self, monkeypatch, claim_id, kind, integers):
         """The measured update planted as update + G (rank 30 > 2D = 6): the certificates refute it."""
-
         real = uc.update_matrix
         monkeypatch.setattr(uc, "update_matrix", lambda i, k: (real(i, k)[0] + uc.step(i)[2], real(i, k)[1]))
         verdict = REGISTRY[claim_id].check(step_instance(integers, kind), NUMPY)
@@ -234,7 +230,6 @@ class TestRankClaimsAreCertified:
     def test_a_blind_lower_bound_cannot_prove_that_the_rank_is_small(self, monkeypatch, claim_id, kind):
         """A full-rank planted update seen by an SVD that finds nothing: a lower bound of 0 proves no
         'rank ≤ 2D', and the factorization residual exceeds its bound, so the verdict is inconclusive."""
-
         real = uc.update_matrix
         monkeypatch.setattr(uc, "update_matrix", lambda i, k: (real(i, k)[0] + uc.step(i)[2], real(i, k)[1]))
         monkeypatch.setattr(np.linalg, "svd", lambda a, compute_uv=True, **_: np.zeros(min(a.shape)))
@@ -246,7 +241,7 @@ class TestRankClaimsAreCertified:
         ("claim_id", "mutant"), [(RANK_CLAIMS[0][0], "at-most-2D-minus-1"), (RANK_CLAIMS[1][0], "at-most-D")]
     )
     def test_each_rank_mutant_is_refuted_by_a_certified_rank(self, claim_id, mutant):
-
+        """rank ≤ 2D − 1 and rank ≤ D fail: exact ranks on integers, the SVD lower end on Gaussians."""
         planted = REGISTRY[claim_id].mutants[mutant]
         verdicts = [planted.check(i, NUMPY) for i in planted.witnesses(16)]
         kinds = {v.certified_by for v in verdicts if v.status is Status.VIOLATED}
@@ -266,8 +261,7 @@ class TestRankClaimsAreCertified:
         ("claim_id", "factor"), [(c, "1/2") for c, _ in RANK_CLAIMS] + [("updates.eckart-young", "2")]
     )
     def test_tightened_bounds_are_refuted_by_search(self, claim_id, factor):
-        """rank ≤ ⌊D⌋ fails (the rank 2D is attained); 2·tail ≤ residual fails for the truncated SVD."""
-
+        """rank ≤ D − 1 fails (the rank 2D is attained); 2·tail ≤ residual fails for the truncated SVD."""
         result = search(REGISTRY[claim_id], NUMPY, tighten=Fraction(factor), budget=CI_SEARCH_BUDGET)
         found = result.counterexample
         assert found is not None and found.status is Status.VIOLATED and found.certified_by is not None
@@ -299,14 +293,14 @@ class TestEckartYoungClaims:
         [("updates.eckart-young", "one-more-tail-value"), ("updates.eckart-young-attained", "rank-D-truncation")],
     )
     def test_each_mutant_is_refuted_in_50_digits(self, claim_id, mutant):
-
+        """One more tail value, or a rank-D truncation, is refuted by the 50-digit judgement."""
         planted = REGISTRY[claim_id].mutants[mutant]
         verdicts = [planted.check(i, NUMPY) for i in planted.witnesses(16)]
         violated = [v for v in verdicts if v.status is Status.VIOLATED]
         assert violated and all(v.certified_by is Certification.TWO_SIDED for v in violated)
 
     def test_the_true_claims_say_what_certifies_them(self):
-
+        """A float margin against the tolerance, or 50 digits: a rounding-model margin, two-sided."""
         for claim_id, delta in (
             ("updates.eckart-young", "first-order"),
             ("updates.eckart-young-attained", "truncated-svd"),
