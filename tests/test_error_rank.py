@@ -277,23 +277,14 @@ class TestEveryClaimNamesItsBound:
     def test_directions(self):
         assert {c.id: c.bound for c in FAMILIES} == {**BOUNDS, "error-rank.attracting-components": None}
 
-    @pytest.mark.parametrize(
-        ("bound", "factor", "direction", "expected"),
-        [
-            (8, Fraction(1), "lower", 8),
-            (8, Fraction(2), "lower", 17),
-            (8, Fraction(10001, 10000), "lower", 9),
-            (0, Fraction(2), "lower", 1),
-            (8, Fraction(1), "upper", 8),
-            (8, Fraction(1, 2), "upper", 3),
-            (7, Fraction(1, 2), "upper", 3),
-            (8, Fraction(99, 100), "upper", 7),
-            (1, Fraction(1, 2), "upper", 0),
-        ],
-    )
-    def test_integer_tightening_is_strict(self, bound, factor, direction, expected):
-        """rank >= ⌊F b⌋ + 1 and rank <= ⌈F b⌉ - 1: F = 1.0001 already asks for more than b."""
-        assert claims.tightened(bound, factor, direction) == expected
+    def test_row_shift_tightened_by_0_99_allows_no_change(self):
+        """An upper bound b = 1 tightened by F = 0.99 asks |rank difference| <= ⌈0.99⌉ - 1 = 0: a shift
+        that adds the direction 1 refutes it, exactly."""
+        claim = REGISTRY["logprob-rank.row-shift"]
+        verdicts = [claim.check(i, NUMPY, Fraction("0.99")) for i in claim.witnesses(16)]
+        gaps = {v.certificate["rank_lower"]: v.status for v in verdicts}
+        assert gaps == {0: Status.HOLDS, 1: Status.VIOLATED}
+        assert {v.certified_by for v in verdicts} == {Certification.EXACT}
 
     def test_unique_continuation_tightened_by_1_0001_is_refuted_by_the_structural_upper_bound(self):
         """Prop. A.5 is sharp: rank(P - Ñ) <= min(k, V - 1) because (P - Ñ)1 = 0."""

@@ -15,9 +15,10 @@ the verdict rests on: ``exact`` when the rank is pinned (lo == hi) by ends free 
 rounding model; ``one-sided`` when one end decides alone (a lower end can refute an upper bound or
 prove a lower one, an upper end the reverse).
 
-Tightening. ``--tighten F`` on an integer bound b is strict: a lower bound b becomes
-rank >= ⌊F b⌋ + 1 (F > 1), an upper bound b becomes rank <= ⌈F b⌉ - 1 (F < 1), so that F = 1.0001
-already asks for more than b; F = 1 leaves b as it is.
+Tightening. ``--tighten F`` on an integer bound b is strict
+(:func:`checks.verdict.tightened_integer_bound`): a lower bound b becomes rank >= ⌊F b⌋ + 1 (F > 1),
+an upper bound b becomes rank <= ⌈F b⌉ - 1 (F < 1), so that F = 1.0001 already asks for more than
+b; F = 1 leaves b as it is.
 
 Domains. An instance outside a proposition's hypothesis is not an instance of it: measuring one
 raises :class:`InputError` naming the hypothesis that fails (the search rejects it; no witness is
@@ -55,6 +56,7 @@ from checks.verdict import (
     Measurement,
     Relation,
     Status,
+    tightened_integer_bound,
 )
 from theory import error_rank as er
 from theory._validation import InputError
@@ -102,14 +104,6 @@ class RankBounds:
 
     def json(self) -> dict[str, Any]:
         return {"rank_lower": self.lo, "rank_upper": self.hi, **self.certificate}
-
-
-def tightened(bound: int, factor: Fraction, direction: str) -> int:
-    """The integer bound b times F, kept strictly sharper than F b: ⌊F b⌋ + 1 for a lower bound,
-    ⌈F b⌉ - 1 for an upper bound; b itself when F = 1."""
-    if factor == 1:
-        return bound
-    return math.floor(factor * bound) + 1 if direction == "lower" else math.ceil(factor * bound) - 1
 
 
 def measurement(bounds: RankBounds, bound: int, direction: str) -> Measurement:
@@ -304,7 +298,7 @@ def unique_bound(instance: Instance, factor: Fraction, extra: int) -> int:
     """The claimed lower bound min(k, V - 1) (plus ``extra`` for a mutant), tightened."""
     logits, tokens = unique_instance(instance)
     k, V = len(tokens), logits.shape[1]
-    return tightened(min(k + extra, V - 1 + extra), factor, "lower")
+    return tightened_integer_bound(min(k + extra, V - 1 + extra), factor, "lower")
 
 
 def unique_bounds(instance: Instance, bound: int, escalate: bool) -> RankBounds:
@@ -324,6 +318,7 @@ def unique_bounds(instance: Instance, bound: int, escalate: bool) -> RankBounds:
 
 
 def measure_unique(instance: Instance, backend: Any, factor: Fraction, extra: int = 0) -> Measurement:
+    """b <= rank(P - Ñ), b = min(k, V - 1) tightened, from the float routes."""
     bound = unique_bound(instance, factor, extra)
     return measurement(unique_bounds(instance, bound, escalate=False), bound, "lower")
 
@@ -334,8 +329,7 @@ def judge_unique(instance: Instance, factor: Fraction, extra: int = 0) -> Judgem
 
 
 def exact_float_rows(instance: Instance) -> RankBounds:
-    """Route 2 on an instance of the mutant that applies Prop. A.5 to the computed float rows P̂,
-    zeros and all (refused when k V is too large for the exact rank)."""
+    """Route 2 on an instance: the exact rank of P̂ - Ñ, refused as input when k V is too large."""
     bounds = float_rows_bounds(*unique_instance(instance))
     if bounds is None:
         raise InputError(f"instance: k x V above {EXACT_ENTRIES}, too large for the exact rank of P̂ - Ñ")
@@ -343,6 +337,7 @@ def exact_float_rows(instance: Instance) -> RankBounds:
 
 
 def measure_float_rows(instance: Instance, backend: Any, factor: Fraction) -> Measurement:
+    """The mutant: b <= rank(P̂ - Ñ) for the float rows P̂ (zeros included), exactly."""
     return measurement(exact_float_rows(instance), unique_bound(instance, factor, 0), "lower")
 
 
@@ -354,6 +349,7 @@ def judge_float_rows(instance: Instance, factor: Fraction) -> Judgement:
 
 
 def stochastic_weights(instance: Instance) -> np.ndarray:
+    """Integer weights whose row normalisation is P_T, with the instance's number of closed classes."""
     p = instance.params
     return er.construct_stochastic_with_classes(p["n"], p["closed"], p["seed"], density=p["density"])
 
@@ -371,11 +367,13 @@ def all_components_rank(weights: np.ndarray) -> int:
 
 
 def predicted_rank(instance: Instance, mutant: bool) -> int:
+    """n - a, a the attracting components (n minus all components for the mutant)."""
     weights = stochastic_weights(instance)
     return all_components_rank(weights) if mutant else er.stochastic_defect_rank(weights)
 
 
 def measure_attracting(instance: Instance, backend: Any, factor: Fraction, mutant: bool = False) -> Measurement:
+    """rank(I - P_T) == n - a, both sides exact."""
     return measurement(attracting_bounds(instance), predicted_rank(instance, mutant), "equal")
 
 
@@ -416,13 +414,14 @@ def wcdd_bounds(instance: Instance, chained: bool) -> tuple[RankBounds, int]:
 
 
 def measure_wcdd(instance: Instance, backend: Any, factor: Fraction, chained: bool = True) -> Measurement:
+    """n <= rank(M) (n tightened), the rank exact."""
     bounds, n = wcdd_bounds(instance, chained)
-    return measurement(bounds, tightened(n, factor, "lower"), "lower")
+    return measurement(bounds, tightened_integer_bound(n, factor, "lower"), "lower")
 
 
 def judge_wcdd(instance: Instance, factor: Fraction, chained: bool = True) -> Judgement:
     bounds, n = wcdd_bounds(instance, chained)
-    return judgement(bounds, tightened(n, factor, "lower"), "lower")
+    return judgement(bounds, tightened_integer_bound(n, factor, "lower"), "lower")
 
 
 # --------------------------------------------------------------------------- mini-batches
@@ -523,7 +522,7 @@ def batch_decision(instance: Instance, factor: Fraction, everywhere: bool = Fals
     parts = batch_rows(instance)
     counted, failures, certificate = batch_conclusions(parts, everywhere)
     k, V = parts.error.shape
-    bound = tightened(min(k, V - 1), factor, "lower")
+    bound = tightened_integer_bound(min(k, V - 1), factor, "lower")
     if failures:  # counted exactly: "failures <= 0" is violated, and the rank is not compared
         undecided = Measurement(math.nan, math.nan, math.nan, counted, certificate)
         exactly = Certification.EXACT
@@ -534,6 +533,7 @@ def batch_decision(instance: Instance, factor: Fraction, everywhere: bool = Fals
 
 
 def measure_batch(instance: Instance, backend: Any, factor: Fraction, everywhere: bool = False) -> Measurement:
+    """Prop. A.7 on one instance, exactly (see :func:`batch_decision`)."""
     return batch_decision(instance, factor, everywhere)[0]
 
 
@@ -589,11 +589,12 @@ def log_softmax_decision(instance: Instance, factor: Fraction, drop: int) -> tup
     right = np.vstack([A, np.ones((1, A.shape[1]), dtype=np.int64)]).T
     bounds = log_probability_bounds(Z, L, tolerance.log_softmax_error(Z, L, U), right)
     bounds = replace(bounds, certificate={**bounds.certificate, "rank_A": rank_A})
-    bound = tightened(rank_A + 1 - drop, factor, "upper")
+    bound = tightened_integer_bound(rank_A + 1 - drop, factor, "upper")
     return measurement(bounds, bound, "upper"), judgement(bounds, bound, "upper")
 
 
 def measure_log_softmax(instance: Instance, backend: Any, factor: Fraction, drop: int = 0) -> Measurement:
+    """rank(log softmax A) <= rank(A) + 1 (see :func:`log_softmax_decision`)."""
     return log_softmax_decision(instance, factor, drop)[0]
 
 
@@ -615,11 +616,12 @@ def bottleneck_decision(instance: Instance, factor: Fraction, extra: int) -> tup
     entry_error = tolerance.log_softmax_error(Z, L, U) + float(np.linalg.norm(through))
     right = integer_rows(np.hstack([W, np.ones((W.shape[0], 1))]))
     bounds = log_probability_bounds(Z, L, entry_error, right)
-    bound = tightened(p["rank"] + 1 + extra, factor, "upper")
+    bound = tightened_integer_bound(p["rank"] + 1 + extra, factor, "upper")
     return measurement(bounds, bound, "upper"), judgement(bounds, bound, "upper")
 
 
 def measure_bottleneck(instance: Instance, backend: Any, factor: Fraction, extra: int = 0) -> Measurement:
+    """rank(log softmax(HWᵀ)) <= d + 1 (see :func:`bottleneck_decision`)."""
     return bottleneck_decision(instance, factor, extra)[0]
 
 
@@ -641,11 +643,12 @@ def row_shift_bounds(instance: Instance) -> RankBounds:
 
 
 def measure_row_shift(instance: Instance, backend: Any, factor: Fraction, allowed: int = 1) -> Measurement:
-    return measurement(row_shift_bounds(instance), tightened(allowed, factor, "upper"), "upper")
+    """|rank(A + λ1ᵀ) - rank(A + μ1ᵀ)| <= ``allowed`` (tightened), both ranks exact."""
+    return measurement(row_shift_bounds(instance), tightened_integer_bound(allowed, factor, "upper"), "upper")
 
 
 def judge_row_shift(instance: Instance, factor: Fraction, allowed: int = 1) -> Judgement:
-    return judgement(row_shift_bounds(instance), tightened(allowed, factor, "upper"), "upper")
+    return judgement(row_shift_bounds(instance), tightened_integer_bound(allowed, factor, "upper"), "upper")
 
 
 # --------------------------------------------------------------------------- registration
