@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import sympy
 
-from checks import exact, tolerance
+from checks import exact, exact_softmax, tolerance
 from checks.backends import resolve, to_numpy
 from checks.claims import softmax_jacobian as sc
 from checks.search import search
@@ -35,7 +35,7 @@ def dirichlet_rows(V: int, seeds: int = 3) -> list[np.ndarray]:
 
 
 def certified(p: np.ndarray, estimate: float) -> tuple[float, float]:
-    lo, hi, method = exact.certified_norm(exact.ExactRow.from_probabilities(p), estimate)
+    lo, hi, method = exact_softmax.certified_norm(exact_softmax.ExactRow.from_probabilities(p), estimate)
     assert method != "undecided", f"no certified enclosure for p={p[:4]}..."
     return lo, hi
 
@@ -290,7 +290,7 @@ class TestRankIsMeasuredFromJ:
             list(sj.construct_sparse(12, 5, 1)),
             list(sj.construct_dirichlet(9, 0.05, 2)),
         ):
-            row = exact.ExactRow.from_probabilities(p)
+            row = exact_softmax.ExactRow.from_probabilities(p)
             lo, hi, _ = sc.interlacing_rank(row)
             q = [exact.rational(x) for x in p]
             total = sum(q, start=exact.rational(0.0))

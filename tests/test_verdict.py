@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from hypothesis import strategies as st
 
-from checks import exact, tolerance
+from checks import exact, exact_softmax, tolerance
 from checks.verdict import (
     REGISTRY,
     Claim,
@@ -125,43 +125,43 @@ class TestExactRoutes:
             assert exact.ball(0.1).rad() == 0
 
     def test_runner_up_attains_its_bound_exactly(self):
-        row = exact.ExactRow.from_probabilities(sj.construct_runner_up(5, 0.7))
-        assert exact.decide_norm_at_most(row, exact.Bound("ms", Fraction(2))) == (0, "exact-rational")
-        assert exact.decide_norm_at_most(row, exact.Bound("ms", Fraction("1.998")))[0] == -1
+        row = exact_softmax.ExactRow.from_probabilities(sj.construct_runner_up(5, 0.7))
+        assert exact_softmax.decide_norm_at_most(row, exact_softmax.Bound("ms", Fraction(2))) == (0, "exact-rational")
+        assert exact_softmax.decide_norm_at_most(row, exact_softmax.Bound("ms", Fraction("1.998")))[0] == -1
 
     def test_spread_tail_is_strictly_inside_the_bounds(self):
-        row = exact.ExactRow.from_probabilities(sj.construct_spread_tail(50, 0.8))
-        assert exact.decide_norm_at_most(row, exact.Bound("ms", Fraction(2)))[0] == 1
-        assert exact.decide_norm_at_most(row, exact.Bound("ms", Fraction(1)))[0] == -1
+        row = exact_softmax.ExactRow.from_probabilities(sj.construct_spread_tail(50, 0.8))
+        assert exact_softmax.decide_norm_at_most(row, exact_softmax.Bound("ms", Fraction(2)))[0] == 1
+        assert exact_softmax.decide_norm_at_most(row, exact_softmax.Bound("ms", Fraction(1)))[0] == -1
 
     def test_ties_and_one_hot(self):
-        tied = exact.ExactRow.from_probabilities(sj.construct_tied_atoms(6, 0.3))
-        assert exact.decide_norm_at_most(tied, exact.Bound("envelope", Fraction(1)))[0] == 0
-        one_hot = exact.ExactRow.from_probabilities(np.array([0.0, 1.0, 0.0]))
-        assert exact.decide_norm_at_most(one_hot, exact.Bound("constant", Fraction(0)))[0] == 0
+        tied = exact_softmax.ExactRow.from_probabilities(sj.construct_tied_atoms(6, 0.3))
+        assert exact_softmax.decide_norm_at_most(tied, exact_softmax.Bound("envelope", Fraction(1)))[0] == 0
+        one_hot = exact_softmax.ExactRow.from_probabilities(np.array([0.0, 1.0, 0.0]))
+        assert exact_softmax.decide_norm_at_most(one_hot, exact_softmax.Bound("constant", Fraction(0)))[0] == 0
 
     def test_logit_rows_are_decided_in_balls(self):
-        row = exact.ExactRow.from_logits(sj.construct_logits(8, 700.0, tail_gap=3.0))
-        outcome, method = exact.decide_norm_at_most(row, exact.Bound("ms", Fraction(2)))
+        row = exact_softmax.ExactRow.from_logits(sj.construct_logits(8, 700.0, tail_gap=3.0))
+        outcome, method = exact_softmax.decide_norm_at_most(row, exact_softmax.Bound("ms", Fraction(2)))
         assert outcome == 1 and method.startswith("interval")
 
     def test_two_atom_logit_rows_attain_the_bound_by_the_lemma(self):
         """exp of a float is transcendental: no ball shows equality, the two-atom lemma does."""
-        row = exact.ExactRow.from_logits(sj.construct_logits(2, 700.0))
-        assert exact.decide_norm_at_most(row, exact.Bound("ms", Fraction(2))) == (
+        row = exact_softmax.ExactRow.from_logits(sj.construct_logits(2, 700.0))
+        assert exact_softmax.decide_norm_at_most(row, exact_softmax.Bound("ms", Fraction(2))) == (
             0,
             "two-atom lemma (norm = 2m(1-m))",
         )
-        assert exact.decide_norm_at_most(row, exact.Bound("ms", Fraction("1.999")))[0] == -1
+        assert exact_softmax.decide_norm_at_most(row, exact_softmax.Bound("ms", Fraction("1.999")))[0] == -1
 
     def test_tied_logit_rows_attain_the_envelope_by_the_lemma(self):
-        row = exact.ExactRow.from_logits(np.array([1.0, 1.0, -3.0]))
-        assert exact.decide_norm_at_most(row, exact.Bound("envelope", Fraction(1)))[0] == 0
+        row = exact_softmax.ExactRow.from_logits(np.array([1.0, 1.0, -3.0]))
+        assert exact_softmax.decide_norm_at_most(row, exact_softmax.Bound("envelope", Fraction(1)))[0] == 0
 
     def test_certified_enclosure_contains_the_float_norm(self):
         p = sj.construct_dirichlet(40, 0.5, 2)
         estimate = float(sj.spectral_norm(p))
-        lo, hi, _ = exact.certified_norm(exact.ExactRow.from_probabilities(p), estimate)
+        lo, hi, _ = exact_softmax.certified_norm(exact_softmax.ExactRow.from_probabilities(p), estimate)
         assert lo <= estimate <= hi and hi - lo < 1e-12 * estimate
 
 

@@ -63,7 +63,7 @@ from theory._validation import InputError
 
 SEED_000 = "seed 000"  # "Lost in Backpropagation: The LM Head is a Gradient Bottleneck"
 SEED_001 = "seed 001"  # "Breaking the softmax bottleneck: your output layer is a rank-d wall"
-U = 2.0**-53
+U = tolerance.unit_roundoff(np.float64)
 
 #: Largest k x V for which the dense SVD route (route 3) runs.
 DENSE_ENTRIES = 1 << 18
@@ -161,12 +161,9 @@ def integer_rows(M: np.ndarray) -> np.ndarray:
 
 
 def certified_rank_lower(M: np.ndarray, entry_error: float) -> tuple[int, float]:
-    """#{σ_i > m}, m = (Frobenius bound on the error of M) + (SVD backward error): each such
-    singular value of the exact matrix is nonzero (Weyl), a certified lower bound on its rank."""
-    sigma = np.linalg.svd(M, compute_uv=False)
-    top = float(sigma[0]) if sigma.size else 0.0
-    margin = entry_error + tolerance.svd_rank_margin(M.shape, U, 0.0, top)
-    return int(np.sum(sigma > margin)), margin
+    """A certified lower bound on rank M and its Weyl margin (:func:`checks.exact.weyl_rank_lower_bound`)."""
+    rank, margin, _ = exact.weyl_rank_lower_bound(M, U, entry_error=entry_error)
+    return rank, margin
 
 
 # --------------------------------------------------------------------------- instances

@@ -40,7 +40,7 @@ from theory import heads as hd
 from theory._validation import InputError
 
 SEED_000, SEED_001 = "seed 000", "seed 001"
-U = 2.0**-53
+U = tolerance.unit_roundoff(np.float64)
 
 #: A claimed exact Jacobian rank: ``(value, how it was computed)`` from the head, its parameters and h.
 ClaimedRank = Callable[[str, hd.HeadParameters, np.ndarray], tuple[int, str]]
@@ -87,12 +87,9 @@ class RankInterval:
 
 
 def certified_lower_rank(A: np.ndarray, entry_error: float) -> tuple[int, float]:
-    """``#{σ_i(A) > m}`` with the Weyl margin m = (Frobenius error of A) + (SVD backward error):
-    each such singular value of the exact matrix is nonzero, so the count is a lower bound on its rank."""
-    sigma = np.linalg.svd(A, compute_uv=False)
-    top = float(sigma[0]) if sigma.size else 0.0
-    margin = entry_error + tolerance.svd_rank_margin(A.shape, U, 0.0, top)
-    return int(np.sum(sigma > margin)), margin
+    """A certified lower bound on rank A and its Weyl margin (:func:`checks.exact.weyl_rank_lower_bound`)."""
+    rank, margin, _ = exact.weyl_rank_lower_bound(A, U, entry_error=entry_error)
+    return rank, margin
 
 
 def exact_rank(rows: Sequence[Sequence[Any]], columns: int) -> int:

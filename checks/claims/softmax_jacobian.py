@@ -30,7 +30,7 @@ import flint
 import numpy as np
 from hypothesis import strategies as st
 
-from checks import exact, tolerance
+from checks import exact, exact_softmax, tolerance
 from checks.backends import Backend, to_numpy
 from checks.strategies import (
     any_row,
@@ -76,10 +76,10 @@ class Built:
     V: int
 
     @functools.cached_property
-    def exact_row(self) -> exact.ExactRow:
+    def exact_row(self) -> exact_softmax.ExactRow:
         if self.form == "logits":
-            return exact.ExactRow.from_logits(self.raw)
-        return exact.ExactRow.from_probabilities(self.raw)
+            return exact_softmax.ExactRow.from_logits(self.raw)
+        return exact_softmax.ExactRow.from_probabilities(self.raw)
 
 
 def build(instance: Instance, backend: Backend) -> Built:
@@ -156,8 +156,8 @@ def judge_sides(sides: Callable[[], tuple[Any, Any, bool]]) -> Judgement:
     )
 
 
-def norm_certification(method: str, bound: exact.Bound) -> Certification:
-    """What certifies a decision of :func:`checks.exact.decide_norm_at_most`: exact rationals, or the
+def norm_certification(method: str, bound: exact_softmax.Bound) -> Certification:
+    """What certifies a decision of :func:`checks.exact_softmax.decide_norm_at_most`: exact rationals, or the
     two-atom lemma and the tie lemma against an envelope (coefficients compared as rationals), are
     exact; balls, and the tie lemma against t = c m(1 - m) (the sign of c s - 1 in balls), are two-sided."""
     if (
@@ -169,12 +169,12 @@ def norm_certification(method: str, bound: exact.Bound) -> Certification:
     return Certification.TWO_SIDED
 
 
-def _norm_against(built: Built, bound: exact.Bound, norm_on_left: bool) -> Judgement:
+def _norm_against(built: Built, bound: exact_softmax.Bound, norm_on_left: bool) -> Judgement:
     """Exact comparison of the spectral norm with a bound t(m, s)."""
     row = built.exact_row
-    outcome, method = exact.decide_norm_at_most(row, bound)
+    outcome, method = exact_softmax.decide_norm_at_most(row, bound)
     estimate = _scalar(sj.spectral_norm(rebuilt_rows(built)))
-    lo, hi, _ = exact.certified_norm(row, estimate)
+    lo, hi, _ = exact_softmax.certified_norm(row, estimate)
     norm = 0.5 * (lo + hi)
     with exact.precision(128):
         m, s, _, _ = row.parts(False)
@@ -257,7 +257,7 @@ BOUND_FORMS = {
 def _judge_norm_bound(kind: str, norm_on_left: bool) -> Callable[[Instance, Fraction], Judgement]:
     def judge(instance: Instance, factor: Fraction) -> Judgement:
         form, coefficient = BOUND_FORMS[kind]
-        return _norm_against(rebuilt(instance), exact.Bound(form, coefficient * factor), norm_on_left)
+        return _norm_against(rebuilt(instance), exact_softmax.Bound(form, coefficient * factor), norm_on_left)
 
     return judge
 
@@ -274,7 +274,7 @@ def measure_spread(instance: Instance, backend: Backend, factor: Fraction) -> Me
 
 def judge_spread(instance: Instance, factor: Fraction) -> Judgement:
     atoms = instance.params["V"] - 1
-    bound = exact.Bound("ms", Fraction(atoms, atoms - 1) * factor)
+    bound = exact_softmax.Bound("ms", Fraction(atoms, atoms - 1) * factor)
     return _norm_against(rebuilt(instance), bound, norm_on_left=True)
 
 
@@ -428,7 +428,7 @@ class RankEnclosure:
     certificate: dict[str, Any] = field(default_factory=dict)
 
 
-def interlacing_rank(row: exact.ExactRow) -> tuple[int, int, dict[str, Any]]:
+def interlacing_rank(row: exact_softmax.ExactRow) -> tuple[int, int, dict[str, Any]]:
     """Both ends of rank J(p̂) from the structure J = diag(p̂) − p̂p̂ᵀ of the exactly normalised row,
     never from a count of its support.
 
@@ -450,7 +450,7 @@ def rank_enclosure(built: Built, backend: Backend) -> RankEnclosure:
     """rank J for the computed row p (read exactly, normalised exactly). Upper end from
     :func:`interlacing_rank`; lower end from dense eigenvalues above a Weyl threshold for V ≤ 512
     (an independent, rounding-model certificate: two-sided), else from :func:`interlacing_rank` (exact)."""
-    row = exact.ExactRow.from_probabilities(to_numpy(built.rows.p)[0].astype(np.float64))
+    row = exact_softmax.ExactRow.from_probabilities(to_numpy(built.rows.p)[0].astype(np.float64))
     lo, hi, certificate = interlacing_rank(row)
     upper = "zero rows of J and the kernel vector 1"
     if built.V > DENSE_LIMIT:

@@ -53,7 +53,7 @@ from checks.verdict import (
 from theory import updates as up
 
 SEED_000 = "seed 000"  # "Lost in Backpropagation: The LM Head is a Gradient Bottleneck"
-U = 2.0**-53
+U = tolerance.unit_roundoff(np.float64)
 
 #: Digits of the mpmath escalation, and the relative margin below which it stays undecided.
 MP_DIGITS = 50
@@ -109,11 +109,9 @@ def update_error(B: np.ndarray, D: int) -> float:
 
 
 def certified_lower_rank(matrix: np.ndarray, entry_error: float) -> tuple[int, float]:
-    """``#{σ_i > margin}`` with the Weyl margin (Frobenius error of the matrix + the SVD's backward
-    error): each such singular value of the exact matrix is nonzero, a lower bound on its rank."""
-    sigma = np.linalg.svd(matrix, compute_uv=False)
-    margin = entry_error + tolerance.svd_rank_margin(matrix.shape, U, 0.0, float(sigma[0]))
-    return int(np.sum(sigma > margin)), margin
+    """A certified lower bound on the rank and its Weyl margin (:func:`checks.exact.weyl_rank_lower_bound`)."""
+    rank, margin, _ = exact.weyl_rank_lower_bound(matrix, U, entry_error=entry_error)
+    return rank, margin
 
 
 @dataclass(frozen=True)

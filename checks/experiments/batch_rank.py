@@ -17,13 +17,13 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sparse
 
-from checks import tolerance
+from checks import exact, tolerance
 from checks.data import characters, read_corpus, words
 from checks.outputs import write_outputs
 from theory import error_rank as er
 
 SHARES = (0.7, 0.99, 0.999)
-U = 2.0**-53
+U = tolerance.unit_roundoff(np.float64)
 
 
 def components_for(sigma: np.ndarray, share: float) -> int:
@@ -45,9 +45,8 @@ def gradient_spectrum(counts: sparse.csr_matrix, batch: sparse.csr_matrix, delta
     N_batch = (sparse.diags(1 / totals) @ batch_rows).toarray()
     f = totals / totals.sum()
     G = f[:, None] * (P - N_batch)
-    sigma = np.linalg.svd(G, compute_uv=False)
-    margin = tolerance.svd_rank_margin(G.shape, U, float(np.linalg.norm(G)), float(sigma[0]))
-    return sigma, int(np.sum(sigma > margin))
+    rank, _, sigma = exact.weyl_rank_lower_bound(G, U, forming_norm=float(np.linalg.norm(G)))
+    return sigma, rank
 
 
 def languages(seed: int) -> dict[str, tuple[sparse.csr_matrix, int]]:

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from checks import tolerance
+from checks import exact, tolerance
 from checks.experiments.batch_rank import components_for
 from checks.models.loading import LoadedModel
 from checks.outputs import peak_memory_mb, write_outputs
@@ -50,7 +50,7 @@ F32 = 2.0**-24
 #: each product and of the final sum <= (3 gamma_n + gamma_{n+2} + 2 gamma_2) S <= 6 gamma_{n+2} S,
 #: S = sum_j p_j |g_p,j|: a row sum below that is zero to float32 rounding.
 ROW_SUM_FACTOR = 6
-F64 = 2.0**-53
+F64 = tolerance.unit_roundoff(np.float64)
 
 
 def read_tokens(loaded: LoadedModel, text: str, label: str, tokens: int) -> np.ndarray:
@@ -159,12 +159,11 @@ def gradient_rank(G: np.ndarray, sizes: list[int]) -> list[dict[str, Any]]:
     rows = []
     for n in sizes:
         block = G[:n]
-        sigma = np.linalg.svd(block, compute_uv=False)
-        margin = tolerance.svd_rank_margin(block.shape, F64, float(np.linalg.norm(block)), float(sigma[0]))
+        rank, _, sigma = exact.weyl_rank_lower_bound(block, F64, forming_norm=float(np.linalg.norm(block)))
         rows.append(
             {
                 "tokens": n,
-                "certified_rank": int(np.sum(sigma > margin)),
+                "certified_rank": rank,
                 "components_70": components_for(sigma, 0.7),
                 "components_99.9": components_for(sigma, 0.999),
             }

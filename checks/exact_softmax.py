@@ -1,0 +1,206 @@
+"""Exact routes for softmax rows: a row as exact data, the spectral-norm comparison with a
+bound (rationals, balls, and two structural lemmas for attained bounds), and certified norms.
+
+The generic arithmetic (rationals, balls, precisions) is :mod:`checks.exact`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import flint
+import numpy as np
+
+from checks.exact import BALL_PRECISIONS, EXACT_DISTINCT_LIMIT, ball, precision, rational, sign
+from checks.tolerance import unit_roundoff
+from theory.softmax_jacobian import secular_function
+
+
+@dataclass(frozen=True)
+class ExactRow:
+    """One probability row as exact data: its distinct values, their counts, its total.
+
+    ``from_probabilities`` reads float entries exactly; ``from_logits`` keeps the logits and
+    evaluates :math:`e^{z_i - \\max z}` in ball arithmetic (the softmax of a float row is not
+    rational)."""
+
+    values: np.ndarray
+    counts: np.ndarray
+    logits: bool
+
+    @classmethod
+    def from_probabilities(cls, p: Sequence[float] | np.ndarray) -> ExactRow:
+        values, counts = np.unique(np.asarray(p, dtype=np.float64), return_counts=True)
+        return cls(values, counts, logits=False)
+
+    @classmethod
+    def from_logits(cls, z: Sequence[float] | np.ndarray) -> ExactRow:
+        values, counts = np.unique(np.asarray(z, dtype=np.float64), return_counts=True)
+        return cls(values, counts, logits=True)
+
+    @property
+    def distinct(self) -> int:
+        return len(self.values)
+
+    def weights(self, exact: bool) -> list[Any]:
+        """Unnormalised masses of the distinct values (descending order of value)."""
+        if self.logits:
+            top = self.values[-1]
+            return [(ball(z) - ball(top)).exp() for z in self.values[::-1]]
+        convert = rational if exact else ball
+        return [convert(v) for v in self.values[::-1]]
+
+    def parts(self, exact: bool) -> tuple[Any, Any, list[Any], list[int]]:
+        """``(m, s, tail values, tail counts)`` of the normalised row :math:`\\hat p`."""
+        w = self.weights(exact)
+        c = [int(k) for k in self.counts[::-1]]
+        total = sum((wi * ci for wi, ci in zip(w, c, strict=True)), start=0 * w[0])
+        top = w[0] / total
+        tail = [wi / total for wi in w]
+        counts = [c[0] - 1, *c[1:]]
+        complement = sum((wi * ci for wi, ci in zip(w[1:], c[1:], strict=True)), start=0 * w[0])
+        complement = (complement + (c[0] - 1) * w[0]) / total
+        return top, complement, tail, counts
+
+    def use_exact(self) -> bool:
+        return not self.logits and self.distinct <= EXACT_DISTINCT_LIMIT
+
+
+@dataclass(frozen=True)
+class Bound:
+    """A bound t on the spectral norm, with its structure kept for exact comparisons:
+    ``"ms"``: :math:`t = c\\,m(1-m)`; ``"envelope"``: :math:`t = c\\min(m, 2m(1-m))`;
+    ``"constant"``: :math:`t = c`."""
+
+    kind: str
+    coefficient: Fraction
+
+    def value(self, m: Any, s: Any, is_exact: bool) -> Any:
+        """t in exact (``is_exact``) or ball arithmetic."""
+        c = flint.fmpq(self.coefficient.numerator, self.coefficient.denominator)
+        c = c if is_exact else flint.arb(c)
+        if self.kind == "constant":
+            return c
+        if self.kind == "ms":
+            return c * m * s
+        two_ms = 2 * m * s
+        return c * (m if sign(m - two_ms) in (-1, 0) else two_ms)
+
+    def against_tie(self, s: Any) -> int | None:
+        """sign(t - m) when the top is tied (then the norm is m and m <= 1/2)."""
+        if self.kind == "envelope":  # min(m, 2ms) = m
+            return (self.coefficient > 1) - (self.coefficient < 1)
+        if self.kind == "ms":  # c m s - m has the sign of c s - 1
+            return sign(flint.fmpq(self.coefficient.numerator, self.coefficient.denominator) * s - 1)
+        return None
+
+    def against_two_atoms(self) -> int | None:
+        """sign(t - 2ms) when the row has two atoms (then the norm is 2ms and m >= 1/2)."""
+        target = {"ms": Fraction(2), "envelope": Fraction(1)}.get(self.kind)
+        if target is None:
+            return None
+        return (self.coefficient > target) - (self.coefficient < target)
+
+
+def decide_norm_at_most(row: ExactRow, bound: Bound) -> tuple[int | None, str]:
+    """Decide :math:`\\lVert J(\\hat p) \\rVert_2 \\le t` for the bound t.
+
+    Returns ``(s, method)`` with s = +1 if the norm is strictly below t, 0 if equal, -1 if
+    strictly above, ``None`` if nothing decided it. Balls at 128 bits go first, then exact
+    rationals (rows of few distinct values), then wider balls; when all of these leave an
+    exact equality undecided (a transcendental row from logits that attains its bound), two
+    structural lemmas finish: a tied top gives norm m, a single runner-up gives 2m(1-m)
+    (both proved symbolically in the tests). Ties and atom counts come from the float
+    input itself, so they are exact."""
+    attempts: list[tuple[str, int | None]] = [("interval", BALL_PRECISIONS[0])]
+    attempts += [("exact-rational", None)] if row.use_exact() else []
+    attempts += [("interval", bits) for bits in BALL_PRECISIONS[1:]]
+    for method, bits in attempts:
+        is_exact = bits is None
+        with precision(bits or 64):
+            m, s, tail, counts = row.parts(is_exact)
+            outcome = _secular_comparison(m, s, tail, counts, bound.value(m, s, is_exact))
+        if outcome is not None:
+            return outcome, method if is_exact else f"interval-{bits}"
+    return _structural_comparison(row, bound)
+
+
+def _structural_comparison(row: ExactRow, bound: Bound) -> tuple[int | None, str]:
+    """The tie and two-atom lemmas, for equalities that no finite precision can show."""
+    positive = [(v, c) for v, c in zip(row.values[::-1], row.counts[::-1], strict=True) if row.logits or v > 0]
+    if not positive:
+        return None, "structural"
+    if positive[0][1] >= 2:
+        with precision(BALL_PRECISIONS[-1]):
+            _, s, _, _ = row.parts(False)
+            return bound.against_tie(s), "tie lemma (norm = m)"
+    if len(positive) == 2 and positive[1][1] == 1:
+        return bound.against_two_atoms(), "two-atom lemma (norm = 2m(1-m))"
+    return None, "interval"
+
+
+def _secular_comparison(m: Any, s: Any, tail: list[Any], counts: list[int], t: Any) -> int | None:
+    """Compare :math:`\\lambda_{\\max}` with t using the interlacing bracket and F(t)."""
+    support = [(q, c) for q, c in zip(tail, counts, strict=True) if c > 0 and q != 0]
+    if not support:  # one-hot: J = 0
+        return sign(t)
+    second = support[0][0]
+    if sign(second - m) == 0:  # tie at the top: lambda = m
+        return sign(t - m)
+    if sign(t - m) in (0, 1):  # lambda < m <= t (strict: no tie)
+        return 1
+    if sign(t - second) in (0, -1):  # lambda > second >= t
+        return -1
+    if sign(t - m) is None or sign(t - second) is None:
+        return None
+    return sign(secular_function(t, m, s, [q for q, _ in support], [c for _, c in support]))
+
+
+def certified_norm(row: ExactRow, estimate: float) -> tuple[float, float, str]:
+    """An enclosure ``[lo, hi]`` of :math:`\\lVert J(\\hat p) \\rVert_2` around a float estimate,
+    certified by the signs of the secular function at both ends; when the estimate is too far
+    off (or subnormal) to widen, by bisection in ball arithmetic."""
+    u = unit_roundoff(np.float64)
+    if estimate > 2.0**-1000:
+        for widen in (4, 64, 2**12, 2**24):
+            lo = estimate * (1 - widen * u)
+            hi = estimate * (1 + widen * u)
+            below, method = decide_norm_at_most(row, Bound("constant", Fraction(hi)))
+            above, _ = decide_norm_at_most(row, Bound("constant", Fraction(lo)))
+            if below == 0:
+                return hi, hi, method
+            if above == 0:
+                return lo, lo, method
+            if below == 1 and above == -1:
+                return lo, hi, method
+    return _bisected_norm(row)
+
+
+def _bisected_norm(row: ExactRow, bits: int = 256, steps: int = 200) -> tuple[float, float, str]:
+    """Enclose the norm by bisecting the secular sign between the interlacing poles."""
+    with precision(bits):
+        m, s, tail, counts = row.parts(False)
+        support = [(q, c) for q, c in zip(tail, counts, strict=True) if c > 0 and q != 0]
+        if not support:
+            return 0.0, 0.0, "one-hot"
+        if row.counts[-1] >= 2:
+            return float(m.lower()), float(m.upper()), "tie lemma (norm = m)"
+        if len(support) == 1 and support[0][1] == 1:
+            value = 2 * m * s
+            return float(value.lower()), float(value.upper()), "two-atom lemma (norm = 2m(1-m))"
+        values, weights = [q for q, _ in support], [c for _, c in support]
+        lo, hi = support[0][0], m
+        for _ in range(steps):
+            spread = sign(hi - 4 * lo) == 1 and sign(lo) == 1
+            middle = (lo * hi).sqrt() if spread else (lo + hi) / 2  # geometric across decades
+            direction = sign(secular_function(middle, m, s, values, weights))
+            if direction is None:
+                break
+            if direction >= 0:
+                hi = middle
+            if direction <= 0:
+                lo = middle
+        return float(lo.lower()), float(hi.upper()), f"interval-{bits} bisection"
