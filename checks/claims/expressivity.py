@@ -1,46 +1,262 @@
-"""Claims ``expressivity.*``: Gibbs' inequality (Prop. A.2), the top-1 witness at D >= 2
-(Prop. A.4), and the D = 1 contrast, with and without a bias."""
+"""Claims ``expressivity.*``: Gibbs' inequality and identity (Prop. A.2), the top-1 witness at D >= 2
+(Prop. A.4), the D = 1 contrast with a bias, and argmaxable tokens against the convex hull.
+
+How each is decided (docs/expressivity.md has the details):
+
+- ``gibbs``: the bound CE(Ñ) <= CE(P) (``bound='lower'``: the empirical distribution is the
+  minimum), the two cross-entropies computed separately with a rounding bound each, and, as a
+  conclusion, the identity CE(P) - CE(Ñ) = Σ_c f_c KL(Ñ_c ‖ P_c) between the two sides that
+  :func:`theory.expressivity.kl_gap` computes separately. An identity off by more than its rounding
+  bound is a violation (two-sided); a bound inside its rounding band is re-decided in balls, on Ñ
+  and f exactly from the counts and P the exact softmax of the logits (or Ñ itself).
+- ``top1-witness`` and ``d1-bias-argmax``: the number of contexts (tokens) where the witness fails,
+  an identity "failures = 0". A strict argmax is certified by :meth:`theory.expressivity.Head.winners`
+  (float logits with a rigorous rounding bound, exact integers for the close rivals); a top-1
+  probability by an interval that encloses the exact softmax, re-decided in balls where it straddles
+  ε. A failure is confirmed exactly before it is reported; a failure that the exact check clears
+  means the two routes disagree, which is inconclusive.
+- ``argmaxable-vs-hull``: the tokens where the certified answer of
+  :func:`theory.expressivity.argmaxable` (each certificate re-checked exactly here) and qhull's
+  vertices disagree, plus the certificates that fail their re-check: an identity "0". A token the
+  pipeline leaves undecided is inconclusive, not a disagreement.
+"""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
 
+import flint
 import numpy as np
 
 from checks import exact, tolerance
 from checks.strategies import argmax_instances, expressivity_instances, gibbs_instances
-from checks.verdict import REGISTRY, Claim, Instance, Judgement, Measurement, Relation
+from checks.verdict import REGISTRY, Certification, Claim, Instance, Judgement, Measurement, Relation
 from theory import error_rank as er
 from theory import expressivity as ex
 
 SEED_000 = "seed 000"  # "Lost in Backpropagation: The LM Head is a Gradient Bottleneck"
 U = 2.0**-53
+#: Accuracy assumed of NumPy's ``exp`` and ``log`` (glibc and NumPy's SIMD loops stay within 4 ulps),
+#: as roundings in the gamma_n of every bound below: one ulp is 2u.
+LIBM_ROUNDINGS = 8
+#: The smallest positive float64: a result that underflows is off by at most this.
+TINY = 2.0**-1074
+#: Failures confirmed one by one in exact integers before a violation is reported (one suffices).
+CONFIRMED_FAILURES = 16
+NAN = math.nan
+
+# --------------------------------------------------------------------------- Gibbs (Prop. A.2)
 
 
-def measure_gibbs(instance: Instance, backend: Any, factor: Fraction) -> Measurement:
+def gibbs_instance(instance: Instance) -> tuple[np.ndarray, np.ndarray]:
+    """The integer counts (C x V) of a Zipfian language and the model's logits z (C x V): P is the
+    softmax of z, or Ñ itself when ``exact_fit``."""
     p = instance.params
     counts = er.construct_zipf_language(p["V"], p["contexts"], p["seed"]).toarray()
-    N_tilde = counts / counts.sum(axis=1, keepdims=True)
-    f = counts.sum(axis=1) / counts.sum()
     z = np.random.default_rng(p["seed"] + 1).standard_normal(counts.shape) * p["scale"]
-    P = np.exp(z - z.max(axis=1, keepdims=True))
-    P /= P.sum(axis=1, keepdims=True)
-    if p["exact_fit"]:
-        P = N_tilde.copy()
-    gap, kl = ex.kl_gap(P, N_tilde, f)
-    tol = tolerance.gamma(p["V"] * p["contexts"] + 8, U) * (1 + abs(gap) + abs(kl)) * 8
-    certificate = {"kl": kl, "identity_residual": gap - kl}
-    return Measurement(0.0, gap, tol, "float64 cross-entropies", certificate)
+    return counts, z
 
 
-def judge_gibbs(instance: Instance, factor: Fraction) -> Judgement:
-    m = measure_gibbs(instance, None, factor)
-    zero_gap = instance.params["exact_fit"]
-    return Judgement(0.0, m.rhs, 0 if zero_gap else None, "P = Ñ exactly" if zero_gap else "float64 (undecided)")
+def weighted_sum(weights: np.ndarray, values: np.ndarray, value_error: np.ndarray) -> tuple[float, float]:
+    """``Σ w x`` over the entries with w > 0, and a bound on its distance to ``Σ w* x*``, where each
+    weight is within γ_3 of the exact w* (two roundings from the counts and a product) and each value
+    within ``value_error`` of the exact x*: γ_{n+4} Σ|w x| for the products and the sum (any order),
+    plus (1 + γ_3) Σ w ``value_error``, the whole times (1 + γ_{n+4}) for the rounding of the bound."""
+    support = weights > 0
+    w, x, e = weights[support], values[support], value_error[support]
+    g = tolerance.gamma(len(w) + 4, U)
+    total = float(np.sum(w * x))
+    bound = g * float(np.sum(np.abs(w * x))) + (1 + tolerance.gamma(3, U)) * float(np.sum(w * e))
+    return total, bound * (1 + g)
+
+
+def log_error(logs: np.ndarray, inputs: int) -> np.ndarray:
+    """Bound on the error of a computed log whose argument carries ``inputs`` roundings:
+    γ_inputs for the argument (|log(1 + δ)| <= γ) and ``LIBM_ROUNDINGS`` relative to the result."""
+    return tolerance.gamma(inputs + 1, U) + tolerance.gamma(LIBM_ROUNDINGS, U) * np.abs(logs)
+
+
+def cross_entropies(counts: np.ndarray, z: np.ndarray, exact_fit: bool) -> dict[str, float]:
+    """CE(Ñ) = -Σ f Ñ log Ñ and CE(P) = -Σ f Ñ log P, each from its definition with a rounding bound
+    (:func:`weighted_sum`): log Ñ from Ñ = n_cv / n_c (one rounding), log P = z - m - log Σ e^{z - m}
+    with γ_{V+4+LIBM}(1 + |z| + |m| + |log P|) per entry (the log-sum-exp of V terms)."""
+    totals = counts.sum(axis=1, keepdims=True)
+    N = counts / totals
+    weights = (totals / counts.sum()) * N  # f_c Ñ_cv
+    log_N = np.log(np.where(N > 0, N, 1.0))
+    ce_N, err_N = weighted_sum(weights, -log_N, log_error(log_N, 1))
+    if exact_fit:
+        ce_P, err_P = ce_N, err_N
+    else:
+        top = z.max(axis=1, keepdims=True)
+        log_P = z - top - np.log(np.exp(z - top).sum(axis=1, keepdims=True))
+        scale = 1 + np.abs(z) + np.abs(top) + np.abs(log_P)
+        ce_P, err_P = weighted_sum(weights, -log_P, tolerance.gamma(z.shape[1] + 4 + LIBM_ROUNDINGS, U) * scale)
+    return {"ce_N": ce_N, "ce_N_error": err_N, "ce_P": ce_P, "ce_P_error": err_P}
+
+
+def identity_residual(counts: np.ndarray, z: np.ndarray, exact_fit: bool, unweighted: bool) -> dict[str, float]:
+    """The two sides of Gibbs' identity from :func:`theory.expressivity.kl_gap` on the float P, Ñ and f
+    (the CE difference, and Σ_c f_c KL(Ñ_c ‖ P_c), or the unweighted Σ_c KL for the mutant), their
+    difference (shrunk by its own rounding, u), and its rounding bound: each side is a sum of n = CV
+    terms f Ñ log x with ``LIBM_ROUNDINGS`` in the log and three more in the products and the subtraction, so both lie
+    within γ_{n+LIBM+4} S of their exact values, S = Σ f Ñ (|log Ñ| + |log P|); the identity is
+    exact for any positive P (the same sum regrouped)."""
+    totals = counts.sum(axis=1, keepdims=True)
+    N = counts / totals
+    f = totals[:, 0] / counts.sum()
+    if exact_fit:
+        P = N.copy()
+    else:
+        P = np.exp(z - z.max(axis=1, keepdims=True))
+        P /= P.sum(axis=1, keepdims=True)
+    gap, kl = ex.kl_gap(P, N, f)
+    if unweighted:
+        kl = ex.kl_gap(P, N, np.ones_like(f))[1]
+    support = N > 0
+    logs = np.abs(np.log(np.where(support, N, 1.0))) + np.abs(np.log(np.where(support, P, 1.0)))
+    g = tolerance.gamma(counts.size + LIBM_ROUNDINGS + 4, U)
+    size = float(np.sum(f[:, None] * N * logs))
+    kl_size = float(np.sum(N * logs)) if unweighted else size
+    bound = (g * (size + kl_size) + U * abs(gap)) * (1 + g)
+    return {"gap": gap, "kl": kl, "residual": (gap - kl) * (1 - U), "identity_bound": bound}
+
+
+def gibbs_decision(
+    instance: Instance, factor: Fraction, uniform: bool = False, unweighted: bool = False
+) -> tuple[Measurement, Callable[[], Judgement]]:
+    """F CE(Q) <= CE(P) with Q = Ñ (the claim; Q uniform for a mutant, CE = log V), after the identity.
+    An identity off by more than its bound is violated (two-sided, the rounding model); the bound
+    inside its rounding band goes to :func:`gibbs_in_balls`."""
+    p = instance.params
+    counts, z = gibbs_instance(instance)
+    identity = identity_residual(counts, z, p["exact_fit"], unweighted)
+    if abs(identity["residual"]) > identity["identity_bound"]:
+        method = "identity fails: |CE(P) - CE(Ñ) - Σ f KL| exceeds its rounding bound"
+        judgement = Judgement(
+            identity["gap"], identity["kl"], -1, method, certificate=identity, certified_by=Certification.TWO_SIDED
+        )
+        return Measurement(NAN, NAN, NAN, method, identity), lambda: judgement
+    ce = cross_entropies(counts, z, p["exact_fit"])
+    ce_Q, err_Q = ce["ce_N"], ce["ce_N_error"]
+    if uniform:
+        ce_Q = math.log(p["V"])
+        err_Q = tolerance.gamma(LIBM_ROUNDINGS, U) * ce_Q
+    F = float(factor)
+    lhs = F * ce_Q
+    tol = ce["ce_P_error"] + F * err_Q + tolerance.gamma(3, U) * (abs(lhs) + abs(ce["ce_P"]))
+    certificate = {**identity, **ce}
+    measured = Measurement(lhs, ce["ce_P"], tol, "float64 cross-entropies, rounding-bounded", certificate)
+    return measured, lambda: gibbs_in_balls(counts, z, p["exact_fit"], factor, uniform, certificate)
+
+
+def gibbs_in_balls(
+    counts: np.ndarray, z: np.ndarray, exact_fit: bool, factor: Fraction, uniform: bool, certificate: dict[str, Any]
+) -> Judgement:
+    """F CE(Q) <= CE(P) re-decided with f_c Ñ_cv = n_cv / n exactly and log Ñ_cv = log n_cv - log n_c,
+    log P_cv = z_cv - log Σ_w e^{z_cw} in balls (``exact.BALL_PRECISIONS``). When P = Q = Ñ
+    (``exact_fit``) the margin is (1 - F) CE(Ñ): zero exactly when F = 1 or every observed row is
+    one-hot (CE(Ñ) = 0), else of the sign of 1 - F (the ball of CE(Ñ) is positive)."""
+    rows, cols = np.nonzero(counts)
+    n = [int(x) for x in counts[rows, cols]]
+    row_totals = [int(x) for x in counts.sum(axis=1)]
+    F = flint.fmpq(factor.numerator, factor.denominator)
+    if exact_fit and not uniform and (F == 1 or all(k == row_totals[c] for k, c in zip(n, rows, strict=True))):
+        ce = certificate["ce_N"]
+        return Judgement(float(F) * ce, ce, 0, "exact: P = Ñ, and F = 1 or CE(Ñ) = 0", certificate=certificate)
+    for bits in exact.BALL_PRECISIONS:
+        with exact.precision(bits):
+            terms = (k * (flint.arb(k).log() - flint.arb(row_totals[c]).log()) for k, c in zip(n, rows, strict=True))
+            ce_N = -sum(terms, flint.arb(0)) / sum(row_totals)
+            ce_Q = flint.arb(counts.shape[1]).log() if uniform else ce_N
+            if exact_fit:
+                ce_P = ce_N
+            else:
+                lse = {c: sum((exact.ball(x).exp() for x in z[c]), flint.arb(0)).log() for c in set(rows.tolist())}
+                terms = (k * (exact.ball(z[c, v]) - lse[c]) for k, c, v in zip(n, rows, cols, strict=True))
+                ce_P = -sum(terms, flint.arb(0)) / sum(row_totals)
+            margin = (1 - F) * ce_N if exact_fit and not uniform else ce_P - F * ce_Q
+            sign = exact.sign(margin)
+            if sign is not None:
+                lhs, rhs = exact.to_float(F * ce_Q), exact.to_float(ce_P)
+                return Judgement(lhs, rhs, sign, f"balls at {bits} bits", exact.radius(margin), certificate)
+    return Judgement(NAN, NAN, None, "undecided in balls", certificate=certificate)
+
+
+# --------------------------------------------------------------------------- strict argmaxes, exactly
+
+
+def certified_wins(head: ex.Head, H: np.ndarray, tokens: np.ndarray, block: int = 256) -> np.ndarray:
+    """Whether ``tokens[k]`` is the strict argmax of W h_k + b, by :meth:`theory.expressivity.Head.winners`
+    (float logits with a rigorous rounding bound, exact integers for the rivals within it), in blocks
+    of ``block`` rows so that the V x block logits stay small."""
+    return np.concatenate(
+        [head.winners(H[s : s + block], tokens[s : s + block]) for s in range(0, len(tokens), block)]
+        or [np.zeros(0, dtype=bool)]
+    )
+
+
+def confirm_losses(head: ex.Head, H: np.ndarray, tokens: np.ndarray) -> tuple[list[int], list[int]]:
+    """Re-check, in exact integers against every rival (:func:`theory.expressivity.wins_exactly`), up to
+    ``CONFIRMED_FAILURES`` of the rows reported lost. Returns the rows confirmed lost and the rows that
+    win after all (the two routes disagree there)."""
+    lost, won = [], []
+    V = head.W.shape[0]
+    for k in range(min(len(tokens), CONFIRMED_FAILURES)):
+        t = int(tokens[k])
+        rivals = np.delete(np.arange(V), t)
+        (won if ex.wins_exactly(head, H[k], t, rivals) else lost).append(k)
+    return lost, won
+
+
+def confirmed_misses(
+    head: ex.Head, H: np.ndarray, tokens: np.ndarray, method: str, certificate: dict[str, Any]
+) -> Judgement:
+    """The judgement of an identity "failures = 0" whose screen reported the rows of H lost: violated
+    (exact) once a loss is confirmed in integers (:func:`confirm_losses`); inconclusive when the exact
+    check clears a reported loss (the two routes disagree) or none of the checked ones is confirmed."""
+    lost, won = confirm_losses(head, H, tokens)
+    certificate = {**certificate, "confirmed": [int(tokens[k]) for k in lost], "cleared": [int(tokens[k]) for k in won]}
+    if lost:
+        return Judgement(float(len(lost)), 0.0, -1, f"{method}; losses confirmed in exact integers", 0.0, certificate)
+    return Judgement(NAN, 0.0, None, f"{method}; undecided: the screen and the exact check disagree", 0.0, certificate)
+
+
+# --------------------------------------------------------------------------- D = 1 with a bias
+
+
+def tangent_decision(instance: Instance, bias: bool = True) -> tuple[Measurement, Callable[[], Judgement]]:
+    """Tokens t that are not the strict argmax of z(h) = w h + b at their witness h = w_t, for the
+    tangent head b = -w^2/2 as constructed (without its bias for the mutant). Each token is
+    certified by :func:`certified_wins`; a miss is confirmed exactly before it is reported."""
+    W, b = ex.tangent_head(instance.params["V"], instance.params["seed"])
+    head = ex.Head.of(W, b if bias else None)
+    tokens = np.arange(len(W))
+    missed = np.flatnonzero(~certified_wins(head, W, tokens))
+    method = "strict argmax at h = w_t, certified" + ("" if bias else " (no bias)")
+    certificate = {"missed": len(missed), "first_missed": missed[:8].tolist()}
+    measured = Measurement(float(len(missed)), 0.0, 0.0, method, certificate, True, Certification.TWO_SIDED)
+    return measured, lambda: confirmed_misses(head, W[missed], missed, method, certificate)
+
+
+def interior_decision(instance: Instance) -> tuple[Measurement, Callable[[], Judgement]]:
+    """D = 1 without a bias: the tokens whose weight lies strictly between the extremes never win (for
+    any h, h w_t < max(h min w, h max w) unless h = 0, a tie of all). Float comparisons are exact."""
+    W, _ = ex.tangent_head(instance.params["V"], instance.params["seed"])
+    interior = len(ex.interior_tokens(W))
+    method = "interior weights (D = 1, no bias), exact comparisons"
+    measured = Measurement(float(interior), 0.0, 0.0, method, {"interior": interior}, True, Certification.EXACT)
+    return measured, lambda: Judgement(float(interior), 0.0, -1 if interior else 0, method)
+
+
+# --------------------------------------------------------------------------- the top-1 witness (Prop. A.4)
 
 
 def witness(instance: Instance) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(H, W, targets, probabilities) of the circle witness for the instance's drawn targets."""
     p = instance.params
     rng = np.random.default_rng(p["seed"])
     targets = rng.integers(0, p["V"], size=p["contexts"])
@@ -50,117 +266,109 @@ def witness(instance: Instance) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.
     return H, W, targets, probs
 
 
-def measure_top1(instance: Instance, backend: Any, factor: Fraction) -> Measurement:
+def top1_interval(H: np.ndarray, W: np.ndarray, targets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    r"""An interval [q_lo, q_hi] around the exact probability q_c = 1/Σ_v e^{d_v} of the target,
+    d_v = (w_v - w_t)·h_c <= 0 exactly where t wins. Each computed logit is within
+    e = γ_{D+2}|h||w| + D 2^-1074 of its exact value, so d_v lies within a_v = e_v + e_t + u|d̂_v| of the
+    computed difference; since exp is increasing, S lies between Σ e^{d̂ - a} and Σ e^{d̂ + a}, each
+    computed with γ_{V+LIBM+2} relative error plus 2u Σ|x|e^x (the rounding of the argument x) and
+    V 2^-1074 (underflow). Inverting costs one more rounding."""
+    V, D = W.shape
+    z = H @ W.T
+    error = tolerance.gamma(2 * D + 4, U) * (np.abs(H) @ np.abs(W).T) + D * TINY
+    own = np.arange(len(targets))
+    d = z - z[own, targets][:, None]
+    a = error + error[own, targets][:, None] + U * np.abs(d)
+    g = tolerance.gamma(V + LIBM_ROUNDINGS + 2, U)
+
+    def enclosed_sum(x: np.ndarray, direction: int) -> np.ndarray:
+        terms = np.exp(x)
+        slack = 2 * U * np.sum(np.abs(x) * terms, axis=1) + V * TINY
+        total = terms.sum(axis=1)
+        return total * (1 + g) + slack if direction > 0 else total * (1 - g) - slack
+
+    high = enclosed_sum(d + a, 1)
+    low = np.maximum(enclosed_sum(d - a, -1), 1.0)  # the target's own term is e^0 = 1 exactly
+    return (1 / high) * (1 - 2 * U), (1 / low) * (1 + 2 * U)
+
+
+def top1_in_balls(W: np.ndarray, h: np.ndarray, t: int, p: float, eps: float) -> int | None:
+    """The sign of ε - |q - p| for the exact q = 1/Σ_v e^{(w_v - w_t)·h}, in balls
+    (``exact.BALL_PRECISIONS``): 1 or 0 when the witness is within ε, -1 when it is not, None undecided."""
+    for bits in exact.BALL_PRECISIONS:
+        with exact.precision(bits):
+            hb = [exact.ball(x) for x in h]
+            own = sum((exact.ball(w) * x for w, x in zip(W[t], hb, strict=True)), flint.arb(0))
+            total = flint.arb(0)
+            for row in W:
+                total += (sum((exact.ball(w) * x for w, x in zip(row, hb, strict=True)), flint.arb(0)) - own).exp()
+            sign = exact.sign(exact.ball(eps) - abs(1 / total - exact.ball(p)))
+            if sign is not None:
+                return sign
+    return None
+
+
+def top1_decision(instance: Instance, eps: float | None = None) -> tuple[Measurement, Callable[[], Judgement]]:
+    """Contexts where the circle witness fails: t_c is not the certified strict argmax, or the top-1
+    probability is not within ε of p_c (``eps`` overrides ε for a mutant). Each context is certified
+    ok, certified failed, or undecided (an interval that straddles ε, logits that overflow). The judge
+    confirms argmax failures in exact integers and decides the undecided contexts in balls."""
     H, W, targets, probs = witness(instance)
-    argmax, top, ties = ex.top1(H, W)
-    wrong = int(np.sum((argmax != targets) | (ties > 1)))
-    error = float(np.abs(top - probs).max()) if wrong == 0 else float("inf")
-    certificate = {"wrong_argmax": wrong, "largest_probability_error": error}
-    return Measurement(
-        error, float(instance.params["eps"]) * float(factor), 0.0, "float64 softmax of the witness", certificate
-    )
+    eps = float(instance.params["eps"]) if eps is None else eps
+    head = ex.Head.of(W)
+    wins = certified_wins(head, H, targets)
+    finite = np.all(np.isfinite(H @ W.T), axis=1)
+    low, high = top1_interval(H, W, targets)
+    far = np.maximum(high - probs, probs - low) * (1 + 4 * U)
+    near = np.maximum(low - probs, probs - high) * (1 - 4 * U)
+    ok = wins & (far <= eps)
+    lost = np.flatnonzero(~wins & finite)  # a certified loss (Head.winners is exact on finite logits)
+    off = np.flatnonzero(wins & (near > eps))  # the whole interval is farther than ε from p
+    undecided = np.flatnonzero(~ok & ~(~wins & finite) & ~(wins & (near > eps)))
+    method = "strict argmax certified, top-1 probability in a rounding-bounded interval"
+    certificate = {
+        "wrong_argmax": len(lost),
+        "probability_off": len(off),
+        "undecided": len(undecided),
+        "largest_distance": float(far.max()),
+    }
+    failures = len(lost) + len(off)
+    lhs = float(failures) if failures or len(undecided) == 0 else NAN
+    measured = Measurement(lhs, 0.0, 0.0, method, certificate, True, Certification.TWO_SIDED)
+
+    def judge() -> Judgement:
+        if len(lost):
+            return confirmed_misses(head, H[lost], targets[lost], method, certificate)
+        if len(off):
+            return Judgement(
+                float(len(off)), 0.0, -1, f"{method}; |top-1 - p| > ε", 0.0, certificate, Certification.TWO_SIDED
+            )
+        signs = []
+        for c in undecided:
+            t = int(targets[c])
+            if not wins[c] and not ex.wins_exactly(head, H[c], t, np.delete(np.arange(len(W)), t)):
+                return Judgement(1.0, 0.0, -1, f"{method}; overflowing logits: argmax lost, exactly", 0.0, certificate)
+            signs.append(top1_in_balls(W, H[c], t, float(probs[c]), eps))
+        if -1 in signs:
+            return Judgement(
+                float(signs.count(-1)),
+                0.0,
+                -1,
+                f"{method}; |top-1 - p| > ε in balls",
+                0.0,
+                certificate,
+                Certification.TWO_SIDED,
+            )
+        if None in signs:
+            return Judgement(NAN, 0.0, None, f"{method}; undecided in balls", 0.0, certificate)
+        return Judgement(
+            0.0, 0.0, 0, f"{method}; undecided contexts within ε in balls", 0.0, certificate, Certification.TWO_SIDED
+        )
+
+    return measured, judge
 
 
-def judge_top1(instance: Instance, factor: Fraction) -> Judgement:
-    m = measure_top1(instance, None, factor)
-    return Judgement(m.lhs, m.rhs, None if m.lhs > m.rhs else 1, m.method, certificate=m.certificate)
-
-
-def measure_d1(instance: Instance, backend: Any, factor: Fraction, bias: bool = True) -> Measurement:
-    """Tokens that are never the strict argmax: the tangent head (with bias) evaluated at h = w_t;
-    without a bias, the interior weights (never the argmax, whatever h)."""
-    W, b = ex.tangent_head(instance.params["V"], instance.params["seed"])
-    if not bias:
-        return Measurement(float(len(ex.interior_tokens(W))), 0.0, 0.0, "interior weights (D = 1, no bias)", None, True)
-    argmax, _, ties = ex.top1(W, W, b)
-    missed = int(np.sum((argmax != np.arange(len(W))) | (ties > 1)))
-    return Measurement(float(missed), 0.0, 0.0, "tangent head at h = w_t", {"missed": missed}, True)
-
-
-def judge_d1(instance: Instance, factor: Fraction, bias: bool = True) -> Judgement:
-    """Exactly: for h = w_t the margin of token t over v is (w_v - w_t)^2 / 2 > 0 (with bias);
-    without a bias, an interior w_t satisfies min w < w_t < max w in exact arithmetic, so for any h
-    one of the extremes beats it (h w_t < max(h min w, h max w) unless h = 0, a tie of all)."""
-    W, _ = ex.tangent_head(instance.params["V"], instance.params["seed"])
-    weights = sorted({exact.rational(x) for x in W.ravel()})
-    if bias:
-        return Judgement(0.0, 0.0, 0, "exact: margins (w_v - w_t)^2 / 2 > 0 for distinct weights")
-    interior = max(len(weights) - 2, 0)
-    return Judgement(float(interior), 0.0, -1 if interior else 0, "exact comparison of rational weights")
-
-
-def _witnesses(V: int) -> list[Instance]:
-    return [
-        Instance("top1", {"V": v, "D": D, "contexts": 16, "seed": s, "eps": 1e-6})
-        for v in sorted({min(V, 16), min(V, 1024), V})
-        for D in (2, 8)
-        for s in (0, 1)
-        if v >= 2
-    ]
-
-
-def _claim(name: str, **fields: Any) -> Claim:
-    fields.setdefault("array_api", False)
-    fields.setdefault("bound", None)
-    fields.setdefault("random_instances", lambda V, n, seed: [])
-    return Claim(id=name, **fields)
-
-
-gibbs = _claim(
-    "expressivity.gibbs",
-    source=f"{SEED_000}, Prop. A.2 (App. A.2)",
-    title="The cross-entropy is minimised exactly at the empirical distribution",
-    statement="CE(P) − CE(Ñ) = Σ_c f_c KL(Ñ_c ‖ P_c) ≥ 0, with equality at P = Ñ",
-    domain="Zipfian count matrices, P a softmax of Gaussian logits (or Ñ itself)",
-    relation=Relation.AT_MOST,
-    measure=measure_gibbs,
-    judge_exactly=judge_gibbs,
-    witnesses=lambda V: [
-        Instance("gibbs", {"V": min(V, 512), "contexts": 64, "seed": s, "scale": sc, "exact_fit": e})
-        for s in (0, 1)
-        for sc in (0.5, 5.0)
-        for e in (False, True)
-    ],
-    strategy=gibbs_instances,
-)
-top1_witness = _claim(
-    "expressivity.top1-witness",
-    source=f"{SEED_000}, Prop. A.4 (App. A.2; proof in B.1)",
-    title="At D ≥ 2 any argmax and any top-1 probability are reachable without a bias",
-    statement="for targets t_c and probabilities p_c ∈ (1/V, 1), the circle witness (H, W) has argmax t_c and "
-    "|top-1 − p_c| ≤ ε for every context",
-    domain="float64, V up to 131,072 (float32 loses the argmax near V ≈ 49,152: docs/expressivity.md)",
-    relation=Relation.AT_MOST,
-    measure=measure_top1,
-    judge_exactly=judge_top1,
-    witnesses=_witnesses,
-    strategy=expressivity_instances,
-)
-d1_bias = _claim(
-    "expressivity.d1-bias-argmax",
-    source=f"{SEED_000}, App. B.1 (the D ≥ 2 requirement); rankwall (the bias case)",
-    title="With a bias, D = 1 makes every token the argmax",
-    statement="for the tangent head z_v(h) = w_v h − w_v²/2, token t is the strict argmax at h = w_t",
-    domain="distinct weights w_v, V ≥ 2",
-    relation=Relation.AT_MOST,
-    measure=measure_d1,
-    judge_exactly=judge_d1,
-    witnesses=lambda V: [
-        Instance("tangent", {"V": v, "seed": s}) for v in sorted({2, 3, min(V, 4096)}) for s in (0, 1)
-    ],
-    strategy=lambda: expressivity_instances(tangent=True),
-)
-top1_witness.with_mutant(
-    "d1-without-bias",
-    "every token is the strict argmax of some h at D = 1 without a bias  (false for V ≥ 3: interior weights never win)",
-    measure=lambda i, b, f: measure_d1(i, b, f, bias=False),
-    judge_exactly=lambda i, f: judge_d1(i, f, bias=False),
-    witnesses=lambda V: [Instance("tangent", {"V": v, "seed": 0}) for v in sorted({3, min(V, 64)})],
-    strategy=lambda: expressivity_instances(tangent=True),
-)
-
-for _claim_object in (gibbs, top1_witness, d1_bias):
-    REGISTRY.register(_claim_object)
+# --------------------------------------------------------------------------- argmaxable tokens vs the hull
 
 
 def argmax_head(instance: Instance) -> np.ndarray:
@@ -174,51 +382,205 @@ def argmax_head(instance: Instance) -> np.ndarray:
     return W
 
 
-def measure_hull(instance: Instance, backend: Any, factor: Fraction) -> Measurement:
-    """Tokens where the LP pipeline and the convex hull (qhull) disagree: 0 is the claim."""
+def combination_holds(W: np.ndarray, token: int, rows: np.ndarray, weights: tuple[Fraction, ...]) -> bool:
+    """λ > 0 over rows other than the token, Σ λ = 1 and Σ λ_j w_j = w_i, in Fractions (every float is
+    exact there): then w_i h = Σ λ_j w_j h <= max_j w_j h for every h (no bias)."""
+    if token in rows.tolist() or any(w <= 0 for w in weights) or sum(weights) != 1:
+        return False
+    mixed = [sum(w * Fraction(float(W[j, d])) for w, j in zip(weights, rows, strict=True)) for d in range(W.shape[1])]
+    return mixed == [Fraction(float(x)) for x in W[token]]
+
+
+def certified_answers(W: np.ndarray) -> dict[str, np.ndarray]:
+    """The answers of :func:`theory.expressivity.argmaxable`, each certificate re-checked here: a
+    witness h by :func:`certified_wins`, convex weights by :func:`combination_holds`. Returns boolean
+    masks ``argmaxable`` and ``never`` (certified), ``bad`` (an answer whose certificate fails) and
+    ``undecided`` (no answer)."""
+    result = ex.argmaxable(W)
+    claimed = np.flatnonzero(result["argmaxable"])
+    argmaxable = np.zeros(len(W), dtype=bool)
+    argmaxable[claimed] = certified_wins(ex.Head.of(W), result["witness"][claimed], claimed)
+    never = np.zeros(len(W), dtype=bool)
+    for token in np.flatnonzero(result["never"]):
+        rows, weights = result["combination"].get(int(token), (np.zeros(0, dtype=np.int64), ()))
+        never[token] = combination_holds(W, int(token), np.asarray(rows), tuple(weights))
+    bad = (result["argmaxable"] & ~argmaxable) | (result["never"] & ~never) | (result["argmaxable"] & result["never"])
+    return {
+        "argmaxable": argmaxable & ~bad,
+        "never": never & ~bad,
+        "bad": bad,
+        "undecided": ~result["argmaxable"] & ~result["never"],
+    }
+
+
+def counted_decision(
+    count: int, undecided: int, method: str, certificate: dict[str, Any]
+) -> tuple[Measurement, Callable[[], Judgement]]:
+    """An identity "count = 0" over exactly certified tokens: 0 holds when nothing is undecided; a
+    positive count is violated (exact); no count with undecided tokens is inconclusive."""
+    lhs = float(count) if count or not undecided else NAN
+    measured = Measurement(lhs, 0.0, 0.0, method, certificate, True, Certification.EXACT)
+    sign = -1 if count else None
+    return measured, lambda: Judgement(
+        lhs, 0.0, sign, method if count else f"{method}; undecided tokens", 0.0, certificate
+    )
+
+
+def hull_decision(instance: Instance) -> tuple[Measurement, Callable[[], Judgement]]:
+    """Tokens where the certified answer and qhull's vertex set disagree, plus answers whose certificate
+    fails its re-check: 0 is the claim (without a bias, argmaxable ⇔ vertex of conv{w_v})."""
     from scipy.spatial import ConvexHull
 
     W = argmax_head(instance)
-    result = ex.argmaxable(W)
+    answers = certified_answers(W)
     vertices = np.zeros(len(W), dtype=bool)
     vertices[ConvexHull(W).vertices] = True
-    agree = (result["argmaxable"] & vertices) | (result["never"] & ~vertices)  # undecided never agrees
-    disagree = int(np.sum(~agree))
-    certificate = {"argmaxable": int(result["argmaxable"].sum()), "hull_vertices": int(vertices.sum())}
-    return Measurement(float(disagree), 0.0, 0.0, "HiGHS LP pipeline vs qhull", certificate, True)
+    disagree = (answers["argmaxable"] & ~vertices) | (answers["never"] & vertices)
+    certificate = {
+        "argmaxable": int(answers["argmaxable"].sum()),
+        "never": int(answers["never"].sum()),
+        "undecided": int(answers["undecided"].sum()),
+        "hull_vertices": int(vertices.sum()),
+        "disagree": np.flatnonzero(disagree)[:8].tolist(),
+        "bad_certificates": np.flatnonzero(answers["bad"])[:8].tolist(),
+    }
+    count = int(disagree.sum() + answers["bad"].sum())
+    return counted_decision(count, int(answers["undecided"].sum()), "certified LP pipeline vs qhull", certificate)
 
 
-def judge_hull(instance: Instance, factor: Fraction) -> Judgement:
-    m = measure_hull(instance, None, factor)
-    return Judgement(m.lhs, 0.0, None if m.lhs else 0, m.method, certificate=m.certificate)
+def never_decision(instance: Instance) -> tuple[Measurement, Callable[[], Judgement]]:
+    """For the mutant "every token is argmaxable": the tokens certified never to win (re-checked
+    convex weights), which must be 0."""
+    answers = certified_answers(argmax_head(instance))
+    certificate = {"never": np.flatnonzero(answers["never"])[:8].tolist()}
+    undecided = int(answers["undecided"].sum() + answers["bad"].sum())
+    return counted_decision(int(answers["never"].sum()), undecided, "certified LP pipeline", certificate)
 
 
-def measure_all_argmaxable(instance: Instance, backend: Any, factor: Fraction) -> Measurement:
-    W = argmax_head(instance)
-    result = ex.argmaxable(W)
-    never = int(np.sum(result["never"]))
-    return Measurement(float(never), 0.0, 0.0, "HiGHS LP pipeline", {"unargmaxable": never}, True)
+# --------------------------------------------------------------------------- the claims
 
 
-def judge_all_argmaxable(instance: Instance, factor: Fraction) -> Judgement:
-    """An unargmaxable planted row is a convex combination of the others: for any h its logit is
-    the same combination of theirs, so it cannot exceed all of them (exact, whatever the LP says)."""
-    m = measure_all_argmaxable(instance, None, factor)
-    planted = instance.params["interior"]
-    if planted:
-        return Judgement(m.lhs, 0.0, -1, "exact: a planted row is a convex combination of the others")
-    return Judgement(m.lhs, 0.0, None if m.lhs else 0, m.method)
+Decision = Callable[..., tuple[Measurement, Callable[[], Judgement]]]
 
 
+def bound_claim(decision: Decision, **options: Any) -> dict[str, Any]:
+    """``measure`` and ``judge_exactly`` of a claim whose decision takes the tightening factor."""
+    return {
+        "measure": lambda i, backend, F: decision(i, F, **options)[0],
+        "judge_exactly": lambda i, F: decision(i, F, **options)[1](),
+    }
+
+
+def count_claim(decision: Decision, **options: Any) -> dict[str, Any]:
+    """``measure`` and ``judge_exactly`` of an identity "failures = 0" (no factor to apply)."""
+    return {
+        "measure": lambda i, backend, F: decision(i, **options)[0],
+        "judge_exactly": lambda i, F: decision(i, **options)[1](),
+    }
+
+
+def _claim(name: str, **fields: Any) -> Claim:
+    fields.setdefault("array_api", False)
+    fields.setdefault("random_instances", lambda V, n, seed: [])
+    return Claim(id=name, **fields)
+
+
+def _top1_witnesses(V: int) -> list[Instance]:
+    return [
+        Instance("top1", {"V": v, "D": D, "contexts": 16, "seed": s, "eps": 1e-6})
+        for v in sorted({min(V, 16), min(V, 1024), V})
+        for D in (2, 8)
+        for s in (0, 1)
+        if v >= 2
+    ]
+
+
+gibbs = _claim(
+    "expressivity.gibbs",
+    source=f"{SEED_000}, Prop. A.2 (App. A.2)",
+    title="The cross-entropy is minimised exactly at the empirical distribution",
+    statement="CE(Ñ) ≤ CE(P), the excess being CE(P) − CE(Ñ) = Σ_c f_c KL(Ñ_c ‖ P_c) ≥ 0, with equality at P = Ñ",
+    domain="Zipfian count matrices, P a softmax of Gaussian logits (or Ñ itself)",
+    relation=Relation.AT_MOST,
+    bound="lower",
+    **bound_claim(gibbs_decision),
+    witnesses=lambda V: [
+        Instance("gibbs", {"V": min(V, 512), "contexts": 64, "seed": s, "scale": sc, "exact_fit": e})
+        for s in (0, 1)
+        for sc in (0.5, 5.0)
+        for e in (False, True)
+    ],
+    strategy=gibbs_instances,
+)
+gibbs.with_mutant(
+    "uniform-minimises",
+    "CE(U) ≤ CE(P): the uniform distribution minimises the cross-entropy  (false: CE(Ñ) < log V = CE(U))",
+    **bound_claim(gibbs_decision, uniform=True),
+)
+gibbs.with_mutant(
+    "unweighted-kl",
+    "CE(P) − CE(Ñ) = Σ_c KL(Ñ_c ‖ P_c), the contexts unweighted  (false: the frequencies f_c weigh each KL)",
+    **bound_claim(gibbs_decision, unweighted=True),
+)
+top1_witness = _claim(
+    "expressivity.top1-witness",
+    source=f"{SEED_000}, Prop. A.4 (App. A.2; proof in B.1)",
+    title="At D ≥ 2 any argmax and any top-1 probability are reachable without a bias",
+    statement="for targets t_c and probabilities p_c ∈ (1/V, 1), the circle witness (H, W) fails in 0 contexts: "
+    "t_c is the strict argmax and |top-1 − p_c| ≤ ε in every one",
+    domain="float64, V up to 131,072 (float32 loses the argmax near V ≈ 49,152: docs/expressivity.md)",
+    relation=Relation.EQUAL,
+    bound=None,
+    **count_claim(top1_decision),
+    witnesses=_top1_witnesses,
+    strategy=expressivity_instances,
+)
+top1_witness.with_mutant(
+    "exact-probability",
+    "the circle witness reaches every top-1 probability p_c exactly (ε = 0)  (false: the exact top-1 probability "
+    "is transcendental, the bisection gets within ε)",
+    **count_claim(top1_decision, eps=0.0),
+    witnesses=lambda V: [
+        Instance("top1", {"V": v, "D": 2, "contexts": 4, "seed": 0, "eps": 1e-6}) for v in (3, min(V, 64))
+    ],
+)
+top1_witness.with_mutant(
+    "d1-without-bias",
+    "every token is the strict argmax of some h at D = 1 without a bias  (false for V ≥ 3: interior weights never win)",
+    **count_claim(interior_decision),
+    witnesses=lambda V: [Instance("tangent", {"V": v, "seed": 0}) for v in sorted({3, min(V, 64)})],
+    strategy=lambda: expressivity_instances(tangent=True),
+)
+d1_bias = _claim(
+    "expressivity.d1-bias-argmax",
+    source=f"{SEED_000}, App. B.1 (the D ≥ 2 requirement); rankwall (the bias case)",
+    title="With a bias, D = 1 makes every token the argmax",
+    statement="for the tangent head z_v(h) = w_v h − w_v²/2, 0 tokens t fail to be the strict argmax at h = w_t",
+    domain="distinct weights w_v, V ≥ 2, the head as constructed in float64",
+    relation=Relation.EQUAL,
+    bound=None,
+    **count_claim(tangent_decision),
+    witnesses=lambda V: [
+        Instance("tangent", {"V": v, "seed": s}) for v in sorted({2, 3, min(V, 4096)}) for s in (0, 1)
+    ],
+    strategy=lambda: expressivity_instances(tangent=True),
+)
+d1_bias.with_mutant(
+    "without-bias",
+    "the tangent slopes alone, z_v(h) = w_v h, make every token t the strict argmax at h = w_t  (false: only "
+    "the extreme weights win)",
+    **count_claim(tangent_decision, bias=False),
+    witnesses=lambda V: [Instance("tangent", {"V": v, "seed": 0}) for v in sorted({3, min(V, 64)})],
+)
 argmax_vs_hull = _claim(
     "expressivity.argmaxable-vs-hull",
     source="seed 001 ('Stolen Probability', Demeter et al. 2020; Grivas et al. 2022)",
     title="Without a bias, a token is argmaxable exactly when it is a vertex of the convex hull",
-    statement="the LP pipeline's argmaxable tokens are the vertices of conv{w_v} (qhull)",
+    statement="the LP pipeline's certified answers disagree with the vertices of conv{w_v} (qhull) on 0 tokens",
     domain="Gaussian heads without bias, D = 2..6, with or without planted interior rows",
-    relation=Relation.AT_MOST,
-    measure=measure_hull,
-    judge_exactly=judge_hull,
+    relation=Relation.EQUAL,
+    bound=None,
+    **count_claim(hull_decision),
     witnesses=lambda V: [
         Instance("argmax-head", {"V": max(min(V, 300), D + 3), "D": D, "seed": s, "interior": k})
         for D in (2, 3, 5)
@@ -230,8 +592,9 @@ argmax_vs_hull = _claim(
 argmax_vs_hull.with_mutant(
     "every-token-argmaxable",
     "every token of every head is argmaxable  (false: a row inside the convex hull never wins)",
-    measure=measure_all_argmaxable,
-    judge_exactly=judge_all_argmaxable,
+    **count_claim(never_decision),
     witnesses=lambda V: [Instance("argmax-head", {"V": 50, "D": 3, "seed": 0, "interior": 2})],
 )
-REGISTRY.register(argmax_vs_hull)
+
+for _claim_object in (gibbs, top1_witness, d1_bias, argmax_vs_hull):
+    REGISTRY.register(_claim_object)
