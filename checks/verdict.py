@@ -319,3 +319,17 @@ class Registry:
 
 #: The registry every theory family registers its claims in (see :mod:`checks.claims`).
 REGISTRY = Registry()
+
+
+class Family:
+    """A family of claims (the part of a claim id before the dot) and the fields its claims
+    share; :meth:`claim` builds a claim and registers it at once, so a family module needs no
+    registration code and no list of its claims anywhere else."""
+
+    def __init__(self, name: str, **defaults: Any) -> None:
+        self.name = name
+        self.defaults = defaults
+
+    def claim(self, name: str, **fields: Any) -> Claim:
+        """The claim ``<family>.<name>``: the family's defaults, overridden by ``fields``, registered."""
+        return REGISTRY.register(Claim(id=f"{self.name}.{name}", **{**self.defaults, **fields}))

@@ -1,5 +1,12 @@
-"""Every family's claims; importing this package fills :data:`checks.verdict.REGISTRY`."""
+"""Every family's claims: importing this package imports each module in it, and each module's
+:class:`~checks.verdict.Family` registers its claims in :data:`checks.verdict.REGISTRY`. A new
+family is a new module here; nothing else lists the families."""
 
-from checks.claims import compression, error_rank, expressivity, heads, softmax_jacobian, updates
+import importlib
+import pkgutil
 
-__all__ = ["compression", "error_rank", "expressivity", "heads", "softmax_jacobian", "updates"]
+FAMILY_MODULES = [
+    importlib.import_module(f"{__name__}.{module.name}")
+    for module in pkgutil.iter_modules(__path__)
+    if not module.ispkg
+]

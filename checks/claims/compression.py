@@ -24,7 +24,7 @@ import numpy as np
 
 from checks import tolerance
 from checks.strategies import compression_instances
-from checks.verdict import REGISTRY, Certification, Claim, Instance, Judgement, Measurement, Relation
+from checks.verdict import Certification, Family, Instance, Judgement, Measurement, Relation
 from theory import compression as cp
 
 SEED_000 = "seed 000"  # "Lost in Backpropagation: The LM Head is a Gradient Bottleneck"
@@ -298,16 +298,17 @@ def _aligned_instances() -> Any:
     return compression_instances(aligned=True)
 
 
-def _claim(name: str, **fields: Any) -> Claim:
-    fields.setdefault("array_api", False)
-    fields.setdefault("random_instances", lambda V, n, seed: [])
-    fields.setdefault("witnesses", _witnesses)
-    fields.setdefault("strategy", compression_instances)
-    return Claim(id=name, **fields)
+FAMILY = Family(
+    "compression",
+    array_api=False,
+    random_instances=lambda V, n, seed: [],
+    witnesses=_witnesses,
+    strategy=compression_instances,
+)
 
 
-pythagoras = _claim(
-    "compression.pythagoras",
+pythagoras = FAMILY.claim(
+    "pythagoras",
     source=f"{SEED_000}, Eq. 1 (§2.4, §3.3)",
     title="What the head destroys and what survives add up in squares",
     statement="r² + c² = 1 for r = ‖G − GΠ‖_F/‖G‖_F (destroyed in ker Wᵀ) and c = ‖GΠ‖_F/‖G‖_F (surviving)",
@@ -317,8 +318,8 @@ pythagoras = _claim(
     measure=measure_pythagoras,
     judge_exactly=judge_pythagoras,
 )
-ky_fan_attained = _claim(
-    "compression.ky-fan-attained",
+ky_fan_attained = FAMILY.claim(
+    "ky-fan-attained",
     source="rankwall (equality case of compression.ky-fan)",
     title="A head aligned with the gradient's top singular subspace keeps the best share",
     statement="c² = Σ_{i ≤ D} σ_i(G)² / ‖G‖_F² when col W is spanned by G's top D right singular vectors",
@@ -330,8 +331,8 @@ ky_fan_attained = _claim(
     witnesses=_aligned_witnesses,
     strategy=_aligned_instances,
 )
-ky_fan = _claim(
-    "compression.ky-fan",
+ky_fan = FAMILY.claim(
+    "ky-fan",
     source="rankwall (links Eq. 1 to Prop. A.6 through Ky Fan's maximum principle)",
     title="No head keeps more than the best rank-D share of the gradient",
     statement="c² ≤ Σ_{i ≤ rank W} σ_i(G)² / ‖G‖_F², with equality when col W is G's top right singular subspace",
@@ -341,8 +342,8 @@ ky_fan = _claim(
     measure=measure_ky_fan,
     judge_exactly=judge_ky_fan,
 )
-efficiency = _claim(
-    "compression.update-efficiency",
+efficiency = FAMILY.claim(
+    "update-efficiency",
     source=f"{SEED_000}, §3.4 (Figure 6, to first order)",
     title="The update that reaches the logits descends no faster than the logit gradient",
     statement="⟨G, GWWᵀ⟩/‖GWWᵀ‖_F ≤ ‖G‖_F: per unit of logit-update norm, the H-update's loss decrease is at most "
@@ -385,6 +386,3 @@ efficiency.with_mutant(
     measure=lambda i, b, f: measure_efficiency(i, b, f, reverse=True),
     judge_exactly=lambda i, f: judge_efficiency(i, f, reverse=True),
 )
-
-for _claim_object in (pythagoras, ky_fan, ky_fan_attained, efficiency):
-    REGISTRY.register(_claim_object)

@@ -48,9 +48,8 @@ from checks.strategies import (
     wcdd_instances,
 )
 from checks.verdict import (
-    REGISTRY,
     Certification,
-    Claim,
+    Family,
     Instance,
     Judgement,
     Measurement,
@@ -651,11 +650,10 @@ def judge_row_shift(instance: Instance, factor: Fraction, allowed: int = 1) -> J
 # --------------------------------------------------------------------------- registration
 
 
-def _claim(name: str, **fields: Any) -> Claim:
-    fields.setdefault("bound", None)
-    fields.setdefault("array_api", False)  # sparse counts and graphs: NumPy only
-    fields.setdefault("random_instances", lambda V, n, seed: [])
-    return Claim(id=name, **fields)
+#: Sparse counts and graphs: these families compute in NumPy only.
+_SHARED = {"bound": None, "array_api": False, "random_instances": lambda V, n, seed: []}
+ERROR_RANK = Family("error-rank", **_SHARED)
+LOGPROB_RANK = Family("logprob-rank", **_SHARED)
 
 
 def _unique_witnesses(V: int) -> list[Instance]:
@@ -696,8 +694,8 @@ def _unique_random(V: int, n: int, seed: int) -> list[Instance]:
     ]
 
 
-unique_continuation = _claim(
-    "error-rank.unique-continuation",
+unique_continuation = ERROR_RANK.claim(
+    "unique-continuation",
     title="Unique continuations force a high-rank prediction error",
     source=f"{SEED_000}, Prop. A.5 (App. A.3; proof in B.2)",
     statement="rank(P − Ñ) ≥ min(k, V − 1) for every strictly positive P, where k distinct tokens are "
@@ -711,8 +709,8 @@ unique_continuation = _claim(
     random_instances=_unique_random,
     strategy=lambda: st.one_of(unique_continuation_instances(), corpus_instances()),
 )
-attracting = _claim(
-    "error-rank.attracting-components",
+attracting = ERROR_RANK.claim(
+    "attracting-components",
     title="Beyond positivity: the rank of I − P_T counts attracting classes",
     source="rankwall (replaces Prop. A.5's k = V case when P has zeros)",
     statement="rank(I − P_T) = n − a for a row-stochastic n × n matrix P_T, a = number of attracting "
@@ -728,8 +726,8 @@ attracting = _claim(
     ],
     strategy=stochastic_instances,
 )
-wcdd = _claim(
-    "error-rank.wcdd",
+wcdd = ERROR_RANK.claim(
+    "wcdd",
     title="Weakly chained diagonally dominant submatrices are nonsingular",
     source="rankwall (replaces Prop. A.5's dominance argument when P has zeros)",
     statement="rank(M) ≥ n for a weakly chained diagonally dominant n × n matrix M (so rank n)",
@@ -741,8 +739,8 @@ wcdd = _claim(
     witnesses=lambda V: [Instance("wcdd", {"n": min(V, 60), "leaks": 1, "seed": s, "density": 0.1}) for s in range(4)],
     strategy=wcdd_instances,
 )
-mini_batch = _claim(
-    "error-rank.mini-batch",
+mini_batch = ERROR_RANK.claim(
+    "mini-batch",
     title="Mini-batch prediction errors stay high-rank near convergence",
     source=f"{SEED_000}, Prop. A.7 and Cor. A.8 (App. A.3.1; proof in B.3)",
     statement="if max|P − Ñ| < ε_B (the smallest positive entry of Ñ on C^u_B) and P > 0, then (i) the sign "
@@ -769,8 +767,8 @@ mini_batch = _claim(
     ],
     strategy=batch_instances,
 )
-log_softmax_rank = _claim(
-    "logprob-rank.log-softmax",
+log_softmax_rank = LOGPROB_RANK.claim(
+    "log-softmax",
     title="log softmax adds at most one to the rank",
     source=f"{SEED_000}, Cor. A.3 (App. A.2)",
     statement="rank(log softmax(A)) ≤ rank(A) + 1",
@@ -787,8 +785,8 @@ log_softmax_rank = _claim(
     ],
     strategy=low_rank_instances,
 )
-row_shift = _claim(
-    "logprob-rank.row-shift",
+row_shift = LOGPROB_RANK.claim(
+    "row-shift",
     title="Row shifts change the rank by at most one",
     source=f"{SEED_001}, Property 2",
     statement="|rank(A + λ1ᵀ) − rank(A + μ1ᵀ)| ≤ 1 for all vectors λ, μ",
@@ -817,8 +815,8 @@ row_shift = _claim(
     ],
     strategy=row_shift_instances,
 )
-bottleneck = _claim(
-    "logprob-rank.bottleneck",
+bottleneck = LOGPROB_RANK.claim(
+    "bottleneck",
     title="Rank-d logits give log-probabilities of rank at most d + 1",
     source=f"{SEED_001}, Corollary 1 (the softmax bottleneck)",
     statement="rank(log softmax(HWᵀ)) ≤ d + 1 for H ∈ ℝ^{N×d}, W ∈ ℝ^{V×d}",
@@ -893,14 +891,3 @@ bottleneck.with_mutant(
     measure=lambda i, b, f: measure_bottleneck(i, b, f, extra=-1),
     judge_exactly=lambda i, f: judge_bottleneck(i, f, extra=-1),
 )
-
-for _claim_object in (
-    unique_continuation,
-    attracting,
-    wcdd,
-    mini_batch,
-    log_softmax_rank,
-    row_shift,
-    bottleneck,
-):
-    REGISTRY.register(_claim_object)

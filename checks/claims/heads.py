@@ -26,9 +26,8 @@ from hypothesis import strategies as st
 from checks import exact, tolerance
 from checks.strategies import head_instances
 from checks.verdict import (
-    REGISTRY,
     Certification,
-    Claim,
+    Family,
     Instance,
     Judgement,
     Measurement,
@@ -464,14 +463,11 @@ def _with_single_latent(instances: Any) -> Any:
     return instances.map(lambda drawn: Instance(drawn.family, {**drawn.params, "K": 1}))
 
 
-def _claim(name: str, **fields: Any) -> Claim:
-    fields.setdefault("array_api", False)
-    fields.setdefault("random_instances", lambda V, n, seed: [])
-    return Claim(id=name, **fields)
+FAMILY = Family("heads", array_api=False, random_instances=lambda V, n, seed: [])
 
 
-bottleneck = _claim(
-    "heads.softmax-moc-rank",
+bottleneck = FAMILY.claim(
+    "softmax-moc-rank",
     source=f"{SEED_001}, 'The trap' (mixture of contexts) and Corollary 1",
     title="Softmax and mixture-of-contexts heads cannot exceed rank d + 1",
     statement="rank(log P) ≤ d + 1 over any set of contexts, for P = softmax(W h) and P = softmax(W Σ_k π_k h_k)",
@@ -483,8 +479,8 @@ bottleneck = _claim(
     witnesses=lambda V: _witnesses(V, ("softmax", "moc"), (1, 3), gap=1, constant=True),
     strategy=lambda: _with_constant_column(head_instances(("softmax", "moc"))),
 )
-mos = _claim(
-    "heads.nonlinear-heads-exceed",
+mos = FAMILY.claim(
+    "nonlinear-heads-exceed",
     source=f"{SEED_001}, 'Mixture of softmaxes' (MoS has no rank ceiling); Kanai et al. (sigsoftmax)",
     title="Mixtures of softmaxes and nonlinear heads break the d + 1 ceiling",
     statement="rank(log P) ≥ d + 2 for MoS (K ≥ 2), sigsoftmax and the monotone piecewise-linear head",
@@ -500,8 +496,8 @@ mos = _claim(
     ],
     strategy=lambda: head_instances(("mos", "sigsoftmax", "piecewise-linear"), K_min=2, scale_min=1.0),
 )
-jacobian = _claim(
-    "heads.jacobian-rank",
+jacobian = FAMILY.claim(
+    "jacobian-rank",
     source=f"{SEED_000}, §2.3 and Eq. 10",
     title="The gradient a head sends to the backbone has an exact, at most d-dimensional, rank",
     statement=(
@@ -541,6 +537,3 @@ jacobian.with_mutant(
     measure=lambda i, b, f: measure_jacobian(i, b, f, claimed=always_full),
     judge_exactly=lambda i, f: judge_jacobian(i, f, claimed=always_full),
 )
-
-for _claim_object in (bottleneck, mos, jacobian):
-    REGISTRY.register(_claim_object)

@@ -39,7 +39,7 @@ from checks.strategies import (
     tied_instances,
     with_direction,
 )
-from checks.verdict import REGISTRY, Certification, Claim, Instance, Judgement, Measurement, Relation, Status
+from checks.verdict import Certification, Family, Instance, Judgement, Measurement, Relation, Status
 from theory import softmax_jacobian as sj
 
 # Seed 002 is "Gradients 2: A Confident Attention Head Passes Almost No Gradient"; each claim
@@ -528,12 +528,7 @@ def judge_rank(instance: Instance, factor: Fraction, statement: str = "support")
 # --------------------------------------------------------------------------- registration
 
 
-def _claim(name: str, **fields: Any) -> Claim:
-    fields.setdefault("witnesses", witness_rows)
-    fields.setdefault("random_instances", random_rows)
-    fields.setdefault("strategy", any_row)
-    fields.setdefault("bound", None)
-    return Claim(id=f"softmax-jacobian.{name}", **fields)
+FAMILY = Family("softmax-jacobian", witnesses=witness_rows, random_instances=random_rows, strategy=any_row, bound=None)
 
 
 def _with_factor(
@@ -553,7 +548,7 @@ WITH_DIRECTIONS: dict[str, Any] = {
 }
 
 
-variance_form = _claim(
+variance_form = FAMILY.claim(
     "variance-form",
     source="seed 002, 'The gradient is a variance' (displayed identity)",
     title="The quadratic form of J is a variance",
@@ -564,7 +559,7 @@ variance_form = _claim(
     judge_exactly=judge_variance,
     **WITH_DIRECTIONS,
 )
-psd = _claim(
+psd = FAMILY.claim(
     "psd",
     source="seed 002, 'The gradient is a variance'",
     title="J is symmetric positive semidefinite",
@@ -576,7 +571,7 @@ psd = _claim(
     judge_exactly=judge_psd,
     **WITH_DIRECTIONS,
 )
-kernel = _claim(
+kernel = FAMILY.claim(
     "kernel",
     source="seed 002, 'How tight that is' (smallest eigenvalue); 'What to keep' 3",
     title="J annihilates the constant direction",
@@ -586,7 +581,7 @@ kernel = _claim(
     measure=measure_kernel,
     judge_exactly=judge_kernel,
 )
-trace = _claim(
+trace = FAMILY.claim(
     "trace",
     source="seed 002, 'How tight that is' (trace line); 'What to keep' 3",
     title="The trace of J is a collision complement",
@@ -596,7 +591,7 @@ trace = _claim(
     measure=measure_trace,
     judge_exactly=judge_trace,
 )
-rank = _claim(
+rank = FAMILY.claim(
     "rank",
     source="rankwall (reconstructed; seed 002 shows only the zero eigenvalue)",
     title="The rank of J is the support size minus one",
@@ -606,7 +601,7 @@ rank = _claim(
     measure=measure_rank,
     judge_exactly=judge_rank,
 )
-lower_bound = _claim(
+lower_bound = FAMILY.claim(
     "lower-bound",
     source="seed 002, 'How tight that is' (displayed bound, lower half)",
     title="Lower bound on the spectral norm",
@@ -617,7 +612,7 @@ lower_bound = _claim(
     measure=_measure_norm_bound("lower", norm_on_left=False),
     judge_exactly=_judge_norm_bound("lower", norm_on_left=False),
 )
-upper_bound = _claim(
+upper_bound = FAMILY.claim(
     "upper-bound",
     source="seed 002, 'How tight that is' (displayed bound, upper half)",
     title="Upper bound on the spectral norm",
@@ -628,7 +623,7 @@ upper_bound = _claim(
     measure=_measure_norm_bound("upper", norm_on_left=True),
     judge_exactly=_judge_norm_bound("upper", norm_on_left=True),
 )
-envelope = _claim(
+envelope = FAMILY.claim(
     "envelope",
     source="rankwall (exact envelope; sharpens seed 002's upper bound for m < 1/2)",
     title="The exact envelope of the spectral norm",
@@ -646,7 +641,7 @@ def _attaining(V: int) -> list[Instance]:
     return rows + [Instance("tied-atoms", {"V": V, "m": m}) for m in (0.5, 0.3, 0.25) if V > 2 and m >= 1 / V]
 
 
-envelope_attained = _claim(
+envelope_attained = FAMILY.claim(
     "envelope-attained",
     source="rankwall (witnesses for the envelope)",
     title="The envelope is attained",
@@ -660,7 +655,7 @@ envelope_attained = _claim(
     random_instances=lambda V, n, seed: [],
     strategy=lambda: st.one_of(runner_up_instances(exact_witness=True), tied_instances()),
 )
-lower_bound_approached = _claim(
+lower_bound_approached = FAMILY.claim(
     "lower-bound-approached",
     source="rankwall (seed 002's 64-position row, generalised)",
     title="The lower bound is approached by spreading the tail",
@@ -734,17 +729,3 @@ rank.with_mutant(
     measure=lambda i, b, f: measure_rank(i, b, f, "V"),
     judge_exactly=lambda i, f: judge_rank(i, f, "V"),
 )
-
-for _claim_object in (
-    variance_form,
-    psd,
-    kernel,
-    trace,
-    rank,
-    lower_bound,
-    upper_bound,
-    envelope,
-    envelope_attained,
-    lower_bound_approached,
-):
-    REGISTRY.register(_claim_object)

@@ -40,9 +40,8 @@ import numpy as np
 from checks import exact, tolerance
 from checks.strategies import step_instances
 from checks.verdict import (
-    REGISTRY,
     Certification,
-    Claim,
+    Family,
     Instance,
     Judgement,
     Measurement,
@@ -320,16 +319,13 @@ def _witnesses(V: int, deltas: tuple[str, ...]) -> list[Instance]:
     return rows
 
 
-def _claim(name: str, **fields: Any) -> Claim:
-    fields.setdefault("bound", None)
-    fields.setdefault("array_api", False)
-    fields.setdefault("random_instances", lambda V, n, seed: [])
-    fields.setdefault("source", f"{SEED_000}, Eq. 7 (§2.2)")
-    return Claim(id=name, **fields)
+FAMILY = Family(
+    "updates", bound=None, array_api=False, random_instances=lambda V, n, seed: [], source=f"{SEED_000}, Eq. 7 (§2.2)"
+)
 
 
-first_order_rank = _claim(
-    "updates.first-order-rank",
+first_order_rank = FAMILY.claim(
+    "first-order-rank",
     title="The first-order logit update has rank at most 2D",
     statement="rank(−η(G W Wᵀ + H Hᵀ G)) ≤ 2D",
     domain="H: C × D, W: V × D, G: C × V; integer (exact rank) or Gaussian (certified rank interval)",
@@ -340,8 +336,8 @@ first_order_rank = _claim(
     witnesses=lambda V: _witnesses(V, ("first-order",)),
     strategy=lambda: step_instances("first-order"),
 )
-exact_step_rank = _claim(
-    "updates.exact-step-rank",
+exact_step_rank = FAMILY.claim(
+    "exact-step-rank",
     title="The exact logit change of a gradient step has rank at most 2D",
     statement="rank(H'W'ᵀ − HWᵀ) ≤ 2D for H' = H − ηGW, W' = W − ηGᵀH",
     domain="as for updates.first-order-rank; η = p/q rational",
@@ -352,8 +348,8 @@ exact_step_rank = _claim(
     witnesses=lambda V: _witnesses(V, ("exact-step",)),
     strategy=lambda: step_instances("exact-step"),
 )
-eckart_young = _claim(
-    "updates.eckart-young",
+eckart_young = FAMILY.claim(
+    "eckart-young",
     source=f"{SEED_000}, Prop. A.6 (App. A.3)",
     title="No rank-2D update follows the logit gradient beyond its tail",
     statement="‖cΔ − G‖_F ≥ (Σ_{i>2D} σ_i(G)²)^{1/2} for every Δ of rank ≤ 2D and every scalar c",
@@ -365,8 +361,8 @@ eckart_young = _claim(
     witnesses=lambda V: _witnesses(V, ("first-order", "exact-step", "random-rank")),
     strategy=lambda: step_instances("any"),
 )
-eckart_young_attained = _claim(
-    "updates.eckart-young-attained",
+eckart_young_attained = FAMILY.claim(
+    "eckart-young-attained",
     source=f"{SEED_000}, Prop. A.6 (equality case, Eckart-Young-Mirsky)",
     title="The truncated SVD attains the residual bound",
     statement="min_c ‖cG_{2D} − G‖_F = (Σ_{i>2D} σ_i(G)²)^{1/2} (at c = 1)",
@@ -404,6 +400,3 @@ eckart_young_attained.with_mutant(
     measure=lambda i, b, f: measure_attained(i, b, f, "rank-D-svd"),
     judge_exactly=lambda i, f: judge_attained(i, f, "rank-D-svd"),
 )
-
-for _claim_object in (first_order_rank, exact_step_rank, eckart_young, eckart_young_attained):
-    REGISTRY.register(_claim_object)
