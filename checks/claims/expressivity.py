@@ -98,13 +98,19 @@ def cross_entropies(counts: np.ndarray, z: np.ndarray, exact_fit: bool) -> dict[
     return {"ce_N": ce_N, "ce_N_error": err_N, "ce_P": ce_P, "ce_P_error": err_P}
 
 
-def identity_residual(counts: np.ndarray, z: np.ndarray, exact_fit: bool, unweighted: bool) -> dict[str, float]:
-    """The two sides of Gibbs' identity from :func:`theory.expressivity.kl_gap` on the float P, Ñ and f
-    (the CE difference, and Σ_c f_c KL(Ñ_c ‖ P_c), or the unweighted Σ_c KL for the mutant), their
-    difference (shrunk by its own rounding, u), and its rounding bound: each side is a sum of n = CV
-    terms f Ñ log x with ``LIBM_ROUNDINGS`` in the log and three more in the products and the subtraction, so both lie
-    within γ_{n+LIBM+4} S of their exact values, S = Σ f Ñ (|log Ñ| + |log P|); the identity is
-    exact for any positive P (the same sum regrouped)."""
+def identity_residuals(
+    counts: np.ndarray, z: np.ndarray, exact_fit: bool, unweighted: bool, ce: dict[str, float]
+) -> dict[str, float]:
+    """Gibbs' identity, checked twice with the sides from :func:`theory.expressivity.kl_gap` on the float
+    P, Ñ and f: (a) its CE difference against its Σ_c f_c KL(Ñ_c ‖ P_c) (or the unweighted Σ_c KL, for
+    the mutant); (b) its CE difference against CE(P) - CE(Ñ) from :func:`cross_entropies`, computed
+    independently on the exact instance. Each residual (shrunk by its own rounding, u) comes with a
+    bound. Each kl_gap side is a sum of n = CV terms f Ñ log x with ``LIBM_ROUNDINGS`` in the log and
+    three more in the products and the subtraction: within γ_{n+LIBM+4} S of its exact value on the
+    float instance, S = Σ f Ñ (|log Ñ| + |log P|) (a is exact there: the same sum regrouped). For (b),
+    the float instance is within γ_{V+LIBM+8}(S + 1) of the exact one (f Ñ within γ_2, log Ñ within
+    1.01u, the float softmax within γ_{V+LIBM+4} of the exact one), and CE(P) - CE(Ñ) within the two
+    bounds of :func:`cross_entropies`. Every bound is multiplied by 1 + γ for its own rounding."""
     totals = counts.sum(axis=1, keepdims=True)
     N = counts / totals
     f = totals[:, 0] / counts.sum()
@@ -121,26 +127,38 @@ def identity_residual(counts: np.ndarray, z: np.ndarray, exact_fit: bool, unweig
     g = tolerance.gamma(counts.size + LIBM_ROUNDINGS + 4, U)
     size = float(np.sum(f[:, None] * N * logs))
     kl_size = float(np.sum(N * logs)) if unweighted else size
-    bound = (g * (size + kl_size) + U * abs(gap)) * (1 + g)
-    return {"gap": gap, "kl": kl, "residual": (gap - kl) * (1 - U), "identity_bound": bound}
+    gap_error = g * size + U * abs(gap)
+    difference = ce["ce_P"] - ce["ce_N"]
+    instance_error = tolerance.gamma(z.shape[1] + LIBM_ROUNDINGS + 8, U) * (size + 1)
+    cross_error = ce["ce_P_error"] + ce["ce_N_error"] + U * abs(difference)
+    return {
+        "gap": gap,
+        "kl": kl,
+        "ce_difference": difference,
+        "kl_residual": (gap - kl) * (1 - U),
+        "kl_bound": (gap_error + g * kl_size) * (1 + g),
+        "ce_residual": (gap - difference) * (1 - U),
+        "ce_bound": (gap_error + instance_error + cross_error) * (1 + g),
+    }
 
 
 def gibbs_decision(
     instance: Instance, factor: Fraction, uniform: bool = False, unweighted: bool = False
 ) -> tuple[Measurement, Callable[[], Judgement]]:
-    """F CE(Q) <= CE(P) with Q = Ñ (the claim; Q uniform for a mutant, CE = log V), after the identity.
-    An identity off by more than its bound is violated (two-sided, the rounding model); the bound
-    inside its rounding band goes to :func:`gibbs_in_balls`."""
+    """F CE(Q) <= CE(P) with Q = Ñ (the claim; Q uniform for a mutant, CE = log V), after the identity
+    (:func:`identity_residuals`). An identity off by more than its bound is violated (two-sided, the
+    rounding model); the bound inside its rounding band goes to :func:`gibbs_in_balls`."""
     p = instance.params
     counts, z = gibbs_instance(instance)
-    identity = identity_residual(counts, z, p["exact_fit"], unweighted)
-    if abs(identity["residual"]) > identity["identity_bound"]:
-        method = "identity fails: |CE(P) - CE(Ñ) - Σ f KL| exceeds its rounding bound"
-        judgement = Judgement(
-            identity["gap"], identity["kl"], -1, method, certificate=identity, certified_by=Certification.TWO_SIDED
-        )
-        return Measurement(NAN, NAN, NAN, method, identity), lambda: judgement
     ce = cross_entropies(counts, z, p["exact_fit"])
+    identity = identity_residuals(counts, z, p["exact_fit"], unweighted, ce)
+    certificate = {**identity, **ce}
+    for side, what in (("kl", "Σ f KL"), ("ce", "CE(P) - CE(Ñ) computed apart")):
+        if abs(identity[f"{side}_residual"]) > identity[f"{side}_bound"]:
+            method = f"identity fails: kl_gap's CE difference and {what} differ by more than their rounding bound"
+            rhs = identity["kl"] if side == "kl" else identity["ce_difference"]
+            judgement = Judgement(identity["gap"], rhs, -1, method, 0.0, certificate, Certification.TWO_SIDED)
+            return Measurement(NAN, NAN, NAN, method, certificate), lambda judgement=judgement: judgement
     ce_Q, err_Q = ce["ce_N"], ce["ce_N_error"]
     if uniform:
         ce_Q = math.log(p["V"])
@@ -148,7 +166,6 @@ def gibbs_decision(
     F = float(factor)
     lhs = F * ce_Q
     tol = ce["ce_P_error"] + F * err_Q + tolerance.gamma(3, U) * (abs(lhs) + abs(ce["ce_P"]))
-    certificate = {**identity, **ce}
     measured = Measurement(lhs, ce["ce_P"], tol, "float64 cross-entropies, rounding-bounded", certificate)
     return measured, lambda: gibbs_in_balls(counts, z, p["exact_fit"], factor, uniform, certificate)
 
@@ -268,27 +285,27 @@ def witness(instance: Instance) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.
 
 def top1_interval(H: np.ndarray, W: np.ndarray, targets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     r"""An interval [q_lo, q_hi] around the exact probability q_c = 1/Σ_v e^{d_v} of the target,
-    d_v = (w_v - w_t)·h_c <= 0 exactly where t wins. Each computed logit is within
-    e = γ_{D+2}|h||w| + D 2^-1074 of its exact value, so d_v lies within a_v = e_v + e_t + u|d̂_v| of the
-    computed difference; since exp is increasing, S lies between Σ e^{d̂ - a} and Σ e^{d̂ + a}, each
-    computed with γ_{V+LIBM+2} relative error plus 2u Σ|x|e^x (the rounding of the argument x) and
-    V 2^-1074 (underflow). Inverting costs one more rounding."""
+    d_v = (w_v - w_t)·h_c. The difference is taken before the product, so no large logit cancels:
+    the computed d_v is within a_v = γ_{D+2} Σ_k |w_vk - w_tk||h_k| + D 2^-1074 of the exact one. Since
+    exp is increasing, S lies between Σ e^{d̂ - a} and Σ e^{d̂ + a}, each computed with γ_{V+LIBM+2}
+    relative error plus 2u Σ|x|e^x (the rounding of the argument x) and V 2^-1074 (underflow); the
+    target's own term is e^0 = 1 exactly. Inverting costs one more rounding."""
     V, D = W.shape
-    z = H @ W.T
-    error = tolerance.gamma(2 * D + 4, U) * (np.abs(H) @ np.abs(W).T) + D * TINY
-    own = np.arange(len(targets))
-    d = z - z[own, targets][:, None]
-    a = error + error[own, targets][:, None] + U * np.abs(d)
     g = tolerance.gamma(V + LIBM_ROUNDINGS + 2, U)
+    low, high = np.empty(len(targets)), np.empty(len(targets))
 
-    def enclosed_sum(x: np.ndarray, direction: int) -> np.ndarray:
+    def enclosed_sum(x: np.ndarray, direction: int) -> float:
         terms = np.exp(x)
-        slack = 2 * U * np.sum(np.abs(x) * terms, axis=1) + V * TINY
-        total = terms.sum(axis=1)
+        slack = 2 * U * float(np.sum(np.abs(x) * terms)) + V * TINY
+        total = float(terms.sum())
         return total * (1 + g) + slack if direction > 0 else total * (1 - g) - slack
 
-    high = enclosed_sum(d + a, 1)
-    low = np.maximum(enclosed_sum(d - a, -1), 1.0)  # the target's own term is e^0 = 1 exactly
+    for c, (h, t) in enumerate(zip(H, targets, strict=True)):
+        difference = W - W[t]
+        d = difference @ h
+        a = tolerance.gamma(D + 4, U) * (np.abs(difference) @ np.abs(h)) + D * TINY
+        high[c] = enclosed_sum(d + a, 1)
+        low[c] = max(enclosed_sum(d - a, -1), 1.0)
     return (1 / high) * (1 - 2 * U), (1 / low) * (1 + 2 * U)
 
 
