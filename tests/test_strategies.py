@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from hypothesis import find, given, settings
 
-from checks import strategies
 from checks.backends import resolve
+from checks.claims import softmax_jacobian as strategies
 from checks.claims.softmax_jacobian import BUILDERS, build
 from checks.verdict import REGISTRY
 from theory._validation import InputError

@@ -21,11 +21,34 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
+from hypothesis import strategies as st
 
 from checks import tolerance
-from checks.strategies import compression_instances
 from checks.verdict import Certification, Family, Instance, Judgement, Measurement, Relation
 from theory import compression as cp
+
+# --------------------------------------------------------------------------- strategies
+
+
+@st.composite
+def compression_instances(draw: Any, aligned: bool = False) -> Instance:
+    """A batch gradient through a random or low-rank head (or one aligned with the gradient)."""
+    V = draw(st.integers(2, 600))
+    D = draw(st.integers(1, min(V, 64)))
+    low = draw(st.booleans())
+    return Instance(
+        "batch-gradient",
+        {
+            "V": V,
+            "D": D,
+            "rank": draw(st.integers(1, D)) if low else None,
+            "tokens": draw(st.integers(1, 64)),
+            "seed": draw(st.integers(0, 2**16)),
+            "scale": draw(st.sampled_from([0.1, 1.0, 10.0])),
+            "aligned": aligned,
+        },
+    )
+
 
 SEED_000 = "seed 000"  # "Lost in Backpropagation: The LM Head is a Gradient Bottleneck"
 U = tolerance.unit_roundoff(np.float64)

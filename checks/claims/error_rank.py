@@ -38,15 +38,6 @@ from scipy.special import logsumexp
 
 from checks import exact, tolerance
 from checks.data import characters, read_corpus, words
-from checks.strategies import (
-    batch_instances,
-    corpus_instances,
-    low_rank_instances,
-    row_shift_instances,
-    stochastic_instances,
-    unique_continuation_instances,
-    wcdd_instances,
-)
 from checks.verdict import (
     Certification,
     Family,
@@ -59,6 +50,139 @@ from checks.verdict import (
 )
 from theory import error_rank as er
 from theory._validation import InputError
+
+# --------------------------------------------------------------------------- strategies
+
+
+@st.composite
+def unique_continuation_instances(draw: Any, k_equals_V: bool = False) -> Instance:
+    """k contexts with distinct unique continuations, logits of rank D, scales up to 1000
+    (large scales underflow float64 softmax rows)."""
+    V = draw(st.one_of(st.integers(2, 40), st.integers(2, 600), st.sampled_from([4096, 131072])))
+    k = V if k_equals_V else draw(st.integers(1, min(V, 256)))
+    if k_equals_V and V > 600:
+        V = k = draw(st.integers(2, 600))
+    return Instance(
+        "unique-continuation",
+        {
+            "V": V,
+            "k": k,
+            "D": draw(st.integers(1, 32)),
+            "seed": draw(st.integers(0, 2**16)),
+            "scale": draw(st.sampled_from([0.1, 1.0, 10.0, 100.0, 1000.0])),
+        },
+    )
+
+
+@st.composite
+def corpus_instances(draw: Any) -> Instance:
+    """Unique continuations of n-gram contexts in tinyshakespeare (character level)."""
+    return Instance(
+        "corpus",
+        {
+            "corpus": "tinyshakespeare.txt",
+            "level": "char",
+            "order": draw(st.integers(1, 4)),
+            "D": draw(st.integers(1, 16)),
+            "seed": draw(st.integers(0, 2**16)),
+            "scale": draw(st.sampled_from([0.5, 5.0])),
+        },
+    )
+
+
+@st.composite
+def stochastic_instances(draw: Any) -> Instance:
+    n = draw(st.integers(1, 40))
+    return Instance(
+        "stochastic",
+        {
+            "n": n,
+            "closed": draw(st.integers(1, n)),
+            "seed": draw(st.integers(0, 2**16)),
+            "density": draw(st.floats(0, 0.6)),
+        },
+    )
+
+
+@st.composite
+def wcdd_instances(draw: Any) -> Instance:
+    n = draw(st.integers(1, 40))
+    return Instance(
+        "wcdd",
+        {
+            "n": n,
+            "leaks": draw(st.integers(1, n)),
+            "seed": draw(st.integers(0, 2**16)),
+            "density": draw(st.floats(0, 0.5)),
+        },
+    )
+
+
+@st.composite
+def batch_instances(draw: Any) -> Instance:
+    V = draw(st.integers(8, 400))
+    contexts = draw(st.integers(20, 300))
+    return Instance(
+        "batch",
+        {
+            "V": V,
+            "contexts": contexts,
+            "seed": draw(st.integers(0, 2**16)),
+            "unique_share": draw(st.floats(0, 0.6)),
+            "batch_tokens": draw(st.integers(10, 2 * contexts)),
+            "delta": draw(st.sampled_from([1e-2, 1e-4, 1e-8])),
+        },
+    )
+
+
+@st.composite
+def low_rank_instances(draw: Any, factors: bool = False) -> Instance:
+    rows = draw(st.integers(1, 40))
+    columns = draw(st.integers(2, 60))
+    rank = draw(st.integers(0 if not factors else 1, min(rows, columns)))
+    if factors:
+        scale = draw(st.sampled_from([0.1, 1.0, 30.0]))
+        return Instance(
+            "factors",
+            {
+                "rows": rows,
+                "columns": columns,
+                "rank": rank,
+                "seed": draw(st.integers(0, 2**16)),
+                "scale": scale,
+            },
+        )
+    return Instance(
+        "low-rank",
+        {
+            "rows": rows,
+            "columns": columns,
+            "rank": rank,
+            "seed": draw(st.integers(0, 2**16)),
+            "spread": draw(st.integers(1, 5)),
+            "scale": draw(st.sampled_from([1, 3, 50])),
+        },
+    )
+
+
+@st.composite
+def row_shift_instances(draw: Any) -> Instance:
+    rows = draw(st.integers(1, 30))
+    columns = draw(st.integers(2, 40))
+    return Instance(
+        "row-shift",
+        {
+            "rows": rows,
+            "columns": columns,
+            "rank": draw(st.integers(0, min(rows, columns))),
+            "seed": draw(st.integers(0, 2**16)),
+            "spread": draw(st.integers(1, 4)),
+            "shift_seed": draw(st.integers(0, 2**16)),
+            "shift_spread": draw(st.integers(0, 6)),
+            "second": draw(st.integers(0, 1)),
+        },
+    )
+
 
 SEED_000 = "seed 000"  # "Lost in Backpropagation: The LM Head is a Gradient Bottleneck"
 SEED_001 = "seed 001"  # "Breaking the softmax bottleneck: your output layer is a rank-d wall"

@@ -24,7 +24,6 @@ import numpy as np
 from hypothesis import strategies as st
 
 from checks import exact, tolerance
-from checks.strategies import head_instances
 from checks.verdict import (
     Certification,
     Family,
@@ -37,6 +36,27 @@ from checks.verdict import (
 )
 from theory import heads as hd
 from theory._validation import InputError
+
+# --------------------------------------------------------------------------- strategies
+
+
+@st.composite
+def head_instances(draw: Any, heads: tuple[str, ...], K_min: int = 1, scale_min: float = 0.3) -> Instance:
+    """A head, its sizes (N contexts, V tokens, hidden size d, K latents) and logit scale."""
+    d = draw(st.integers(1, 10))
+    return Instance(
+        "head",
+        {
+            "head": draw(st.sampled_from(heads)),
+            "N": draw(st.integers(d + 2, 80)),
+            "V": draw(st.integers(d + 2, 150)),
+            "d": d,
+            "K": draw(st.integers(K_min, 8)),
+            "seed": draw(st.integers(0, 2**16)),
+            "scale": draw(st.sampled_from([s for s in (0.3, 1.0, 3.0, 10.0) if s >= scale_min])),
+        },
+    )
+
 
 SEED_000, SEED_001 = "seed 000", "seed 001"
 U = tolerance.unit_roundoff(np.float64)

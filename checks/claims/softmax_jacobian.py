@@ -32,15 +32,102 @@ from hypothesis import strategies as st
 
 from checks import exact, exact_softmax, tolerance
 from checks.backends import Backend, to_numpy
-from checks.strategies import (
-    any_row,
-    runner_up_instances,
-    spread_instances,
-    tied_instances,
-    with_direction,
-)
 from checks.verdict import Certification, Family, Instance, Judgement, Measurement, Relation, Status
 from theory import softmax_jacobian as sj
+
+# --------------------------------------------------------------------------- strategies
+
+BIG_VOCABULARIES = (1024, 8192, 32768, 131072)
+
+
+def vocabularies(low: int = 2) -> st.SearchStrategy[int]:
+    """V from ``low`` to 131,072, mostly small (fast to escalate), sometimes huge."""
+    return st.one_of(
+        st.integers(low, 16),
+        st.integers(low, 600),
+        st.sampled_from([v for v in BIG_VOCABULARIES if v >= low]),
+    )
+
+
+def top_masses(low: float, high: float) -> st.SearchStrategy[float]:
+    """m in [low, high], with the ends, 1/2 and values a few ulps from 1 drawn often."""
+    specials = [x for x in (0.5, 0.9, 0.99, 1 - 1e-6, 1 - 1e-12, 1 - 2**-52, 1.0) if low <= x <= high]
+    return st.one_of(
+        st.floats(low, high, allow_nan=False),
+        st.sampled_from(specials or [high]),
+        st.just(low),
+    )
+
+
+@st.composite
+def runner_up_instances(draw: Any, exact_witness: bool = False) -> Instance:
+    V = draw(vocabularies())
+    m = draw(top_masses(0.5, 1.0))
+    tail = 0.0 if exact_witness or V < 3 else draw(st.one_of(st.just(0.0), st.floats(0, 1 - m)))
+    return Instance("runner-up", {"V": V, "m": m, "tail_mass": min(tail, 1 - m)})
+
+
+@st.composite
+def tied_instances(draw: Any) -> Instance:
+    V = draw(vocabularies())
+    m = draw(top_masses(max(1.0 / V, 1e-9), 0.5))
+    if V == 2:
+        m = 0.5
+    return Instance("tied-atoms", {"V": V, "m": m})
+
+
+@st.composite
+def spread_instances(draw: Any, low_vocabulary: int = 2) -> Instance:
+    V = draw(vocabularies(low_vocabulary))
+    return Instance("spread-tail", {"V": V, "m": draw(top_masses(1.0 / V, 1.0))})
+
+
+@st.composite
+def dirichlet_instances(draw: Any) -> Instance:
+    V = draw(vocabularies())
+    alpha = 10 ** draw(st.floats(-3, 3))
+    return Instance("dirichlet", {"V": V, "concentration": alpha, "seed": draw(st.integers(0, 2**16))})
+
+
+@st.composite
+def sparse_instances(draw: Any) -> Instance:
+    V = draw(vocabularies())
+    support = draw(st.integers(1, V))
+    return Instance("sparse", {"V": V, "support": support, "seed": draw(st.integers(0, 2**16))})
+
+
+@st.composite
+def logit_instances(draw: Any) -> Instance:
+    V = draw(vocabularies())
+    gap = draw(st.one_of(st.floats(0, 50), st.floats(50, 800), st.sampled_from([0.0, 700.0, 745.0, 800.0])))
+    offset = draw(st.sampled_from([0.0, 1e3, -1e6, 1e8]))
+    runners = draw(st.integers(1, V - 1))
+    tail_gap = draw(st.floats(0, 50))
+    return Instance("logits", {"V": V, "gap": gap, "offset": offset, "runners": runners, "tail_gap": tail_gap})
+
+
+def any_row() -> st.SearchStrategy[Instance]:
+    """Every family: runner-ups, ties, spread tails, uniform, Dirichlet, sparse, logit gaps."""
+    return st.one_of(
+        runner_up_instances(),
+        tied_instances(),
+        spread_instances(),
+        vocabularies().map(lambda V: Instance("uniform", {"V": V})),
+        dirichlet_instances(),
+        sparse_instances(),
+        logit_instances(),
+    )
+
+
+@st.composite
+def with_direction(draw: Any, rows: st.SearchStrategy[Instance]) -> Instance:
+    instance = draw(rows)
+    params = dict(instance.params)
+    params["direction_seed"] = draw(st.integers(0, 2**16))
+    params["direction_scale"] = draw(st.sampled_from([1.0, 1e-6, 1e6]))
+    params["direction_offset"] = draw(st.sampled_from([0.0, 1.0, 1e4, -1e8]))
+    return Instance(instance.family, params)
+
 
 # Seed 002 is "Gradients 2: A Confident Attention Head Passes Almost No Gradient"; each claim
 # names the section of it that states the result, or "rankwall" where we reconstructed it.

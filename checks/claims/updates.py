@@ -36,9 +36,9 @@ from typing import Any
 
 import mpmath
 import numpy as np
+from hypothesis import strategies as st
 
 from checks import exact, tolerance
-from checks.strategies import step_instances
 from checks.verdict import (
     Certification,
     Family,
@@ -50,6 +50,29 @@ from checks.verdict import (
     tightened_integer_bound,
 )
 from theory import updates as up
+
+# --------------------------------------------------------------------------- strategies
+
+
+@st.composite
+def step_instances(draw: Any, delta: str) -> Instance:
+    """A gradient step (H, W, G, eta = p/q), integer or Gaussian, and which rank-2D update to use."""
+    V = draw(st.integers(2, 48))
+    kinds = ("first-order", "exact-step", "random-rank", "truncated-svd")
+    return Instance(
+        "step",
+        {
+            "contexts": draw(st.integers(1, 40)),
+            "V": V,
+            "D": draw(st.integers(1, max(1, min(V, 12)))),
+            "seed": draw(st.integers(0, 2**16)),
+            "integers": draw(st.booleans()),
+            "eta_num": draw(st.integers(1, 5)),
+            "eta_den": draw(st.integers(1, 7)),
+            "delta": draw(st.sampled_from(kinds)) if delta == "any" else delta,
+        },
+    )
+
 
 SEED_000 = "seed 000"  # "Lost in Backpropagation: The LM Head is a Gradient Bottleneck"
 U = tolerance.unit_roundoff(np.float64)
