@@ -7,6 +7,10 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
+from checks import exact
+from checks.backends import resolve
+from checks.claims import expressivity as claims
+from checks.verdict import REGISTRY, Certification, Instance, Status
 from theory import expressivity as ex
 from theory._validation import InputError
 
@@ -347,3 +351,197 @@ class TestPrecisionFrontier:
         assert ex.smallest_surviving_dimension(1024, torch.bfloat16) > ex.smallest_surviving_dimension(
             1024, torch.float32
         )
+
+
+# --------------------------------------------------------------------------- the claims can fail (issue 11)
+
+TANGENT = {"V": 50, "seed": 0}
+TOP1 = {"V": 16, "D": 2, "contexts": 4, "seed": 0, "eps": 1e-6}
+FIT = {"V": 40, "contexts": 12, "seed": 0, "scale": 1.0, "exact_fit": True}
+SOFTMAX = {**FIT, "exact_fit": False}
+HEAD = {"V": 40, "D": 2, "seed": 0, "interior": 2}
+
+
+def check(claim_id, family, params, factor=Fraction(1)):
+    return REGISTRY[claim_id].check(Instance(family, params), resolve("numpy"), factor)
+
+
+class TestD1BiasArgmaxCanFail:
+    """The judge used to answer 'holds' whenever there was a bias, whatever the head: now every token
+    is certified at h = w_t, and a miss is confirmed in exact integers."""
+
+    CLAIM = "expressivity.d1-bias-argmax"
+
+    def test_the_tangent_head_holds_with_every_token_certified(self):
+        verdict = check(self.CLAIM, "tangent", TANGENT)
+        assert verdict.status is Status.HOLDS and verdict.certified_by is Certification.TWO_SIDED
+        assert verdict.certificate["missed"] == 0
+
+    def test_a_bias_of_the_wrong_sign_is_violated_exactly(self, monkeypatch):
+        """b = +w²/2: z_v(w_t) = (w_v + w_t)²/2 - w_t²/2, so an extreme weight wins, not t."""
+        tangent = ex.tangent_head
+        monkeypatch.setattr(ex, "tangent_head", lambda V, seed: (tangent(V, seed)[0], -tangent(V, seed)[1]))
+        verdict = check(self.CLAIM, "tangent", TANGENT)
+        assert verdict.status is Status.VIOLATED and verdict.certified_by is Certification.EXACT
+        assert verdict.certificate["confirmed"] and verdict.lhs >= 1
+
+    def test_a_screen_that_misses_every_token_is_not_believed(self, monkeypatch):
+        """The certifier planted wrong (every token lost): the exact comparison clears the losses it
+        checks, and two certified routes that disagree leave the instance inconclusive."""
+        monkeypatch.setattr(ex.Head, "winners", lambda self, H, tokens: np.zeros(len(tokens), dtype=bool))
+        verdict = check(self.CLAIM, "tangent", TANGENT)
+        assert verdict.status is Status.INCONCLUSIVE and "disagree" in verdict.method
+        assert verdict.certificate["cleared"] and not verdict.certificate["confirmed"]
+
+    def test_the_mutant_without_bias_loses_interior_tokens(self):
+        mutant = REGISTRY[self.CLAIM].mutants["without-bias"]
+        verdict = mutant.check(Instance("tangent", TANGENT), None)
+        assert verdict.status is Status.VIOLATED
+        assert all(0 < t < 49 for t in verdict.certificate["confirmed"])  # the extremes win at their own h
+
+
+class TestTop1WitnessCanFail:
+    """A broken witness used to leave the claim inconclusive at worst ('never -1'): a wrong argmax is
+    now confirmed exactly, a top-1 probability off by more than ε is certified by an interval, and
+    one within rounding of ε is decided in balls."""
+
+    CLAIM = "expressivity.top1-witness"
+
+    def test_the_witness_holds_with_every_context_certified(self):
+        verdict = check(self.CLAIM, "top1", TOP1)
+        assert verdict.status is Status.HOLDS and verdict.certified_by is Certification.TWO_SIDED
+        assert verdict.certificate["largest_distance"] < 1e-12
+
+    def test_a_radius_twice_too_large_is_violated(self, monkeypatch):
+        radius = ex.circle_radius
+        monkeypatch.setattr(ex, "circle_radius", lambda probs, V: 2 * radius(probs, V))
+        verdict = check(self.CLAIM, "top1", TOP1)
+        assert verdict.status is Status.VIOLATED and verdict.certified_by is Certification.TWO_SIDED
+        assert verdict.certificate["probability_off"] == 4 and verdict.certificate["wrong_argmax"] == 0
+
+    def test_a_witness_aimed_at_the_neighbour_is_violated_exactly(self, monkeypatch):
+        construct = ex.construct_top1_witness
+        monkeypatch.setattr(ex, "construct_top1_witness", lambda t, p, D, eps, V: construct((t + 1) % V, p, D, eps, V))
+        verdict = check(self.CLAIM, "top1", TOP1)
+        assert verdict.status is Status.VIOLATED and verdict.certified_by is Certification.EXACT
+        assert verdict.certificate["confirmed"] and verdict.certificate["wrong_argmax"] == 4
+
+    def test_a_probability_within_rounding_of_eps_is_decided_in_balls(self, monkeypatch):
+        """Radii for p - ε put |top-1 - p| within the interval's width of ε: balls decide it, and balls
+        too coarse to separate the two leave it inconclusive, never 'holds'."""
+        radius = ex.circle_radius
+        monkeypatch.setattr(ex, "circle_radius", lambda probs, V: radius(probs - TOP1["eps"], V))
+        verdict = check(self.CLAIM, "top1", TOP1)
+        assert verdict.certificate["undecided"] > 0
+        assert verdict.status in (Status.HOLDS, Status.VIOLATED) and "in balls" in verdict.method
+        monkeypatch.setattr(exact, "BALL_PRECISIONS", (12,))
+        assert check(self.CLAIM, "top1", TOP1).status is Status.INCONCLUSIVE
+
+
+class TestGibbsCanFail:
+    """The claim used to be a margin 'gap >= 0' with an undecided judge: now CE(Ñ) <= CE(P) is a lower
+    bound, each cross-entropy computed from its definition, and kl_gap's two sides are checked
+    against each other and against the cross-entropies."""
+
+    CLAIM = "expressivity.gibbs"
+
+    def test_the_minimum_is_attained_exactly_at_the_empirical_distribution(self):
+        verdict = check(self.CLAIM, "gibbs", FIT)
+        assert verdict.status is Status.HOLDS and verdict.margin == 0 and verdict.certified_by is Certification.EXACT
+        assert check(self.CLAIM, "gibbs", SOFTMAX).status is Status.HOLDS
+
+    def test_the_bound_is_sharp(self):
+        """CE(P) >= F CE(Ñ) fails at P = Ñ for every F > 1: 1.01 and 2 are refuted in balls."""
+        for factor in (Fraction(101, 100), Fraction(2)):
+            verdict = check(self.CLAIM, "gibbs", FIT, factor)
+            assert verdict.status is Status.VIOLATED and verdict.margin < 0, factor
+
+    @pytest.mark.parametrize(
+        ("plant", "which"),
+        [
+            (lambda gap, kl: (gap, 2 * kl), "Σ f KL"),  # the KL side wrong
+            (lambda gap, kl: (-gap, -kl), "CE(P) - CE(Ñ) computed apart"),  # both wrong, still consistent
+        ],
+    )
+    def test_a_wrong_identity_is_violated(self, monkeypatch, plant, which):
+        kl_gap = ex.kl_gap
+        monkeypatch.setattr(ex, "kl_gap", lambda P, N, f: plant(*kl_gap(P, N, f)))
+        verdict = check(self.CLAIM, "gibbs", SOFTMAX)
+        assert verdict.status is Status.VIOLATED and verdict.certified_by is Certification.TWO_SIDED
+        assert which in verdict.method
+
+    def test_a_bound_within_rounding_is_decided_in_balls(self, monkeypatch):
+        """F = CE(P)/CE(Ñ) in floats puts F CE(Ñ) within rounding of CE(P): balls decide, and balls too
+        coarse leave the instance inconclusive."""
+        ce = check(self.CLAIM, "gibbs", SOFTMAX).certificate
+        factor = Fraction(ce["ce_P"]) / Fraction(ce["ce_N"])
+        verdict = check(self.CLAIM, "gibbs", SOFTMAX, factor)
+        assert verdict.status in (Status.HOLDS, Status.VIOLATED) and verdict.method.startswith("balls at")
+        monkeypatch.setattr(exact, "BALL_PRECISIONS", (12,))
+        assert check(self.CLAIM, "gibbs", SOFTMAX, factor).status is Status.INCONCLUSIVE
+
+
+class TestArgmaxableVsHullCanFail:
+    """A disagreement with qhull used to be inconclusive ('never -1'): the pipeline's certificates are
+    now re-checked exactly, so a disagreement or a forged certificate is a violation, and only a token
+    left undecided is inconclusive."""
+
+    CLAIM = "expressivity.argmaxable-vs-hull"
+
+    def test_the_pipeline_agrees_with_the_hull_exactly(self):
+        verdict = check(self.CLAIM, "argmax-head", HEAD)
+        assert verdict.status is Status.HOLDS and verdict.certified_by is Certification.EXACT
+        assert verdict.certificate["argmaxable"] == verdict.certificate["hull_vertices"]
+
+    def test_a_hull_missing_a_vertex_is_violated(self, monkeypatch):
+        import scipy.spatial
+
+        hull = scipy.spatial.ConvexHull
+
+        class MissingOne:
+            def __init__(self, points):
+                self.vertices = hull(points).vertices[1:]
+
+        dropped = int(hull(claims.argmax_head(Instance("argmax-head", HEAD))).vertices[0])
+        monkeypatch.setattr(scipy.spatial, "ConvexHull", MissingOne)
+        verdict = check(self.CLAIM, "argmax-head", HEAD)
+        assert verdict.status is Status.VIOLATED and verdict.certified_by is Certification.EXACT
+        assert verdict.certificate["disagree"] == [dropped]
+
+    def test_a_forged_certificate_is_violated(self, monkeypatch):
+        """A hull vertex declared 'never' with the weights λ = e_j of another row."""
+        argmaxable = ex.argmaxable
+
+        def forged(W, *args, **kwargs):
+            result = argmaxable(W, *args, **kwargs)
+            token = int(np.flatnonzero(result["argmaxable"])[0])
+            result["argmaxable"][token], result["never"][token] = False, True
+            result["combination"][token] = (np.array([token + 1]), (Fraction(1),))
+            return result
+
+        monkeypatch.setattr(ex, "argmaxable", forged)
+        verdict = check(self.CLAIM, "argmax-head", HEAD)
+        assert verdict.status is Status.VIOLATED and len(verdict.certificate["bad_certificates"]) == 1
+
+    def test_undecided_tokens_are_inconclusive_not_a_disagreement(self, monkeypatch):
+        argmaxable = ex.argmaxable
+
+        def undecided(W, *args, **kwargs):
+            result = argmaxable(W, *args, **kwargs)
+            result["never"][:] = False
+            result["combination"].clear()
+            return result
+
+        monkeypatch.setattr(ex, "argmaxable", undecided)
+        verdict = check(self.CLAIM, "argmax-head", HEAD)
+        assert verdict.status is Status.INCONCLUSIVE and verdict.certificate["disagree"] == []
+
+    def test_the_mutant_is_refuted_by_every_row_inside_the_hull(self):
+        """Each 'never' is a convex combination re-checked in Fractions: as many as qhull's non-vertices."""
+        from scipy.spatial import ConvexHull
+
+        instance = Instance("argmax-head", HEAD)
+        verdict = REGISTRY[self.CLAIM].mutants["every-token-argmaxable"].check(instance, None)
+        inside = HEAD["V"] + HEAD["interior"] - len(ConvexHull(claims.argmax_head(instance)).vertices)
+        assert verdict.status is Status.VIOLATED and verdict.certified_by is Certification.EXACT
+        assert verdict.lhs == verdict.certificate["never"] == inside

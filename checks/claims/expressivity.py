@@ -469,7 +469,7 @@ def never_decision(instance: Instance) -> tuple[Measurement, Callable[[], Judgem
     """For the mutant "every token is argmaxable": the tokens certified never to win (re-checked
     convex weights), which must be 0."""
     answers = certified_answers(argmax_head(instance))
-    certificate = {"never": np.flatnonzero(answers["never"])[:8].tolist()}
+    certificate = {"never": int(answers["never"].sum()), "first_never": np.flatnonzero(answers["never"])[:8].tolist()}
     undecided = int(answers["undecided"].sum() + answers["bad"].sum())
     return counted_decision(int(answers["never"].sum()), undecided, "certified LP pipeline", certificate)
 
