@@ -286,7 +286,8 @@ def witness(instance: Instance) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.
 def top1_interval(H: np.ndarray, W: np.ndarray, targets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     r"""An interval [q_lo, q_hi] around the exact probability q_c = 1/Σ_v e^{d_v} of the target,
     d_v = (w_v - w_t)·h_c. The difference is taken before the product, so no large logit cancels:
-    the computed d_v is within a_v = γ_{D+2} Σ_k |w_vk - w_tk||h_k| + D 2^-1074 of the exact one. Since
+    the computed d_v is within a_v = γ_{D+4} Σ_k |w_vk - w_tk||h_k| + D 2^-1074 of the exact one (γ_D for
+    the product, one rounding per difference, the rest for the rounding of a_v itself). Since
     exp is increasing, S lies between Σ e^{d̂ - a} and Σ e^{d̂ + a}, each computed with γ_{V+LIBM+2}
     relative error plus 2u Σ|x|e^x (the rounding of the argument x) and V 2^-1074 (underflow); the
     target's own term is e^0 = 1 exactly. Inverting costs one more rounding."""
@@ -295,7 +296,8 @@ def top1_interval(H: np.ndarray, W: np.ndarray, targets: np.ndarray) -> tuple[np
     low, high = np.empty(len(targets)), np.empty(len(targets))
 
     def enclosed_sum(x: np.ndarray, direction: int) -> float:
-        terms = np.exp(x)
+        with np.errstate(over="ignore", under="ignore"):  # an infinite upper sum is still a bound
+            terms = np.exp(x)
         slack = 2 * U * float(np.sum(np.abs(x) * terms)) + V * TINY
         total = float(terms.sum())
         return total * (1 + g) + slack if direction > 0 else total * (1 - g) - slack
@@ -339,9 +341,9 @@ def top1_decision(instance: Instance, eps: float | None = None) -> tuple[Measure
     far = np.maximum(high - probs, probs - low) * (1 + 4 * U)
     near = np.maximum(low - probs, probs - high) * (1 - 4 * U)
     ok = wins & (far <= eps)
-    lost = np.flatnonzero(~wins & finite)  # a certified loss (Head.winners is exact on finite logits)
-    off = np.flatnonzero(wins & (near > eps))  # the whole interval is farther than ε from p
-    undecided = np.flatnonzero(~ok & ~(~wins & finite) & ~(wins & (near > eps)))
+    lost_mask = ~wins & finite  # a certified loss (Head.winners is exact on finite logits)
+    off_mask = wins & (near > eps)  # the whole interval is farther than ε from p
+    lost, off, undecided = (np.flatnonzero(m) for m in (lost_mask, off_mask, ~ok & ~lost_mask & ~off_mask))
     method = "strict argmax certified, top-1 probability in a rounding-bounded interval"
     certificate = {
         "wrong_argmax": len(lost),
@@ -431,16 +433,16 @@ def certified_answers(W: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def counted_decision(
-    count: int, undecided: int, method: str, certificate: dict[str, Any]
+    count: int, undecided: int, method: str, certificate: dict[str, Any], certified_by: Certification
 ) -> tuple[Measurement, Callable[[], Judgement]]:
-    """An identity "count = 0" over exactly certified tokens: 0 holds when nothing is undecided; a
-    positive count is violated (exact); no count with undecided tokens is inconclusive."""
+    """An identity "count = 0" over certified tokens: 0 holds when nothing is undecided; a positive
+    count is violated; no count with undecided tokens is inconclusive. ``certified_by``: how the
+    tokens were certified."""
     lhs = float(count) if count or not undecided else NAN
-    measured = Measurement(lhs, 0.0, 0.0, method, certificate, True, Certification.EXACT)
-    sign = -1 if count else None
-    return measured, lambda: Judgement(
-        lhs, 0.0, sign, method if count else f"{method}; undecided tokens", 0.0, certificate
-    )
+    measured = Measurement(lhs, 0.0, 0.0, method, certificate, True, certified_by)
+    if count:
+        return measured, lambda: Judgement(lhs, 0.0, -1, method, 0.0, certificate, certified_by)
+    return measured, lambda: Judgement(lhs, 0.0, None, f"{method}; undecided tokens", 0.0, certificate)
 
 
 def hull_decision(instance: Instance) -> tuple[Measurement, Callable[[], Judgement]]:
@@ -462,7 +464,9 @@ def hull_decision(instance: Instance) -> tuple[Measurement, Callable[[], Judgeme
         "bad_certificates": np.flatnonzero(answers["bad"])[:8].tolist(),
     }
     count = int(disagree.sum() + answers["bad"].sum())
-    return counted_decision(count, int(answers["undecided"].sum()), "certified LP pipeline vs qhull", certificate)
+    # a witness h is certified by a rigorous rounding bound and exact integers; convex weights exactly
+    method = "certified LP pipeline vs qhull"
+    return counted_decision(count, int(answers["undecided"].sum()), method, certificate, Certification.TWO_SIDED)
 
 
 def never_decision(instance: Instance) -> tuple[Measurement, Callable[[], Judgement]]:
@@ -471,7 +475,8 @@ def never_decision(instance: Instance) -> tuple[Measurement, Callable[[], Judgem
     answers = certified_answers(argmax_head(instance))
     certificate = {"never": int(answers["never"].sum()), "first_never": np.flatnonzero(answers["never"])[:8].tolist()}
     undecided = int(answers["undecided"].sum() + answers["bad"].sum())
-    return counted_decision(int(answers["never"].sum()), undecided, "certified LP pipeline", certificate)
+    method = "convex weights re-checked in Fractions"
+    return counted_decision(int(answers["never"].sum()), undecided, method, certificate, Certification.EXACT)
 
 
 # --------------------------------------------------------------------------- the claims
