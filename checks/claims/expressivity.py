@@ -183,7 +183,8 @@ def gibbs_in_balls(
     F = flint.fmpq(factor.numerator, factor.denominator)
     if exact_fit and not uniform and (F == 1 or all(k == row_totals[c] for k, c in zip(n, rows, strict=True))):
         ce = certificate["ce_N"]
-        return Judgement(float(F) * ce, ce, 0, "exact: P = Ñ, and F = 1 or CE(Ñ) = 0", certificate=certificate)
+        method = "P = Ñ exactly, and F = 1 or CE(Ñ) = 0"
+        return Judgement(float(F) * ce, ce, 0, method, 0.0, certificate, Certification.EXACT)
     for bits in exact.BALL_PRECISIONS:
         with exact.precision(bits):
             terms = (k * (flint.arb(k).log() - flint.arb(row_totals[c]).log()) for k, c in zip(n, rows, strict=True))
@@ -199,7 +200,8 @@ def gibbs_in_balls(
             sign = exact.sign(margin)
             if sign is not None:
                 lhs, rhs = exact.to_float(F * ce_Q), exact.to_float(ce_P)
-                return Judgement(lhs, rhs, sign, f"balls at {bits} bits", exact.radius(margin), certificate)
+                radius = exact.radius(margin)
+                return Judgement(lhs, rhs, sign, f"balls at {bits} bits", radius, certificate, Certification.TWO_SIDED)
     return Judgement(NAN, NAN, None, "undecided in balls", certificate=certificate)
 
 
@@ -238,7 +240,8 @@ def confirmed_misses(
     lost, won = confirm_losses(head, H, tokens)
     certificate = {**certificate, "confirmed": [int(tokens[k]) for k in lost], "cleared": [int(tokens[k]) for k in won]}
     if lost:
-        return Judgement(float(len(lost)), 0.0, -1, f"{method}; losses confirmed in exact integers", 0.0, certificate)
+        how = f"{method}; losses confirmed in exact integers"
+        return Judgement(float(len(lost)), 0.0, -1, how, 0.0, certificate, Certification.EXACT)
     return Judgement(NAN, 0.0, None, f"{method}; undecided: the screen and the exact check disagree", 0.0, certificate)
 
 
@@ -266,7 +269,9 @@ def interior_decision(instance: Instance) -> tuple[Measurement, Callable[[], Jud
     interior = len(ex.interior_tokens(W))
     method = "interior weights (D = 1, no bias), exact comparisons"
     measured = Measurement(float(interior), 0.0, 0.0, method, {"interior": interior}, True, Certification.EXACT)
-    return measured, lambda: Judgement(float(interior), 0.0, -1 if interior else 0, method)
+    return measured, lambda: Judgement(
+        float(interior), 0.0, -1 if interior else 0, method, 0.0, None, Certification.EXACT
+    )
 
 
 # --------------------------------------------------------------------------- the top-1 witness (Prop. A.4)
@@ -366,7 +371,8 @@ def top1_decision(instance: Instance, eps: float | None = None) -> tuple[Measure
         for c in undecided:
             t = int(targets[c])
             if not wins[c] and not ex.wins_exactly(head, H[c], t, np.delete(np.arange(len(W)), t)):
-                return Judgement(1.0, 0.0, -1, f"{method}; overflowing logits: argmax lost, exactly", 0.0, certificate)
+                how = f"{method}; overflowing logits: argmax lost, exactly"
+                return Judgement(1.0, 0.0, -1, how, 0.0, certificate, Certification.EXACT)
             signs.append(top1_in_balls(W, H[c], t, float(probs[c]), eps))
         if -1 in signs:
             return Judgement(
