@@ -271,6 +271,7 @@ def run_verify(args: argparse.Namespace, out: Console, err: Console) -> int:
                     "largest_V": max(sizes, default=None),
                     "verdict": worst(verdicts) if verdicts else None,
                     "counts": Counter(v.status.value for v in verdicts),
+                    "certified_by": Counter(v.certified_by.value for v in verdicts if v.certified_by is not None),
                     "seconds": time.perf_counter() - started,
                     "backend": used,
                 }
@@ -303,6 +304,7 @@ def _verify_json(result: dict[str, Any], V: int) -> dict[str, Any]:
         **head,
         "instances_checked": sum(result["counts"].values()),
         "counts": dict(result["counts"]),
+        "certifications": dict(result["certified_by"]),
         "seconds": round(result["seconds"], 3),
         "V": V,
         "largest_V": result["largest_V"],
