@@ -385,6 +385,15 @@ class TestD1BiasArgmaxCanFail:
         assert verdict.status is Status.VIOLATED and verdict.certified_by is Certification.EXACT
         assert verdict.certificate["confirmed"] and verdict.lhs >= 1
 
+    def test_a_loss_caused_by_rounded_biases_is_a_float_finding(self):
+        """Weights 2.9e-10 apart (below 2^-26): the float64 biases -w²/2, each rounded, lose token 533
+        exactly, while the exact tangent head makes it win. The claim holds, with the finding."""
+        W, _ = ex.tangent_head(564, 64056)
+        assert np.diff(W[:, 0])[532:534].min() < 2.0**-26
+        verdict = check(self.CLAIM, "tangent", {"V": 564, "seed": 64056})
+        assert verdict.status is Status.HOLDS and verdict.certified_by is Certification.EXACT
+        assert verdict.certificate["float_findings"] == [533] and verdict.certificate["confirmed"] == []
+
     def test_a_screen_that_misses_every_token_is_not_believed(self, monkeypatch):
         """The certifier planted wrong (every token lost): the exact comparison clears the losses it
         checks, and two certified routes that disagree leave the instance inconclusive."""

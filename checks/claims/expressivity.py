@@ -248,10 +248,59 @@ def confirmed_misses(
 # --------------------------------------------------------------------------- D = 1 with a bias
 
 
+def tangent_head_wins(W: np.ndarray, t: int) -> bool:
+    """Whether t is the strict argmax at h = w_t of the exact tangent head z_v(h) = w_v h - w_v^2/2 (the
+    biases exact, not rounded), in integers: with w_v = n_v / Q, 2 Q^2 z_v(w_t) = 2 n_v n_t - n_v^2."""
+    ratios = [float(w).as_integer_ratio() for w in W.ravel()]
+    Q = max(q for _, q in ratios)
+    n = [p * (Q // q) for p, q in ratios]
+    scores = [2 * m * n[t] - m * m for m in n]
+    return all(scores[t] > score for v, score in enumerate(scores) if v != t)
+
+
+def biases_round_the_tangent(W: np.ndarray, b: np.ndarray) -> bool:
+    """Whether every constructed bias is -w_v^2/2 to within one rounding, |b_v + w_v^2/2| <= u w_v^2/2,
+    in Fractions."""
+    u = Fraction(U)
+    squares = [Fraction(float(w)) ** 2 / 2 for w in W.ravel()]
+    return all(abs(Fraction(float(bias)) + sq) <= u * sq for bias, sq in zip(b, squares, strict=True))
+
+
+def tangent_judgement(
+    head: ex.Head, W: np.ndarray, b: np.ndarray, missed: np.ndarray, method: str, certificate: dict[str, Any]
+) -> Judgement:
+    """The judge of the D = 1 claim, for the tokens that the float64 head (as constructed) was reported
+    to lose. A loss confirmed in integers (:func:`confirm_losses`) is a failure of the construction
+    unless its biases are -w^2/2 to within one rounding and the exact tangent head makes the token win
+    (:func:`tangent_head_wins`): then it is a float finding, recorded, and the claim holds (exact).
+    A reported loss that the exact check clears leaves the instance inconclusive."""
+    lost, won = confirm_losses(head, W[missed], missed)
+    rounded = biases_round_the_tangent(W, b)
+    findings = [int(missed[k]) for k in lost if rounded and tangent_head_wins(W, int(missed[k]))]
+    failures = [int(missed[k]) for k in lost if int(missed[k]) not in findings]
+    certificate = {
+        **certificate,
+        "confirmed": failures,
+        "float_findings": findings,
+        "cleared": [int(missed[k]) for k in won],
+        "biases_rounded": rounded,
+    }
+    if failures:
+        how = f"{method}; losses confirmed in exact integers"
+        return Judgement(float(len(failures)), 0.0, -1, how, 0.0, certificate, Certification.EXACT)
+    if won or len(missed) > CONFIRMED_FAILURES:
+        return Judgement(
+            NAN, 0.0, None, f"{method}; undecided: the screen and the exact check disagree", 0.0, certificate
+        )
+    how = f"{method}; the exact tangent head wins where the float64 biases lose (a float finding)"
+    return Judgement(0.0, 0.0, 0, how, 0.0, certificate, Certification.EXACT)
+
+
 def tangent_decision(instance: Instance, bias: bool = True) -> tuple[Measurement, Callable[[], Judgement]]:
     """Tokens t that are not the strict argmax of z(h) = w h + b at their witness h = w_t, for the
-    tangent head b = -w^2/2 as constructed (without its bias for the mutant). Each token is
-    certified by :func:`certified_wins`; a miss is confirmed exactly before it is reported."""
+    tangent head b = -w^2/2 as constructed in float64 (without its bias for the mutant, whose head is
+    then exact). Each token is certified by :func:`certified_wins`; a miss is confirmed exactly, and
+    for the claim checked against the exact tangent head (:func:`tangent_judgement`)."""
     W, b = ex.tangent_head(instance.params["V"], instance.params["seed"])
     head = ex.Head.of(W, b if bias else None)
     tokens = np.arange(len(W))
@@ -259,6 +308,8 @@ def tangent_decision(instance: Instance, bias: bool = True) -> tuple[Measurement
     method = "strict argmax at h = w_t, certified" + ("" if bias else " (no bias)")
     certificate = {"missed": len(missed), "first_missed": missed[:8].tolist()}
     measured = Measurement(float(len(missed)), 0.0, 0.0, method, certificate, True, Certification.TWO_SIDED)
+    if bias:
+        return measured, lambda: tangent_judgement(head, W, b, missed, method, certificate)
     return measured, lambda: confirmed_misses(head, W[missed], missed, method, certificate)
 
 
