@@ -14,7 +14,8 @@ How each is decided (docs/expressivity.md has the details):
   (float logits with a rigorous rounding bound, exact integers for the close rivals); a top-1
   probability by an interval that encloses the exact softmax, re-decided in balls where it straddles
   ε. A failure is confirmed exactly before it is reported; a failure that the exact check clears
-  means the two routes disagree, which is inconclusive.
+  means the two routes disagree, which is inconclusive. A D = 1 loss that only the rounding of the
+  biases -w^2/2 explains (the exact tangent head wins) is a float finding, and the claim holds.
 - ``argmaxable-vs-hull``: the tokens where the certified answer of
   :func:`theory.expressivity.argmaxable` (each certificate re-checked exactly here) and qhull's
   vertices disagree, plus the certificates that fail their re-check: an identity "0". A token the
