@@ -31,12 +31,61 @@ from typing import Any
 
 import flint
 import numpy as np
+from hypothesis import strategies as st
 
 from checks import exact, tolerance
-from checks.strategies import argmax_instances, expressivity_instances, gibbs_instances
-from checks.verdict import REGISTRY, Certification, Claim, Instance, Judgement, Measurement, Relation
+from checks.verdict import Certification, Family, Instance, Judgement, Measurement, Relation
 from theory import error_rank as er
 from theory import expressivity as ex
+
+# --------------------------------------------------------------------------- strategies
+
+
+@st.composite
+def expressivity_instances(draw: Any, tangent: bool = False) -> Instance:
+    """Circle witnesses (V up to 8,192 here; the witnesses go to 131,072) or D = 1 tangent heads."""
+    if tangent:
+        return Instance("tangent", {"V": draw(st.integers(2, 2000)), "seed": draw(st.integers(0, 2**16))})
+    return Instance(
+        "top1",
+        {
+            "V": draw(st.one_of(st.integers(2, 64), st.sampled_from([1024, 8192]))),
+            "D": draw(st.integers(2, 16)),
+            "contexts": draw(st.integers(1, 8)),
+            "seed": draw(st.integers(0, 2**16)),
+            "eps": draw(st.sampled_from([1e-3, 1e-6])),
+        },
+    )
+
+
+@st.composite
+def gibbs_instances(draw: Any) -> Instance:
+    return Instance(
+        "gibbs",
+        {
+            "V": draw(st.integers(2, 200)),
+            "contexts": draw(st.integers(1, 60)),
+            "seed": draw(st.integers(0, 2**16)),
+            "scale": draw(st.sampled_from([0.1, 1.0, 10.0])),
+            "exact_fit": draw(st.booleans()),
+        },
+    )
+
+
+@st.composite
+def argmax_instances(draw: Any) -> Instance:
+    """Heads without bias for the argmaxable-token checks (small D, so qhull can cross-check)."""
+    D = draw(st.integers(2, 5))
+    return Instance(
+        "argmax-head",
+        {
+            "V": draw(st.integers(D + 2, 120)),
+            "D": D,
+            "seed": draw(st.integers(0, 2**16)),
+            "interior": draw(st.integers(0, 4)),
+        },
+    )
+
 
 SEED_000 = "seed 000"  # "Lost in Backpropagation: The LM Head is a Gradient Bottleneck"
 U = 2.0**-53
@@ -559,10 +608,7 @@ def count_claim(decision: Decision, **options: Any) -> dict[str, Any]:
     }
 
 
-def _claim(name: str, **fields: Any) -> Claim:
-    fields.setdefault("array_api", False)
-    fields.setdefault("random_instances", lambda V, n, seed: [])
-    return Claim(id=name, **fields)
+FAMILY = Family("expressivity", array_api=False, random_instances=lambda V, n, seed: [])
 
 
 def _top1_witnesses(V: int) -> list[Instance]:
@@ -575,8 +621,8 @@ def _top1_witnesses(V: int) -> list[Instance]:
     ]
 
 
-gibbs = _claim(
-    "expressivity.gibbs",
+gibbs = FAMILY.claim(
+    "gibbs",
     source=f"{SEED_000}, Prop. A.2 (App. A.2)",
     title="The cross-entropy is minimised exactly at the empirical distribution",
     statement="CE(Ñ) ≤ CE(P), the excess being CE(P) − CE(Ñ) = Σ_c f_c KL(Ñ_c ‖ P_c) ≥ 0, with equality at P = Ñ",
@@ -602,8 +648,8 @@ gibbs.with_mutant(
     "CE(P) − CE(Ñ) = Σ_c KL(Ñ_c ‖ P_c), the contexts unweighted  (false: the frequencies f_c weigh each KL)",
     **bound_claim(gibbs_decision, unweighted=True),
 )
-top1_witness = _claim(
-    "expressivity.top1-witness",
+top1_witness = FAMILY.claim(
+    "top1-witness",
     source=f"{SEED_000}, Prop. A.4 (App. A.2; proof in B.1)",
     title="At D ≥ 2 any argmax and any top-1 probability are reachable without a bias",
     statement="for targets t_c and probabilities p_c ∈ (1/V, 1), the circle witness (H, W) fails in 0 contexts: "
@@ -631,8 +677,8 @@ top1_witness.with_mutant(
     witnesses=lambda V: [Instance("tangent", {"V": v, "seed": 0}) for v in sorted({3, min(V, 64)})],
     strategy=lambda: expressivity_instances(tangent=True),
 )
-d1_bias = _claim(
-    "expressivity.d1-bias-argmax",
+d1_bias = FAMILY.claim(
+    "d1-bias-argmax",
     source=f"{SEED_000}, App. B.1 (the D ≥ 2 requirement); rankwall (the bias case)",
     title="With a bias, D = 1 makes every token the argmax",
     statement="for the tangent head z_v(h) = w_v h − w_v²/2, 0 tokens t fail to be the strict argmax at h = w_t",
@@ -652,8 +698,8 @@ d1_bias.with_mutant(
     **count_claim(tangent_decision, bias=False),
     witnesses=lambda V: [Instance("tangent", {"V": v, "seed": 0}) for v in sorted({3, min(V, 64)})],
 )
-argmax_vs_hull = _claim(
-    "expressivity.argmaxable-vs-hull",
+argmax_vs_hull = FAMILY.claim(
+    "argmaxable-vs-hull",
     source="seed 001 ('Stolen Probability', Demeter et al. 2020; Grivas et al. 2022)",
     title="Without a bias, a token is argmaxable exactly when it is a vertex of the convex hull",
     statement="the LP pipeline's certified answers disagree with the vertices of conv{w_v} (qhull) on 0 tokens",
@@ -675,6 +721,3 @@ argmax_vs_hull.with_mutant(
     **count_claim(never_decision),
     witnesses=lambda V: [Instance("argmax-head", {"V": 50, "D": 3, "seed": 0, "interior": 2})],
 )
-
-for _claim_object in (gibbs, top1_witness, d1_bias, argmax_vs_hull):
-    REGISTRY.register(_claim_object)
