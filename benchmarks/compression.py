@@ -16,8 +16,7 @@ import time
 import tracemalloc
 
 import numpy as np
-
-from theory import compression as cp
+from rankwall.theory import compression as cp
 
 
 def measured(work) -> tuple[float, int, object]:

@@ -21,12 +21,11 @@ import time
 import tracemalloc
 
 import sympy
+from rankwall.checks import exact
+from rankwall.checks.claims.error_rank import dense_rank_lower, rank_interval
+from rankwall.checks.cli import main as rankwall
+from rankwall.theory import error_rank as er
 from sympy.polys.matrices import DomainMatrix
-
-from checks import exact
-from checks.claims.error_rank import dense_rank_lower, rank_interval
-from checks.cli import main as rankwall
-from theory import error_rank as er
 
 
 def timed(work) -> tuple[float, object]:

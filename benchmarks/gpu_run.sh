@@ -9,7 +9,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${OUT:-out}"
 mkdir -p "$out"
-python -c "import checks" 2>/dev/null || python -m pip install -q -e . || exit 2
+python -c "import rankwall.checks" 2>/dev/null || python -m pip install -q -e . || exit 2
 status=0
 run() {
   local name=$1; shift

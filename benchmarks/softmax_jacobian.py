@@ -17,9 +17,8 @@ import json
 import time
 
 import numpy as np
-
-from checks.backends import resolve, to_numpy
-from theory import softmax_jacobian as sj
+from rankwall.checks.backends import resolve, to_numpy
+from rankwall.theory import softmax_jacobian as sj
 
 FAMILIES = ((0.05, "peaked"), (0.5, "moderate"), (5.0, "flat"))
 

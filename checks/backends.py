@@ -12,8 +12,7 @@ from typing import Any
 
 import array_api_compat
 import numpy as np
-
-from checks.tolerance import dtype_name
+from rankwall.checks.tolerance import dtype_name
 
 BACKENDS = ("numpy", "torch", "cupy", "array-api-strict")
 DTYPES = ("float64", "float32")

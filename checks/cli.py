@@ -22,18 +22,17 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+import rankwall.checks.claims  # noqa: F401  (fills the registry)
+from rankwall.checks.backends import BACKENDS, DTYPES, BackendUnavailable, resolve
+from rankwall.checks.outputs import available_memory_bytes
+from rankwall.checks.search import search
+from rankwall.checks.strategies import CI_SEARCH_BUDGET
+from rankwall.checks.verdict import REGISTRY, SEVERITY, Claim, Status, Verdict, worst
+from rankwall.theory._validation import InputError
+from rankwall.theory.softmax_jacobian import MAX_VOCABULARY
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
-
-import checks.claims  # noqa: F401  (fills the registry)
-from checks.backends import BACKENDS, DTYPES, BackendUnavailable, resolve
-from checks.outputs import available_memory_bytes
-from checks.search import search
-from checks.strategies import CI_SEARCH_BUDGET
-from checks.verdict import REGISTRY, SEVERITY, Claim, Status, Verdict, worst
-from theory._validation import InputError
-from theory.softmax_jacobian import MAX_VOCABULARY
 
 EXIT_OK, EXIT_VIOLATED, EXIT_USAGE, EXIT_INCONCLUSIVE, EXIT_INTERNAL = 0, 1, 2, 3, 4
 #: A closed output pipe (``rankwall list --json | head``): the status a shell reports for SIGPIPE.
@@ -388,7 +387,7 @@ def run_search(args: argparse.Namespace, out: Console, err: Console) -> int:
 
 
 def run_compress(args: argparse.Namespace, out: Console, err: Console) -> int:
-    from theory import compression as cp
+    from rankwall.theory import compression as cp
 
     if args.D > args.V:
         raise UsageError(f"--D: hidden size {args.D} exceeds the vocabulary --V {args.V}")
@@ -446,9 +445,8 @@ def run_compress(args: argparse.Namespace, out: Console, err: Console) -> int:
 
 def run_argmax(args: argparse.Namespace, out: Console, err: Console) -> int:
     import numpy as np
-
-    from checks.models.loading import load_head
-    from theory import expressivity as ex
+    from rankwall.checks.models.loading import load_head
+    from rankwall.theory import expressivity as ex
 
     W, b, name = load_head(args.head)
     started = time.perf_counter()
@@ -495,10 +493,10 @@ def _ids(ids: Any, shown: int = 20) -> str:
 
 
 def run_spot(args: argparse.Namespace, out: Console, err: Console) -> int:
-    from checks.data import read_corpus, read_text_file
-    from checks.models import spot
-    from checks.models.loading import load_causal_lm
-    from checks.outputs import writable_folder
+    from rankwall.checks.data import read_corpus, read_text_file
+    from rankwall.checks.models import spot
+    from rankwall.checks.models.loading import load_causal_lm
+    from rankwall.checks.outputs import writable_folder
 
     # Every argument is checked before the model is loaded (tens of seconds and a GB of memory).
     if args.text is None:
@@ -579,7 +577,7 @@ def print_spot(record: dict[str, Any], out: Console) -> None:
 
 
 def run_experiment(args: argparse.Namespace, out: Console, err: Console) -> int:
-    from checks.outputs import writable_folder
+    from rankwall.checks.outputs import writable_folder
 
     for attribute, (flag, takers) in EXPERIMENT_FLAGS.items():
         if getattr(args, attribute) is not None and args.name not in takers:
@@ -590,7 +588,7 @@ def run_experiment(args: argparse.Namespace, out: Console, err: Console) -> int:
 
 
 def run_batch_rank(args: argparse.Namespace, out: Console, err: Console) -> int:
-    from checks.experiments import batch_rank
+    from rankwall.checks.experiments import batch_rank
 
     sizes = tuple(args.batch_sizes or BATCH_SIZES)
     with _progress(err) as progress:
@@ -623,7 +621,7 @@ def run_batch_rank(args: argparse.Namespace, out: Console, err: Console) -> int:
 
 
 def run_spamlang(args: argparse.Namespace, out: Console, err: Console) -> int:
-    from checks.experiments import spamlang
+    from rankwall.checks.experiments import spamlang
 
     steps = args.steps or spamlang.STEPS
     runs = 2 * len(spamlang.VOCABULARIES) + 2
@@ -654,7 +652,7 @@ def run_spamlang(args: argparse.Namespace, out: Console, err: Console) -> int:
 
 
 def run_lowrank_heads(args: argparse.Namespace, out: Console, err: Console) -> int:
-    from checks.experiments import lowrank_heads
+    from rankwall.checks.experiments import lowrank_heads
 
     steps = args.steps or lowrank_heads.STEPS
     runs = len(lowrank_heads.BPE_DIMENSIONS) + len(lowrank_heads.CHAR_DIMENSIONS)

@@ -19,8 +19,7 @@ from importlib import resources
 from pathlib import Path
 
 import numpy as np
-
-from theory._validation import InputError
+from rankwall.theory._validation import InputError
 
 #: sha256 of each corpus text (uncompressed), as listed in ``checks/corpora/NOTICE.md``.
 CORPORA = {
@@ -41,7 +40,7 @@ def read_corpus(name: str) -> str:
         if not path.is_file():
             raise InputError(f"{DATA_VARIABLE}: {path} is missing (unset {DATA_VARIABLE} to use the shipped copy)")
         return read_text_file(path, DATA_VARIABLE)
-    shipped = resources.files("checks") / "corpora" / f"{name}.xz"
+    shipped = resources.files("rankwall.checks") / "corpora" / f"{name}.xz"
     try:
         raw = lzma.decompress(shipped.read_bytes())
     except (FileNotFoundError, lzma.LZMAError) as error:

@@ -1,5 +1,5 @@
 """Escalation beyond floating point: exact rationals, certified balls and rank certificates
-(python-flint). The softmax rows' own exact routes are in :mod:`checks.exact_softmax`.
+(python-flint). The softmax rows' own exact routes are in :mod:`rankwall.checks.exact_softmax`.
 
 A float64 or float32 number is a dyadic rational, so a row of floats *is* an exact instance;
 its normalisation :math:`\\hat p = p / \\sum p` is a genuine probability vector, and the
@@ -22,8 +22,7 @@ from typing import Any
 
 import flint
 import numpy as np
-
-from theory._validation import InputError, as_integer_array, check_size
+from rankwall.theory._validation import InputError, as_integer_array, check_size
 
 #: Largest number of distinct values for which exact rational arithmetic is attempted
 #: (the denominators of a rational sum grow with every distinct term).
@@ -130,10 +129,10 @@ def weyl_rank_lower_bound(
 ) -> tuple[int, float, np.ndarray]:
     """``(#{σ_i > m}, m, σ)`` for the singular values σ of a float matrix, with the Weyl margin
     m = ``entry_error`` (a Frobenius bound on the error of the matrix itself) +
-    :func:`checks.tolerance.svd_rank_margin` (the SVD's backward error, and ``forming_norm``'s
+    :func:`rankwall.checks.tolerance.svd_rank_margin` (the SVD's backward error, and ``forming_norm``'s
     rounding). Each singular value above m belongs to a nonzero singular value of the exact
     matrix, so the count is a certified *lower* bound on its rank, never an upper one."""
-    from checks.tolerance import svd_rank_margin
+    from rankwall.checks.tolerance import svd_rank_margin
 
     sigma = np.linalg.svd(matrix, compute_uv=False)
     top = float(sigma[0]) if sigma.size else 0.0

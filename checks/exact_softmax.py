@@ -1,7 +1,7 @@
 """Exact routes for softmax rows: a row as exact data, the spectral-norm comparison with a
 bound (rationals, balls, and two structural lemmas for attained bounds), and certified norms.
 
-The generic arithmetic (rationals, balls, precisions) is :mod:`checks.exact`.
+The generic arithmetic (rationals, balls, precisions) is :mod:`rankwall.checks.exact`.
 """
 
 from __future__ import annotations
@@ -13,10 +13,9 @@ from typing import Any
 
 import flint
 import numpy as np
-
-from checks.exact import BALL_PRECISIONS, EXACT_DISTINCT_LIMIT, ball, precision, rational, sign
-from checks.tolerance import unit_roundoff
-from theory.softmax_jacobian import secular_function
+from rankwall.checks.exact import BALL_PRECISIONS, EXACT_DISTINCT_LIMIT, ball, precision, rational, sign
+from rankwall.checks.tolerance import unit_roundoff
+from rankwall.theory.softmax_jacobian import secular_function
 
 
 @dataclass(frozen=True)

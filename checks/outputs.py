@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from theory._validation import InputError
+from rankwall.theory._validation import InputError
 
 
 def writable_folder(folder: str | Path, argument: str = "--out") -> Path:

@@ -7,11 +7,11 @@ operations. A sum of n terms in any order has error at most :math:`\\gamma_{n-1}
 (Higham, eq. 4.4); we use that worst case, not the :math:`\\log_2 n` of pairwise summation,
 so a tolerance holds whichever order a backend sums in.
 
-The primitives (:math:`u` per dtype and :math:`\\gamma_n`) live in :mod:`theory._rounding`, so that
+The primitives (:math:`u` per dtype and :math:`\\gamma_n`) live in :mod:`rankwall.theory._rounding`, so that
 ``theory`` uses the same model without importing ``checks``.
 
 A float margin inside its tolerance is never read as a verdict: the checker escalates to
-exact or ball arithmetic (:mod:`checks.exact`).
+exact or ball arithmetic (:mod:`rankwall.checks.exact`).
 """
 
 from __future__ import annotations
@@ -19,8 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-
-from theory._rounding import dtype_name, gamma, unit_roundoff
+from rankwall.theory._rounding import dtype_name, gamma, unit_roundoff
 
 __all__ = [
     "dense_eigenvalue_error",
@@ -43,7 +42,7 @@ def sum_tolerance(n_terms: int, u: float, absolute_sum: float, extra_operations:
 
 
 def spectral_norm_tolerance(V: int, u: float, value: float) -> float:
-    """Error of :func:`theory.softmax_jacobian.spectral_norm` and of the bounds it is compared
+    """Error of :func:`rankwall.theory.softmax_jacobian.spectral_norm` and of the bounds it is compared
     with: the secular function is a sum of V terms of a few roundings each, its root inherits
     that relative error, and normalising the row costs two more: :math:`\\gamma_{V+8}|\\lambda|`.
     (Measured: at most 8 ulps against certified enclosures; see the tests.)"""

@@ -317,7 +317,7 @@ class Registry:
         return [c for c in self if any(fnmatch.fnmatchcase(c.id, p) for p in patterns)]
 
 
-#: The registry every theory family registers its claims in (see :mod:`checks.claims`).
+#: The registry every theory family registers its claims in (see :mod:`rankwall.checks.claims`).
 REGISTRY = Registry()
 
 

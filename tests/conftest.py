@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import pytest
-
-import checks.claims  # noqa: F401  (fills the registry)
-from checks.backends import BackendUnavailable, cuda_available, installed, resolve
-from checks.strategies import load_profile
+import rankwall.checks.claims  # noqa: F401  (fills the registry)
+from rankwall.checks.backends import BackendUnavailable, cuda_available, installed, resolve
+from rankwall.checks.strategies import load_profile
 
 HYPOTHESIS_PROFILE = load_profile()
 

@@ -4,8 +4,7 @@ planted mutant is refuted on some witness."""
 from __future__ import annotations
 
 import pytest
-
-from checks.verdict import NUMERICAL_FAILURE, REGISTRY, Status
+from rankwall.checks.verdict import NUMERICAL_FAILURE, REGISTRY, Status
 
 CLAIMS = list(REGISTRY)
 MUTANTS = [m for c in CLAIMS for m in c.mutants.values()]

@@ -7,9 +7,8 @@ import subprocess
 import sys
 
 import pytest
-
-from checks.cli import EXIT_OK, EXIT_USAGE, EXIT_VIOLATED, main
-from checks.verdict import REGISTRY
+from rankwall.checks.cli import EXIT_OK, EXIT_USAGE, EXIT_VIOLATED, main
+from rankwall.checks.verdict import REGISTRY
 
 VERDICT_KEYS = {"claim", "status", "lhs", "rhs", "margin", "tolerance", "method", "instance", "certificate"}
 
@@ -107,7 +106,7 @@ def test_bad_usage_exits_two_with_a_reason(capsys, argv, message):
 
 def test_console_script_is_installed():
     listed = subprocess.run(
-        [sys.executable, "-m", "checks.cli", "list", "--json"], capture_output=True, text=True, check=True
+        [sys.executable, "-m", "rankwall.checks.cli", "list", "--json"], capture_output=True, text=True, check=True
     )
     assert json.loads(listed.stdout)
 

@@ -10,14 +10,13 @@ from fractions import Fraction
 import mpmath
 import numpy as np
 import pytest
-
-from checks.backends import resolve
-from checks.claims import compression as claims
-from checks.cli import EXIT_OK, EXIT_USAGE, EXIT_VIOLATED, main
-from checks.search import search
-from checks.verdict import REGISTRY, Certification, Instance, Relation, Status
-from theory import compression as cp
-from theory._validation import InputError
+from rankwall.checks.backends import resolve
+from rankwall.checks.claims import compression as claims
+from rankwall.checks.cli import EXIT_OK, EXIT_USAGE, EXIT_VIOLATED, main
+from rankwall.checks.search import search
+from rankwall.checks.verdict import REGISTRY, Certification, Instance, Relation, Status
+from rankwall.theory import compression as cp
+from rankwall.theory._validation import InputError
 
 U = 2.0**-53
 

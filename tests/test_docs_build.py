@@ -27,7 +27,7 @@ def test_docs_build_without_warnings(tmp_path):
 
 def test_readme_table_lists_every_claim():
     """The README's results table names exactly the registered claims."""
-    from checks.verdict import REGISTRY
+    from rankwall.checks.verdict import REGISTRY
 
     readme = (ROOT / "README.md").read_text()
     listed = set(re.findall(r"^\| `([a-z0-9.-]+)` \|", readme, flags=re.MULTILINE))

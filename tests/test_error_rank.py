@@ -14,15 +14,14 @@ from fractions import Fraction
 import numpy as np
 import pytest
 import scipy.sparse as sparse
-
-from checks import exact, tolerance
-from checks.backends import resolve
-from checks.claims import error_rank as claims
-from checks.data import characters, read_corpus
-from checks.search import search
-from checks.verdict import REGISTRY, Certification, Instance, Status
-from theory import error_rank as er
-from theory._validation import InputError
+from rankwall.checks import exact, tolerance
+from rankwall.checks.backends import resolve
+from rankwall.checks.claims import error_rank as claims
+from rankwall.checks.data import characters, read_corpus
+from rankwall.checks.search import search
+from rankwall.checks.verdict import REGISTRY, Certification, Instance, Status
+from rankwall.theory import error_rank as er
+from rankwall.theory._validation import InputError
 
 NUMPY = resolve("numpy")
 FAMILIES = [c for c in REGISTRY if c.id.startswith(("error-rank.", "logprob-rank."))]

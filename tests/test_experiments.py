@@ -8,8 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from checks.cli import main
+from rankwall.checks.cli import main
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="needs torch")
 RECORDED = Path(__file__).resolve().parents[1] / "docs" / "_static" / "experiments"
@@ -17,13 +16,13 @@ RECORDED = Path(__file__).resolve().parents[1] / "docs" / "_static" / "experimen
 
 class TestSpamLang:
     def test_tied_head_shares_the_embedding(self):
-        from checks.experiments import spamlang
+        from rankwall.checks.experiments import spamlang
 
         tied, untied = spamlang.make_model(32, 4, True, 0), spamlang.make_model(32, 4, False, 0)
         assert tied.head.weight is tied.embed.weight and untied.head.weight is not untied.embed.weight
 
     def test_a_small_vocabulary_is_learned(self):
-        from checks.experiments import spamlang
+        from rankwall.checks.experiments import spamlang
 
         record = spamlang.train(64, False, D=16, steps=60)
         assert record["loss"][0] > 0.9 * np.log(64) and record["final_loss"] < 0.5 * np.log(64)
@@ -38,30 +37,29 @@ class TestSpamLang:
 
 class TestLowRankHeads:
     def test_bpe_is_trained_locally_to_the_requested_size(self):
-        from checks.data import read_corpus
-        from checks.experiments import lowrank_heads
+        from rankwall.checks.data import read_corpus
+        from rankwall.checks.experiments import lowrank_heads
 
         ids, V = lowrank_heads.bpe_ids(read_corpus("tinyshakespeare.txt")[:200_000], 512, 0)
         assert V == 512 and ids.min() >= 0 and ids.max() < V
 
     def test_the_head_has_rank_at_most_D(self):
         import torch
-
-        from checks.experiments import lowrank_heads
+        from rankwall.checks.experiments import lowrank_heads
 
         model = lowrank_heads.make_model(300, 8, 0)
         W = model.A.weight.detach().double() @ model.B.weight.detach().double()
         assert torch.linalg.matrix_rank(W).item() == 8
 
     def test_speedup_reads_the_first_crossing(self):
-        from checks.experiments.lowrank_heads import speedup
+        from rankwall.checks.experiments.lowrank_heads import speedup
 
         slow = {"tokens": [1, 2, 3, 4], "valid_loss": [5.0, 4.0, 3.5, 3.0]}
         fast = {"tokens": [1, 2, 3, 4], "valid_loss": [4.0, 3.0, 2.5, 2.0]}
         assert speedup(fast, slow) == 2.0 and speedup(slow, fast) is None
 
     def test_cli_writes_both_sweeps(self, tmp_path, capsys):
-        from checks.experiments import lowrank_heads
+        from rankwall.checks.experiments import lowrank_heads
 
         steps = lowrank_heads.EVAL_EVERY
         assert main(["experiment", "lowrank-heads", "--steps", str(steps), "--out", str(tmp_path), "--json"]) == 0

@@ -6,13 +6,12 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-
-from checks import exact
-from checks.backends import resolve
-from checks.claims import expressivity as claims
-from checks.verdict import REGISTRY, Certification, Instance, Status
-from theory import expressivity as ex
-from theory._validation import InputError
+from rankwall.checks import exact
+from rankwall.checks.backends import resolve
+from rankwall.checks.claims import expressivity as claims
+from rankwall.checks.verdict import REGISTRY, Certification, Instance, Status
+from rankwall.theory import expressivity as ex
+from rankwall.theory._validation import InputError
 
 
 class TestGibbs:
@@ -305,7 +304,7 @@ class TestCertifiedArgmax:
 def test_rankwall_argmax(capsys, tmp_path):
     import json
 
-    from checks.cli import EXIT_OK, EXIT_USAGE, main
+    from rankwall.checks.cli import EXIT_OK, EXIT_USAGE, main
 
     W = np.vstack([ex.circle_head(8), [[0.0, 0.0]]])
     np.save(tmp_path / "head.npy", W)

@@ -12,13 +12,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from rankwall.checks import cli, data
+from rankwall.checks.cli import EXIT_BROKEN_PIPE, EXIT_INCONCLUSIVE, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, main
+from rankwall.checks.outputs import write_outputs
+from rankwall.checks.verdict import NUMERICAL_FAILURE, REGISTRY, Status
+from rankwall.theory._validation import InputError
 from rich.console import Console
-
-from checks import cli, data
-from checks.cli import EXIT_BROKEN_PIPE, EXIT_INCONCLUSIVE, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, main
-from checks.outputs import write_outputs
-from checks.verdict import NUMERICAL_FAILURE, REGISTRY, Status
-from theory._validation import InputError
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -71,7 +70,7 @@ class TestTheProjectCarriesItsData:
 
     def test_the_corpora_go_into_the_package(self):
         pyproject = (ROOT / "pyproject.toml").read_text()
-        assert 'checks = ["corpora/*.xz", "corpora/NOTICE.md"]' in pyproject
+        assert '"rankwall.checks" = ["corpora/*.xz", "corpora/NOTICE.md"]' in pyproject
 
 
 class TestCIIsAFreshCloneCheck:
@@ -103,7 +102,7 @@ class TestExitCodesCannotBeConfused:
 
     def test_a_closed_pipe_ends_quietly(self):
         process = subprocess.Popen(
-            [sys.executable, "-m", "checks.cli", "list", "--json"],
+            [sys.executable, "-m", "rankwall.checks.cli", "list", "--json"],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             cwd=ROOT,
@@ -123,8 +122,7 @@ class TestABackendThatFailsIsAnAnswer:
         """torch's float32 eigh fails to converge with MKL on some AVX-512 CPUs; a NaN matrix makes
         it fail everywhere. The instance is undecided, never violated, and the run does not crash."""
         import torch
-
-        from checks.claims import softmax_jacobian as claims
+        from rankwall.checks.claims import softmax_jacobian as claims
 
         real = claims.sj.dense_jacobian
         monkeypatch.setattr(claims.sj, "dense_jacobian", lambda rows: real(rows) * torch.nan)
@@ -178,7 +176,7 @@ class TestABackendThatFailsIsAnAnswer:
 
 class TestInputIsCheckedBeforeHeavyWork:
     def test_spot_checks_text_and_out_before_loading_the_model(self, capsys, tmp_path, monkeypatch):
-        from checks.models import loading
+        from rankwall.checks.models import loading
 
         def never(*args, **kwargs):
             raise AssertionError("the model was loaded before the arguments were checked")
@@ -303,3 +301,14 @@ def test_verify_reports_the_largest_instance_it_checked(capsys):
     largest = {v["claim"]: v["largest_V"] for v in json.loads(out)}
     assert code == EXIT_OK
     assert largest == {"compression.pythagoras": 4096, "softmax-jacobian.kernel": 131072}
+
+
+def test_the_distribution_claims_no_generic_import_name(tmp_path):
+    """The two folders install as rankwall.theory and rankwall.checks; `import theory` and
+    `import checks` find nothing outside the checkout (issue 11)."""
+    probe = (
+        "import importlib.util, rankwall, rankwall.theory, rankwall.checks.cli; "
+        "print(importlib.util.find_spec('theory'), importlib.util.find_spec('checks'), rankwall.InputError.__module__)"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, check=True)
+    assert result.stdout.split() == ["None", "None", "rankwall.theory._validation"]

@@ -6,15 +6,14 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+import rankwall.checks.claims.heads as hc
 import torch
-
-import checks.claims.heads as hc
-from checks.backends import resolve
-from checks.search import search
-from checks.strategies import CI_SEARCH_BUDGET
-from checks.verdict import REGISTRY, Certification, Instance, Status
-from theory import heads as hd
-from theory._validation import InputError
+from rankwall.checks.backends import resolve
+from rankwall.checks.search import search
+from rankwall.checks.strategies import CI_SEARCH_BUDGET
+from rankwall.checks.verdict import REGISTRY, Certification, Instance, Status
+from rankwall.theory import heads as hd
+from rankwall.theory._validation import InputError
 
 
 def log_probs(head, K=3, N=60, V=80, d=6, scale=3.0, seed=0):
@@ -174,7 +173,7 @@ def test_the_certified_interval_decides_the_true_claims(claim_id, instance, cert
 
 
 def plant(monkeypatch, name, shift):
-    """Shift the rank returned by one certificate of checks.claims.heads by ``shift``."""
+    """Shift the rank returned by one certificate of rankwall.checks.claims.heads by ``shift``."""
     real = getattr(hc, name)
     monkeypatch.setattr(hc, name, lambda *args: (real(*args)[0] + shift, *real(*args)[1:]))
 

@@ -1,4 +1,4 @@
-"""Heads as users have them (checks.models.loading): bfloat16 and float16 weights, Hugging Face
+"""Heads as users have them (rankwall.checks.models.loading): bfloat16 and float16 weights, Hugging Face
 folders saved in bfloat16, malformed files refused with one line that names ``--head``, the file
 and the problem, and no third-party progress bars while a model loads."""
 
@@ -11,10 +11,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from checks.cli import main
-from checks.models import loading
-from theory._validation import InputError
+from rankwall.checks.cli import main
+from rankwall.checks.models import loading
+from rankwall.theory._validation import InputError
 
 needs_torch_safetensors = pytest.mark.skipif(
     importlib.util.find_spec("torch") is None or importlib.util.find_spec("safetensors") is None,

@@ -1,4 +1,4 @@
-"""Loading real models and heads offline (checks.models.loading)."""
+"""Loading real models and heads offline (rankwall.checks.models.loading)."""
 
 from __future__ import annotations
 
@@ -7,11 +7,10 @@ import json
 
 import numpy as np
 import pytest
-
-from checks.cli import main
-from checks.models import loading
-from theory import expressivity as ex
-from theory._validation import InputError
+from rankwall.checks.cli import main
+from rankwall.checks.models import loading
+from rankwall.theory import expressivity as ex
+from rankwall.theory._validation import InputError
 
 needs_smollm2 = pytest.mark.skipif(
     importlib.util.find_spec(loading.SMOLLM2_PACKAGE) is None,

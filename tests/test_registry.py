@@ -7,11 +7,10 @@ from __future__ import annotations
 from fractions import Fraction
 
 import pytest
-
-from checks.backends import resolve
-from checks.search import search
-from checks.strategies import CI_SEARCH_BUDGET
-from checks.verdict import REGISTRY, Relation, Status, tightened_integer_bound
+from rankwall.checks.backends import resolve
+from rankwall.checks.search import search
+from rankwall.checks.strategies import CI_SEARCH_BUDGET
+from rankwall.checks.verdict import REGISTRY, Relation, Status, tightened_integer_bound
 
 NUMPY = resolve("numpy")
 CLAIMS = list(REGISTRY)

@@ -6,11 +6,10 @@ from __future__ import annotations
 from fractions import Fraction
 
 import pytest
-
-from checks.backends import resolve
-from checks.search import search
-from checks.strategies import CI_SEARCH_BUDGET
-from checks.verdict import REGISTRY, Status
+from rankwall.checks.backends import resolve
+from rankwall.checks.search import search
+from rankwall.checks.strategies import CI_SEARCH_BUDGET
+from rankwall.checks.verdict import REGISTRY, Status
 
 NUMPY = resolve("numpy")
 MUTANTS = [m for c in REGISTRY for m in c.mutants.values()]

@@ -1,7 +1,7 @@
 """Tests of theory/softmax_jacobian.py: the quantities, the secular solver and the constructors.
 
 Exact algebra is checked exactly (sympy, python-flint); floating-point results are checked
-against certified enclosures with tolerances from checks.tolerance.
+against certified enclosures with tolerances from rankwall.checks.tolerance.
 """
 
 from __future__ import annotations
@@ -13,14 +13,13 @@ import flint
 import numpy as np
 import pytest
 import sympy
-
-from checks import exact, exact_softmax, tolerance
-from checks.backends import resolve, to_numpy
-from checks.claims import softmax_jacobian as sc
-from checks.search import search
-from checks.strategies import CI_SEARCH_BUDGET
-from checks.verdict import REGISTRY, Certification, Instance, Status
-from theory import softmax_jacobian as sj
+from rankwall.checks import exact, exact_softmax, tolerance
+from rankwall.checks.backends import resolve, to_numpy
+from rankwall.checks.claims import softmax_jacobian as sc
+from rankwall.checks.search import search
+from rankwall.checks.strategies import CI_SEARCH_BUDGET
+from rankwall.checks.verdict import REGISTRY, Certification, Instance, Status
+from rankwall.theory import softmax_jacobian as sj
 
 #: The secular solver's accuracy claim: within this many ulps of the certified norm.
 #: (Measured: at most 8 over Dirichlet rows with V up to 8192 and six decades of concentration.)

@@ -1,4 +1,4 @@
-"""Spot checks on the real SmolLM2-135M (checks.models.spot); skipped where it is not installed."""
+"""Spot checks on the real SmolLM2-135M (rankwall.checks.models.spot); skipped where it is not installed."""
 
 from __future__ import annotations
 
@@ -7,12 +7,11 @@ import json
 
 import numpy as np
 import pytest
-
-from checks import tolerance
-from checks.cli import main
-from checks.data import read_corpus
-from checks.models import loading, spot
-from theory._validation import InputError
+from rankwall.checks import tolerance
+from rankwall.checks.cli import main
+from rankwall.checks.data import read_corpus
+from rankwall.checks.models import loading, spot
+from rankwall.theory._validation import InputError
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec(loading.SMOLLM2_PACKAGE) is None or importlib.util.find_spec("transformers") is None,

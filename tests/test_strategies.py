@@ -6,12 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from hypothesis import find, given, settings
-
-from checks.backends import resolve
-from checks.claims import softmax_jacobian as strategies
-from checks.claims.softmax_jacobian import BUILDERS, build
-from checks.verdict import REGISTRY
-from theory._validation import InputError
+from rankwall.checks.backends import resolve
+from rankwall.checks.claims import softmax_jacobian as strategies
+from rankwall.checks.claims.softmax_jacobian import BUILDERS, build
+from rankwall.checks.verdict import REGISTRY
+from rankwall.theory._validation import InputError
 
 NUMPY = resolve("numpy")
 

@@ -7,15 +7,14 @@ from fractions import Fraction
 import numpy as np
 import pytest
 import torch
-
-from checks import exact
-from checks.backends import resolve
-from checks.claims import updates as uc
-from checks.search import search
-from checks.strategies import CI_SEARCH_BUDGET
-from checks.verdict import REGISTRY, Certification, Instance, Status
-from theory import updates as up
-from theory._validation import InputError
+from rankwall.checks import exact
+from rankwall.checks.backends import resolve
+from rankwall.checks.claims import updates as uc
+from rankwall.checks.search import search
+from rankwall.checks.strategies import CI_SEARCH_BUDGET
+from rankwall.checks.verdict import REGISTRY, Certification, Instance, Status
+from rankwall.theory import updates as up
+from rankwall.theory._validation import InputError
 
 U = 2.0**-53
 NUMPY = resolve("numpy")

@@ -10,14 +10,13 @@ import numpy as np
 import pytest
 import scipy.sparse as sparse
 import torch
-
-from checks import exact
-from theory import compression as cp
-from theory import error_rank as er
-from theory import heads as hd
-from theory import softmax_jacobian as sj
-from theory import updates as up
-from theory._validation import InputError
+from rankwall.checks import exact
+from rankwall.theory import compression as cp
+from rankwall.theory import error_rank as er
+from rankwall.theory import heads as hd
+from rankwall.theory import softmax_jacobian as sj
+from rankwall.theory import updates as up
+from rankwall.theory._validation import InputError
 
 ROW_FUNCTIONS = [
     sj.spectral_norm,
@@ -136,8 +135,8 @@ def test_a_composite_modulus_is_refused_instead_of_aborting_the_interpreter():
     """flint's nmod_mat aborts the process (SIGABRT) on a composite modulus, so run it apart."""
     script = (
         "import numpy as np\n"
-        "from checks import exact\n"
-        "from theory._validation import InputError\n"
+        "from rankwall.checks import exact\n"
+        "from rankwall.theory._validation import InputError\n"
         "for p in (4, 6, 2**61 + 1, 2**64 - 1):\n"
         "    try:\n"
         "        exact.rank_mod_prime(np.array([[2, 0], [0, 1]]), p)\n"

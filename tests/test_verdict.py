@@ -8,9 +8,8 @@ import flint
 import numpy as np
 import pytest
 from hypothesis import strategies as st
-
-from checks import exact, exact_softmax, tolerance
-from checks.verdict import (
+from rankwall.checks import exact, exact_softmax, tolerance
+from rankwall.checks.verdict import (
     REGISTRY,
     Claim,
     Instance,
@@ -22,7 +21,7 @@ from checks.verdict import (
     Verdict,
     worst,
 )
-from theory import softmax_jacobian as sj
+from rankwall.theory import softmax_jacobian as sj
 
 INSTANCE = Instance("toy", {"V": 2})
 

@@ -27,8 +27,7 @@ from typing import Any
 
 import numpy as np
 import scipy.linalg
-
-from theory._validation import (
+from rankwall.theory._validation import (
     InputError,
     as_floating_array,
     as_index_array,

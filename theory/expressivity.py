@@ -28,9 +28,8 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
-
-from theory._rounding import gamma, unit_roundoff
-from theory._validation import InputError, check_probability, check_size
+from rankwall.theory._rounding import gamma, unit_roundoff
+from rankwall.theory._validation import InputError, check_probability, check_size
 
 #: Bisection steps for the circle radius after the bracket is found (2^-64 of the bracket: below
 #: one ulp of r).

@@ -32,8 +32,7 @@ from typing import Any
 
 import array_api_compat
 import numpy as np
-
-from theory._validation import (
+from rankwall.theory._validation import (
     InputError,
     as_count_array,
     check_probability,

@@ -1,5 +1,5 @@
 """Every family's claims: importing this package imports each module in it, and each module's
-:class:`~checks.verdict.Family` registers its claims in :data:`checks.verdict.REGISTRY`. A new
+:class:`~rankwall.checks.verdict.Family` registers its claims in :data:`rankwall.checks.verdict.REGISTRY`. A new
 family is a new module here; nothing else lists the families."""
 
 import importlib

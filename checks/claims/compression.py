@@ -22,10 +22,9 @@ from typing import Any
 
 import numpy as np
 from hypothesis import strategies as st
-
-from checks import tolerance
-from checks.verdict import Certification, Family, Instance, Judgement, Measurement, Relation
-from theory import compression as cp
+from rankwall.checks import tolerance
+from rankwall.checks.verdict import Certification, Family, Instance, Judgement, Measurement, Relation
+from rankwall.theory import compression as cp
 
 # --------------------------------------------------------------------------- strategies
 
@@ -124,7 +123,7 @@ def orthogonality_defect(Q: np.ndarray) -> float:
 
 def eq1_shares(G: np.ndarray, Q: np.ndarray) -> tuple[Enclosure, Enclosure]:
     """Enclosures of c = ||G Pi||_F / ||G||_F and r = ||G - G Pi||_F / ||G||_F, their values from
-    :func:`theory.compression.compression`. With C = GQ and R = G - CQ^T as computed there:
+    :func:`rankwall.theory.compression.compression`. With C = GQ and R = G - CQ^T as computed there:
     ||C^ - GQ||_F <= gamma_V ||G||_F ||Q||_F, ||R^ - (G - GQQ^T)||_F <= gamma_k ||C^||_F ||Q||_F +
     ||C^ - GQ||_F ||Q||_2 + u ||R^||_F; then ||GQ||_F^2 is ||G Pi||_F^2 (1 +- eta), and GQQ^T differs
     from G Pi by at most eta ||G Pi||_F (QQ^T = Pi + Q_o(SS^T - I)Q_o^T for Q = Q_o S)."""

@@ -16,7 +16,7 @@ rounding model; ``one-sided`` when one end decides alone (a lower end can refute
 prove a lower one, an upper end the reverse).
 
 Tightening. ``--tighten F`` on an integer bound b is strict
-(:func:`checks.verdict.tightened_integer_bound`): a lower bound b becomes rank >= ⌊F b⌋ + 1 (F > 1),
+(:func:`rankwall.checks.verdict.tightened_integer_bound`): a lower bound b becomes rank >= ⌊F b⌋ + 1 (F > 1),
 an upper bound b becomes rank <= ⌈F b⌉ - 1 (F < 1), so that F = 1.0001 already asks for more than
 b; F = 1 leaves b as it is.
 
@@ -34,11 +34,9 @@ from typing import Any
 
 import numpy as np
 from hypothesis import strategies as st
-from scipy.special import logsumexp
-
-from checks import exact, tolerance
-from checks.data import characters, read_corpus, words
-from checks.verdict import (
+from rankwall.checks import exact, tolerance
+from rankwall.checks.data import characters, read_corpus, words
+from rankwall.checks.verdict import (
     Certification,
     Family,
     Instance,
@@ -48,8 +46,9 @@ from checks.verdict import (
     Status,
     tightened_integer_bound,
 )
-from theory import error_rank as er
-from theory._validation import InputError
+from rankwall.theory import error_rank as er
+from rankwall.theory._validation import InputError
+from scipy.special import logsumexp
 
 # --------------------------------------------------------------------------- strategies
 
@@ -284,7 +283,7 @@ def integer_rows(M: np.ndarray) -> np.ndarray:
 
 
 def certified_rank_lower(M: np.ndarray, entry_error: float) -> tuple[int, float]:
-    """A certified lower bound on rank M and its Weyl margin (:func:`checks.exact.weyl_rank_lower_bound`)."""
+    """A certified lower bound on rank M and its Weyl margin (:func:`rankwall.checks.exact.weyl_rank_lower_bound`)."""
     rank, margin, _ = exact.weyl_rank_lower_bound(M, U, entry_error=entry_error)
     return rank, margin
 

@@ -6,18 +6,18 @@ How each is decided (docs/expressivity.md has the details):
 - ``gibbs``: the bound CE(Ñ) <= CE(P) (``bound='lower'``: the empirical distribution is the
   minimum), the two cross-entropies computed separately with a rounding bound each, and, as a
   conclusion, the identity CE(P) - CE(Ñ) = Σ_c f_c KL(Ñ_c ‖ P_c) between the two sides that
-  :func:`theory.expressivity.kl_gap` computes separately. An identity off by more than its rounding
+  :func:`rankwall.theory.expressivity.kl_gap` computes separately. An identity off by more than its rounding
   bound is a violation (two-sided); a bound inside its rounding band is re-decided in balls, on Ñ
   and f exactly from the counts and P the exact softmax of the logits (or Ñ itself).
 - ``top1-witness`` and ``d1-bias-argmax``: the number of contexts (tokens) where the witness fails,
-  an identity "failures = 0". A strict argmax is certified by :meth:`theory.expressivity.Head.winners`
+  an identity "failures = 0". A strict argmax is certified by :meth:`rankwall.theory.expressivity.Head.winners`
   (float logits with a rigorous rounding bound, exact integers for the close rivals); a top-1
   probability by an interval that encloses the exact softmax, re-decided in balls where it straddles
   ε. A failure is confirmed exactly before it is reported; a failure that the exact check clears
   means the two routes disagree, which is inconclusive. A D = 1 loss that only the rounding of the
   biases -w^2/2 explains (the exact tangent head wins) is a float finding, and the claim holds.
 - ``argmaxable-vs-hull``: the tokens where the certified answer of
-  :func:`theory.expressivity.argmaxable` (each certificate re-checked exactly here) and qhull's
+  :func:`rankwall.theory.expressivity.argmaxable` (each certificate re-checked exactly here) and qhull's
   vertices disagree, plus the certificates that fail their re-check: an identity "0". A token the
   pipeline leaves undecided is inconclusive, not a disagreement.
 """
@@ -32,11 +32,10 @@ from typing import Any
 import flint
 import numpy as np
 from hypothesis import strategies as st
-
-from checks import exact, tolerance
-from checks.verdict import Certification, Family, Instance, Judgement, Measurement, Relation
-from theory import error_rank as er
-from theory import expressivity as ex
+from rankwall.checks import exact, tolerance
+from rankwall.checks.verdict import Certification, Family, Instance, Judgement, Measurement, Relation
+from rankwall.theory import error_rank as er
+from rankwall.theory import expressivity as ex
 
 # --------------------------------------------------------------------------- strategies
 
@@ -151,7 +150,7 @@ def cross_entropies(counts: np.ndarray, z: np.ndarray, exact_fit: bool) -> dict[
 def identity_residuals(
     counts: np.ndarray, z: np.ndarray, exact_fit: bool, unweighted: bool, ce: dict[str, float]
 ) -> dict[str, float]:
-    """Gibbs' identity, checked twice with the sides from :func:`theory.expressivity.kl_gap` on the float
+    """Gibbs' identity, checked twice with the sides from :func:`rankwall.theory.expressivity.kl_gap` on the float
     P, Ñ and f: (a) its CE difference against its Σ_c f_c KL(Ñ_c ‖ P_c) (or the unweighted Σ_c KL, for
     the mutant); (b) its CE difference against CE(P) - CE(Ñ) from :func:`cross_entropies`, computed
     independently on the exact instance. Each residual (shrunk by its own rounding, u) comes with a
@@ -259,7 +258,7 @@ def gibbs_in_balls(
 
 
 def certified_wins(head: ex.Head, H: np.ndarray, tokens: np.ndarray, block: int = 256) -> np.ndarray:
-    """Whether ``tokens[k]`` is the strict argmax of W h_k + b, by :meth:`theory.expressivity.Head.winners`
+    """Whether ``tokens[k]`` is the strict argmax of W h_k + b, by :meth:`rankwall.theory.expressivity.Head.winners`
     (float logits with a rigorous rounding bound, exact integers for the rivals within it), in blocks
     of ``block`` rows so that the V x block logits stay small."""
     return np.concatenate(
@@ -269,7 +268,7 @@ def certified_wins(head: ex.Head, H: np.ndarray, tokens: np.ndarray, block: int 
 
 
 def confirm_losses(head: ex.Head, H: np.ndarray, tokens: np.ndarray) -> tuple[list[int], list[int]]:
-    """Re-check, in exact integers against every rival (:func:`theory.expressivity.wins_exactly`), up to
+    """Re-check, in exact integers against every rival (:func:`rankwall.theory.expressivity.wins_exactly`), up to
     ``CONFIRMED_FAILURES`` of the rows reported lost. Returns the rows confirmed lost and the rows that
     win after all (the two routes disagree there)."""
     lost, won = [], []
@@ -518,7 +517,7 @@ def combination_holds(W: np.ndarray, token: int, rows: np.ndarray, weights: tupl
 
 
 def certified_answers(W: np.ndarray) -> dict[str, np.ndarray]:
-    """The answers of :func:`theory.expressivity.argmaxable`, each certificate re-checked here: a
+    """The answers of :func:`rankwall.theory.expressivity.argmaxable`, each certificate re-checked here: a
     witness h by :func:`certified_wins`, convex weights by :func:`combination_holds`. Returns boolean
     masks ``argmaxable`` and ``never`` (certified), ``bad`` (an answer whose certificate fails) and
     ``undecided`` (no answer)."""

@@ -8,7 +8,7 @@ bound, or an exact rank over the rationals, python-flint). A claim holds only wh
 settles it; it is violated when the interval excludes it; otherwise it is inconclusive. When the two
 ends contradict each other (``lo > hi``) the upper end is not trusted: only ``lo`` can still refute.
 A verdict that rests on one end is ``Certification.ONE_SIDED``; the Jacobian identity holds only when
-both ends meet (``TWO_SIDED``). ``--tighten F`` follows :func:`checks.verdict.tightened_integer_bound`.
+both ends meet (``TWO_SIDED``). ``--tighten F`` follows :func:`rankwall.checks.verdict.tightened_integer_bound`.
 """
 
 from __future__ import annotations
@@ -22,9 +22,8 @@ from typing import Any
 import flint
 import numpy as np
 from hypothesis import strategies as st
-
-from checks import exact, tolerance
-from checks.verdict import (
+from rankwall.checks import exact, tolerance
+from rankwall.checks.verdict import (
     Certification,
     Family,
     Instance,
@@ -34,8 +33,8 @@ from checks.verdict import (
     Status,
     tightened_integer_bound,
 )
-from theory import heads as hd
-from theory._validation import InputError
+from rankwall.theory import heads as hd
+from rankwall.theory._validation import InputError
 
 # --------------------------------------------------------------------------- strategies
 
@@ -106,7 +105,7 @@ class RankInterval:
 
 
 def certified_lower_rank(A: np.ndarray, entry_error: float) -> tuple[int, float]:
-    """A certified lower bound on rank A and its Weyl margin (:func:`checks.exact.weyl_rank_lower_bound`)."""
+    """A certified lower bound on rank A and its Weyl margin (:func:`rankwall.checks.exact.weyl_rank_lower_bound`)."""
     rank, margin, _ = exact.weyl_rank_lower_bound(A, U, entry_error=entry_error)
     return rank, margin
 
@@ -204,9 +203,9 @@ def log_softmax_rows(Z: np.ndarray) -> np.ndarray:
 
 def factorization_residual(L: np.ndarray, H_eff: np.ndarray, W: np.ndarray, K: int) -> tuple[float, float]:
     """``(‖L - [H_eff, -z][W, 1]^T‖_F, bound)``, z = lse(H_eff W^T) recomputed here. The bound adds the
-    error of the computed L (:func:`checks.tolerance.head_log_probability_error`) and that of the
+    error of the computed L (:func:`rankwall.checks.tolerance.head_log_probability_error`) and that of the
     recomputation: the product's γ_{d+2}|H_eff||W|^T, through the log-softmax (Lipschitz: an entry moves
-    by its own error plus at most the row's largest), and :func:`checks.tolerance.log_softmax_error`."""
+    by its own error plus at most the row's largest), and :func:`rankwall.checks.tolerance.log_softmax_error`."""
     Z = H_eff @ W.T
     recomputed = log_softmax_rows(Z)
     product_error = tolerance.gamma(W.shape[1] + 2, U) * (np.abs(H_eff) @ np.abs(W).T)

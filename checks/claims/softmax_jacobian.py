@@ -1,4 +1,4 @@
-"""Claims ``softmax-jacobian.*``: the results of :mod:`theory.softmax_jacobian` as checkable claims.
+"""Claims ``softmax-jacobian.*``: the results of :mod:`rankwall.theory.softmax_jacobian` as checkable claims.
 
 Instances are rows built by the theory constructors (from probabilities or from logits), with
 an optional test direction ``u``. Each claim measures both sides in the backend's dtype, and
@@ -9,7 +9,7 @@ What certifies a verdict (``certified_by``): a float margin beyond the rounding 
 are two-sided; exact rationals and the two-atom lemma are exact. ``rank`` is measured as an
 interval lo ≤ rank J ≤ hi from J itself (:func:`rank_enclosure`), never from its right side
 |supp p| − 1; either end alone proves a violation (one-sided). ``kernel`` is measured as the
-product J·1 (:func:`theory.softmax_jacobian.jvp`, and :func:`exact_jvp` on the exact row).
+product J·1 (:func:`rankwall.theory.softmax_jacobian.jvp`, and :func:`exact_jvp` on the exact row).
 
 ``--tighten F`` multiplies the bound of each inequality (the right side of an upper bound, the
 left side of a lower bound); every bound here is real, so F multiplies it as it is. ``psd``,
@@ -29,11 +29,10 @@ from typing import Any
 import flint
 import numpy as np
 from hypothesis import strategies as st
-
-from checks import exact, exact_softmax, tolerance
-from checks.backends import Backend, to_numpy
-from checks.verdict import Certification, Family, Instance, Judgement, Measurement, Relation, Status
-from theory import softmax_jacobian as sj
+from rankwall.checks import exact, exact_softmax, tolerance
+from rankwall.checks.backends import Backend, to_numpy
+from rankwall.checks.verdict import Certification, Family, Instance, Judgement, Measurement, Relation, Status
+from rankwall.theory import softmax_jacobian as sj
 
 # --------------------------------------------------------------------------- strategies
 
@@ -193,7 +192,7 @@ def build(instance: Instance, backend: Backend) -> Built:
 
 @functools.lru_cache(maxsize=64)
 def _numpy_backend() -> Backend:
-    from checks.backends import resolve
+    from rankwall.checks.backends import resolve
 
     return resolve("numpy")
 
@@ -244,7 +243,7 @@ def judge_sides(sides: Callable[[], tuple[Any, Any, bool]]) -> Judgement:
 
 
 def norm_certification(method: str, bound: exact_softmax.Bound) -> Certification:
-    """What certifies a decision of :func:`checks.exact_softmax.decide_norm_at_most`: exact rationals, or the
+    """What certifies a decision of :func:`rankwall.checks.exact_softmax.decide_norm_at_most`: exact rationals, or the
     two-atom lemma and the tie lemma against an envelope (coefficients compared as rationals), are
     exact; balls, and the tie lemma against t = c m(1 - m) (the sign of c s - 1 in balls), are two-sided."""
     if (
@@ -385,7 +384,7 @@ def _exact_direction(instance: Instance) -> tuple[Built, list[Any], list[Any], b
 
 
 def exact_jvp(p: list[Any], u: list[Any], zero: Any) -> list[Any]:
-    """``J u = p ⊙ (u − ⟨p, u⟩)`` (the O(V) product of :func:`theory.softmax_jacobian.jvp`) in exact
+    """``J u = p ⊙ (u − ⟨p, u⟩)`` (the O(V) product of :func:`rankwall.theory.softmax_jacobian.jvp`) in exact
     or ball arithmetic."""
     mean = sum((pi * ui for pi, ui in zip(p, u, strict=True)), start=zero)
     return [pi * (ui - mean) for pi, ui in zip(p, u, strict=True)]

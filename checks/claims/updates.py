@@ -21,7 +21,7 @@ Residuals (``updates.eckart-young``, ``.eckart-young-attained``) are compared in
 named tolerance (two-sided) and re-decided with 50-digit SVDs (mpmath) when the margin is inside
 it; the mpmath judgement is a rounding-model margin at 50 digits (two-sided).
 
-Tightening (``--tighten F``, :func:`checks.verdict.tightened_integer_bound`). An integer upper
+Tightening (``--tighten F``, :func:`rankwall.checks.verdict.tightened_integer_bound`). An integer upper
 bound b tightened by F < 1 asks rank ≤ ⌈F·b⌉ − 1, strictly below F·b (so F = 1/2 asks rank < D);
 an integer lower bound b tightened by F > 1 would ask rank ≥ ⌊F·b⌋ + 1 (no claim here has one).
 The Eckart-Young tail, a real lower bound on the residual, is multiplied by F as it is.
@@ -37,9 +37,8 @@ from typing import Any
 import mpmath
 import numpy as np
 from hypothesis import strategies as st
-
-from checks import exact, tolerance
-from checks.verdict import (
+from rankwall.checks import exact, tolerance
+from rankwall.checks.verdict import (
     Certification,
     Family,
     Instance,
@@ -49,7 +48,7 @@ from checks.verdict import (
     Status,
     tightened_integer_bound,
 )
-from theory import updates as up
+from rankwall.theory import updates as up
 
 # --------------------------------------------------------------------------- strategies
 
@@ -131,7 +130,7 @@ def update_error(B: np.ndarray, D: int) -> float:
 
 
 def certified_lower_rank(matrix: np.ndarray, entry_error: float) -> tuple[int, float]:
-    """A certified lower bound on the rank and its Weyl margin (:func:`checks.exact.weyl_rank_lower_bound`)."""
+    """A certified lower bound on the rank and its Weyl margin (:func:`rankwall.checks.exact.weyl_rank_lower_bound`)."""
     rank, margin, _ = exact.weyl_rank_lower_bound(matrix, U, entry_error=entry_error)
     return rank, margin
 

@@ -16,11 +16,10 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sparse
-
-from checks import exact, tolerance
-from checks.data import characters, read_corpus, words
-from checks.outputs import write_outputs
-from theory import error_rank as er
+from rankwall.checks import exact, tolerance
+from rankwall.checks.data import characters, read_corpus, words
+from rankwall.checks.outputs import write_outputs
+from rankwall.theory import error_rank as er
 
 SHARES = (0.7, 0.99, 0.999)
 U = tolerance.unit_roundoff(np.float64)

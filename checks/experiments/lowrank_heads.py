@@ -22,9 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-from checks.data import read_corpus
-from checks.outputs import peak_memory_mb, write_outputs
+from rankwall.checks.data import read_corpus
+from rankwall.checks.outputs import peak_memory_mb, write_outputs
 
 WIDTH = 128
 LAYERS = 2

@@ -1,2 +1,2 @@
-"""Real models, offline: loading (:mod:`checks.models.loading`) and spot checks
-(:mod:`checks.models.spot`)."""
+"""Real models, offline: loading (:mod:`rankwall.checks.models.loading`) and spot checks
+(:mod:`rankwall.checks.models.spot`)."""

@@ -5,7 +5,7 @@ its head W and the next tokens t:
 
 - *Eq. 1* (seed 000, §3.3): the logit gradient :math:`G = (\operatorname{softmax}(HW^\top) - E_t)/N`
   of the mean cross-entropy, and the share of its norm in :math:`\ker W^\top` with the cosine of
-  what survives, in the three labelled variants of :mod:`theory.compression`;
+  what survives, in the three labelled variants of :mod:`rankwall.theory.compression`;
 - *Figure 7*: the certified rank of the first n rows of G for n = 16, 32, ..., N and the singular
   components that hold 70% and 99.9% of its norm;
 - *Figure 6* (§3.4): the change of the batch loss when the logits move by a fraction of their norm
@@ -17,7 +17,7 @@ its head W and the next tokens t:
   and constant), the share of rows with m > 0.9, the row sums of :math:`g_z` against the float32
   rounding bound, and the rows where :math:`m(1-m) \le \lVert J\rVert \le 2m(1-m)` or
   gain :math:`\le \lVert J \rVert` fails (expected: none);
-- the unargmaxable tokens of the head (:func:`theory.expressivity.argmaxable`).
+- the unargmaxable tokens of the head (:func:`rankwall.theory.expressivity.argmaxable`).
 """
 
 from __future__ import annotations
@@ -29,15 +29,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-from checks import exact, tolerance
-from checks.experiments.batch_rank import components_for
-from checks.models.loading import LoadedModel
-from checks.outputs import peak_memory_mb, write_outputs
-from theory import compression as cp
-from theory import expressivity as ex
-from theory import softmax_jacobian as sj
-from theory._validation import InputError
+from rankwall.checks import exact, tolerance
+from rankwall.checks.experiments.batch_rank import components_for
+from rankwall.checks.models.loading import LoadedModel
+from rankwall.checks.outputs import peak_memory_mb, write_outputs
+from rankwall.theory import compression as cp
+from rankwall.theory import expressivity as ex
+from rankwall.theory import softmax_jacobian as sj
+from rankwall.theory._validation import InputError
 
 #: Fractions of the logit norm along which the Figure 6 loss changes are measured.
 UPDATE_FRACTIONS = (1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1)
