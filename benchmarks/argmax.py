@@ -18,8 +18,9 @@ import json
 import time
 
 import numpy as np
-from rankwall.theory import expressivity as ex
 from scipy.spatial import ConvexHull
+
+from rankwall.theory import expressivity as ex
 
 #: The margin above which the uncertified baseline reads a token as argmaxable.
 BASELINE_MARGIN_FLOOR = 1e-9

@@ -16,6 +16,7 @@ import time
 import tracemalloc
 
 import numpy as np
+
 from rankwall.theory import compression as cp
 
 

@@ -21,11 +21,12 @@ import time
 import tracemalloc
 
 import sympy
+from sympy.polys.matrices import DomainMatrix
+
 from rankwall.checks import exact
 from rankwall.checks.claims.error_rank import dense_rank_lower, rank_interval
 from rankwall.checks.cli import main as rankwall
 from rankwall.theory import error_rank as er
-from sympy.polys.matrices import DomainMatrix
 
 
 def timed(work) -> tuple[float, object]:

@@ -17,6 +17,7 @@ import json
 import time
 
 import numpy as np
+
 from rankwall.checks.backends import resolve, to_numpy
 from rankwall.theory import softmax_jacobian as sj
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import array_api_compat
 import numpy as np
+
 from rankwall.checks.tolerance import dtype_name
 
 BACKENDS = ("numpy", "torch", "cupy", "array-api-strict")

@@ -22,6 +22,10 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
 import rankwall.checks.claims  # noqa: F401  (fills the registry)
 from rankwall.checks.backends import BACKENDS, DTYPES, BackendUnavailable, resolve
 from rankwall.checks.outputs import available_memory_bytes
@@ -30,9 +34,6 @@ from rankwall.checks.strategies import CI_SEARCH_BUDGET
 from rankwall.checks.verdict import REGISTRY, SEVERITY, Claim, Status, Verdict, worst
 from rankwall.theory._validation import InputError
 from rankwall.theory.softmax_jacobian import MAX_VOCABULARY
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 EXIT_OK, EXIT_VIOLATED, EXIT_USAGE, EXIT_INCONCLUSIVE, EXIT_INTERNAL = 0, 1, 2, 3, 4
 #: A closed output pipe (``rankwall list --json | head``): the status a shell reports for SIGPIPE.
@@ -445,6 +446,7 @@ def run_compress(args: argparse.Namespace, out: Console, err: Console) -> int:
 
 def run_argmax(args: argparse.Namespace, out: Console, err: Console) -> int:
     import numpy as np
+
     from rankwall.checks.models.loading import load_head
     from rankwall.theory import expressivity as ex
 

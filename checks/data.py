@@ -19,6 +19,7 @@ from importlib import resources
 from pathlib import Path
 
 import numpy as np
+
 from rankwall.theory._validation import InputError
 
 #: sha256 of each corpus text (uncompressed), as listed in ``checks/corpora/NOTICE.md``.

@@ -22,6 +22,7 @@ from typing import Any
 
 import flint
 import numpy as np
+
 from rankwall.theory._validation import InputError, as_integer_array, check_size
 
 #: Largest number of distinct values for which exact rational arithmetic is attempted

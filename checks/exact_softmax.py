@@ -13,6 +13,7 @@ from typing import Any
 
 import flint
 import numpy as np
+
 from rankwall.checks.exact import BALL_PRECISIONS, EXACT_DISTINCT_LIMIT, ball, precision, rational, sign
 from rankwall.checks.tolerance import unit_roundoff
 from rankwall.theory.softmax_jacobian import secular_function

@@ -16,6 +16,7 @@ from typing import Any
 
 from hypothesis import Phase, given, reject, settings, target
 from hypothesis import seed as hypothesis_seed
+
 from rankwall.checks.strategies import _QUIET
 from rankwall.checks.verdict import Claim, Instance, Relation, Status, Verdict
 from rankwall.theory._validation import InputError

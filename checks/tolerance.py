@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+
 from rankwall.theory._rounding import dtype_name, gamma, unit_roundoff
 
 __all__ = [

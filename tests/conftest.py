@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 import rankwall.checks.claims  # noqa: F401  (fills the registry)
 from rankwall.checks.backends import BackendUnavailable, cuda_available, installed, resolve
 from rankwall.checks.strategies import load_profile

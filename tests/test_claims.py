@@ -4,6 +4,7 @@ planted mutant is refuted on some witness."""
 from __future__ import annotations
 
 import pytest
+
 from rankwall.checks.verdict import NUMERICAL_FAILURE, REGISTRY, Status
 
 CLAIMS = list(REGISTRY)

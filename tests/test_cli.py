@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import pytest
+
 from rankwall.checks.cli import EXIT_OK, EXIT_USAGE, EXIT_VIOLATED, main
 from rankwall.checks.verdict import REGISTRY
 

@@ -10,6 +10,7 @@ from fractions import Fraction
 import mpmath
 import numpy as np
 import pytest
+
 from rankwall.checks.backends import resolve
 from rankwall.checks.claims import compression as claims
 from rankwall.checks.cli import EXIT_OK, EXIT_USAGE, EXIT_VIOLATED, main

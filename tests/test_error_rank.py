@@ -14,6 +14,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 import scipy.sparse as sparse
+
 from rankwall.checks import exact, tolerance
 from rankwall.checks.backends import resolve
 from rankwall.checks.claims import error_rank as claims

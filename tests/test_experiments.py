@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from rankwall.checks.cli import main
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="needs torch")
@@ -45,6 +46,7 @@ class TestLowRankHeads:
 
     def test_the_head_has_rank_at_most_D(self):
         import torch
+
         from rankwall.checks.experiments import lowrank_heads
 
         model = lowrank_heads.make_model(300, 8, 0)

@@ -6,6 +6,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+
 from rankwall.checks import exact
 from rankwall.checks.backends import resolve
 from rankwall.checks.claims import expressivity as claims

@@ -12,12 +12,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from rich.console import Console
+
 from rankwall.checks import cli, data
 from rankwall.checks.cli import EXIT_BROKEN_PIPE, EXIT_INCONCLUSIVE, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, main
 from rankwall.checks.outputs import write_outputs
 from rankwall.checks.verdict import NUMERICAL_FAILURE, REGISTRY, Status
 from rankwall.theory._validation import InputError
-from rich.console import Console
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -122,6 +123,7 @@ class TestABackendThatFailsIsAnAnswer:
         """torch's float32 eigh fails to converge with MKL on some AVX-512 CPUs; a NaN matrix makes
         it fail everywhere. The instance is undecided, never violated, and the run does not crash."""
         import torch
+
         from rankwall.checks.claims import softmax_jacobian as claims
 
         real = claims.sj.dense_jacobian

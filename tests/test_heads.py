@@ -6,8 +6,9 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-import rankwall.checks.claims.heads as hc
 import torch
+
+import rankwall.checks.claims.heads as hc
 from rankwall.checks.backends import resolve
 from rankwall.checks.search import search
 from rankwall.checks.strategies import CI_SEARCH_BUDGET

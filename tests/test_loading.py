@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from rankwall.checks.cli import main
 from rankwall.checks.models import loading
 from rankwall.theory._validation import InputError

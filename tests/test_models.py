@@ -7,6 +7,7 @@ import json
 
 import numpy as np
 import pytest
+
 from rankwall.checks.cli import main
 from rankwall.checks.models import loading
 from rankwall.theory import expressivity as ex

@@ -6,6 +6,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 import pytest
+
 from rankwall.checks.backends import resolve
 from rankwall.checks.search import search
 from rankwall.checks.strategies import CI_SEARCH_BUDGET

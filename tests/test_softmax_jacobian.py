@@ -13,6 +13,7 @@ import flint
 import numpy as np
 import pytest
 import sympy
+
 from rankwall.checks import exact, exact_softmax, tolerance
 from rankwall.checks.backends import resolve, to_numpy
 from rankwall.checks.claims import softmax_jacobian as sc

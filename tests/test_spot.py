@@ -7,6 +7,7 @@ import json
 
 import numpy as np
 import pytest
+
 from rankwall.checks import tolerance
 from rankwall.checks.cli import main
 from rankwall.checks.data import read_corpus

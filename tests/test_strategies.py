@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from hypothesis import find, given, settings
+
 from rankwall.checks.backends import resolve
 from rankwall.checks.claims import softmax_jacobian as strategies
 from rankwall.checks.claims.softmax_jacobian import BUILDERS, build

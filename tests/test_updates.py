@@ -7,6 +7,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 import torch
+
 from rankwall.checks import exact
 from rankwall.checks.backends import resolve
 from rankwall.checks.claims import updates as uc

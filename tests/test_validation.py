@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sparse
 import torch
+
 from rankwall.checks import exact
 from rankwall.theory import compression as cp
 from rankwall.theory import error_rank as er

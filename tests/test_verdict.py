@@ -8,6 +8,7 @@ import flint
 import numpy as np
 import pytest
 from hypothesis import strategies as st
+
 from rankwall.checks import exact, exact_softmax, tolerance
 from rankwall.checks.verdict import (
     REGISTRY,

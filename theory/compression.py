@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 import scipy.linalg
+
 from rankwall.theory._validation import (
     InputError,
     as_floating_array,

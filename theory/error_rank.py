@@ -34,6 +34,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 import scipy.sparse as sparse
+
 from rankwall.theory._validation import (
     InputError,
     as_count_array,

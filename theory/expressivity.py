@@ -28,6 +28,7 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
+
 from rankwall.theory._rounding import gamma, unit_roundoff
 from rankwall.theory._validation import InputError, check_probability, check_size
 

@@ -29,6 +29,7 @@ from typing import Any
 
 import array_api_compat
 import numpy as np
+
 from rankwall.theory._validation import InputError, as_array, check_probability, check_real_floating, check_size
 
 HEADS = ("softmax", "mos", "moc", "sigsoftmax", "piecewise-linear")

@@ -32,6 +32,7 @@ from typing import Any
 
 import array_api_compat
 import numpy as np
+
 from rankwall.theory._validation import (
     InputError,
     as_count_array,

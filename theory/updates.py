@@ -33,6 +33,7 @@ from typing import Any
 
 import flint
 import numpy as np
+
 from rankwall.theory._validation import InputError, as_numeric_array, as_real_scalar, check_size, is_exact
 
 

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 from hypothesis import strategies as st
+
 from rankwall.checks import tolerance
 from rankwall.checks.verdict import Certification, Family, Instance, Judgement, Measurement, Relation
 from rankwall.theory import compression as cp

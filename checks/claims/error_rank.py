@@ -34,6 +34,8 @@ from typing import Any
 
 import numpy as np
 from hypothesis import strategies as st
+from scipy.special import logsumexp
+
 from rankwall.checks import exact, tolerance
 from rankwall.checks.data import characters, read_corpus, words
 from rankwall.checks.verdict import (
@@ -48,7 +50,6 @@ from rankwall.checks.verdict import (
 )
 from rankwall.theory import error_rank as er
 from rankwall.theory._validation import InputError
-from scipy.special import logsumexp
 
 # --------------------------------------------------------------------------- strategies
 

@@ -32,6 +32,7 @@ from typing import Any
 import flint
 import numpy as np
 from hypothesis import strategies as st
+
 from rankwall.checks import exact, tolerance
 from rankwall.checks.verdict import Certification, Family, Instance, Judgement, Measurement, Relation
 from rankwall.theory import error_rank as er

@@ -29,6 +29,7 @@ from typing import Any
 import flint
 import numpy as np
 from hypothesis import strategies as st
+
 from rankwall.checks import exact, exact_softmax, tolerance
 from rankwall.checks.backends import Backend, to_numpy
 from rankwall.checks.verdict import Certification, Family, Instance, Judgement, Measurement, Relation, Status

@@ -37,6 +37,7 @@ from typing import Any
 import mpmath
 import numpy as np
 from hypothesis import strategies as st
+
 from rankwall.checks import exact, tolerance
 from rankwall.checks.verdict import (
     Certification,

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sparse
+
 from rankwall.checks import exact, tolerance
 from rankwall.checks.data import characters, read_corpus, words
 from rankwall.checks.outputs import write_outputs

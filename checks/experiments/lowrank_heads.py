@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
 from rankwall.checks.data import read_corpus
 from rankwall.checks.outputs import peak_memory_mb, write_outputs
 

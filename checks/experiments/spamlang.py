@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
 from rankwall.checks.outputs import peak_memory_mb, write_outputs
 
 VOCABULARIES = (1024, 4096, 16384, 65536, 131072)

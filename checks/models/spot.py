@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
 from rankwall.checks import exact, tolerance
 from rankwall.checks.experiments.batch_rank import components_for
 from rankwall.checks.models.loading import LoadedModel
