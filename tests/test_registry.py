@@ -4,6 +4,7 @@ identity, has a mutant, and can fail: its bound, halved or doubled, is refuted b
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
 import pytest
@@ -57,3 +58,24 @@ def test_every_bound_is_refuted_when_halved_or_doubled(claim):
 def test_integer_bounds_tighten_strictly(bound, factor, direction, tightened):
     """A tightened integer bound is strictly sharper than F·b, so F = 1.01 still asks for more."""
     assert tightened_integer_bound(bound, factor, direction) == tightened
+
+
+def sides_agree(verdict, relation) -> bool:
+    """Whether a decided verdict agrees with the sides it reports: a judge cannot decide by fiat.
+    ``tolerance`` is the float margin's bound or the exact route's radius; NaN sides never agree."""
+    margin, slack = verdict.rhs - verdict.lhs, verdict.tolerance
+    if not (math.isfinite(margin) and math.isfinite(slack)):
+        return False
+    if relation is Relation.AT_MOST:
+        return margin >= -slack if verdict.status is Status.HOLDS else margin < slack
+    return abs(margin) <= slack if verdict.status is Status.HOLDS else abs(margin) > 0
+
+
+@pytest.mark.parametrize("claim", CLAIMS + [m for c in CLAIMS for m in c.mutants.values()], ids=lambda c: c.id)
+def test_every_decided_verdict_agrees_with_the_sides_it_reports(claim):
+    """A verdict is read off its two measured sides: `holds` never comes with sides that show a
+    violation, and `violated` never with sides that show the claim holding."""
+    decided = [v for v in (claim.check(i, NUMPY) for i in claim.witnesses(64)) if v.status is not Status.INCONCLUSIVE]
+    assert decided, f"{claim.id}: no witness at V = 64 was decided"
+    disagreeing = [v.to_json() for v in decided if not sides_agree(v, claim.relation)]
+    assert not disagreeing, disagreeing[:2]

@@ -206,8 +206,9 @@ def gibbs_decision(
     for side, what in (("kl", "Σ f KL"), ("ce", "CE(P) - CE(Ñ) computed apart")):
         if abs(identity[f"{side}_residual"]) > identity[f"{side}_bound"]:
             method = f"identity fails: kl_gap's CE difference and {what} differ by more than their rounding bound"
-            rhs = identity["kl"] if side == "kl" else identity["ce_difference"]
-            judgement = Judgement(identity["gap"], rhs, -1, method, 0.0, certificate, Certification.TWO_SIDED)
+            # The sides of the failed conclusion: |residual| <= its rounding bound.
+            residual, bound = abs(identity[f"{side}_residual"]), identity[f"{side}_bound"]
+            judgement = Judgement(residual, bound, -1, method, 0.0, certificate, Certification.TWO_SIDED)
             return Measurement(NAN, NAN, NAN, method, certificate), lambda judgement=judgement: judgement
     ce_Q, err_Q = ce["ce_N"], ce["ce_N_error"]
     if uniform:
