@@ -19,10 +19,10 @@ from __future__ import annotations
 import fnmatch
 import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from enum import StrEnum
 from fractions import Fraction
-from typing import Any
+from typing import Any, ClassVar
 
 
 class Status(StrEnum):
@@ -40,9 +40,9 @@ class Relation(StrEnum):
     EQUAL = "=="
 
 
-@dataclass(frozen=True)
-class Instance:
-    """A reproducible instance: a constructor family and the parameters it is built from."""
+class _Reproducible:
+    """What every instance offers: its constructor family, its parameters, its vocabulary size
+    and its JSON form ``{"family": ..., **params}`` (the contract of ``--json``)."""
 
     family: str
     params: dict[str, Any]
@@ -58,6 +58,44 @@ class Instance:
 
     def to_json(self) -> dict[str, Any]:
         return {"family": self.family, **self.params}
+
+
+@dataclass(frozen=True)
+class Instance(_Reproducible):
+    """A reproducible instance given as a constructor family and a dict of parameters (the
+    untyped form; a family's own cases are :class:`Case` dataclasses)."""
+
+    family: str
+    params: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Case(_Reproducible):
+    """Base of a family's typed cases. A subclass is a frozen dataclass whose fields are the
+    parameters its constructor builds an instance from, and ``FAMILY`` names that constructor
+    family in the JSON::
+
+        @dataclass(frozen=True)
+        class RunnerUp(Case):
+            FAMILY: ClassVar[str] = "runner-up"
+            V: int
+            m: float
+            tail_mass: float = 0.0
+    """
+
+    FAMILY: ClassVar[str] = ""
+
+    @property
+    def family(self) -> str:  # type: ignore[override]
+        return self.FAMILY
+
+    @property
+    def params(self) -> dict[str, Any]:  # type: ignore[override]
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+#: Either form of an instance: the untyped Instance or a family's Case.
+AnyInstance = Instance | Case
 
 
 class Certification(StrEnum):
@@ -123,7 +161,7 @@ class Verdict:
     margin: float
     tolerance: float
     method: str
-    instance: Instance
+    instance: AnyInstance
     certificate: dict[str, Any] | None = None
     certified_by: Certification | None = None  # None: undecided, or a claim that does not say yet
 
@@ -177,10 +215,10 @@ class Claim:
     domain: str
     relation: Relation
     bound: str | None
-    measure: Callable[[Instance, Any, Fraction], Measurement]
-    judge_exactly: Callable[[Instance, Fraction], Judgement]
-    witnesses: Callable[[int], list[Instance]]
-    random_instances: Callable[[int, int, int], list[Instance]]
+    measure: Callable[[AnyInstance, Any, Fraction], Measurement]
+    judge_exactly: Callable[[AnyInstance, Fraction], Judgement]
+    witnesses: Callable[[int], list[AnyInstance]]
+    random_instances: Callable[[int, int, int], list[AnyInstance]]
     strategy: Callable[[], Any]
     mutants: dict[str, Claim] = field(default_factory=dict)
     array_api: bool = True  # False: the claim computes in NumPy whatever backend is asked for
@@ -192,7 +230,7 @@ class Claim:
         self.mutants[name] = mutant
         return mutant
 
-    def check(self, instance: Instance, backend: Any, factor: Fraction = Fraction(1)) -> Verdict:
+    def check(self, instance: AnyInstance, backend: Any, factor: Fraction = Fraction(1)) -> Verdict:
         """Decide the claim on one instance (see the module docstring). A numerical failure of
         the backend (an eigensolver that does not converge, an overflow) leaves the instance
         undecided: the verdict is ``inconclusive`` and names the failure."""
@@ -235,7 +273,7 @@ def is_numerical_failure(error: BaseException) -> bool:
     return any(cls.__name__ in ("LinAlgError", "_LinAlgError") for cls in type(error).__mro__)
 
 
-def decide(claim: Claim, instance: Instance, measured: Measurement, judge: Callable[[], Judgement]) -> Verdict:
+def decide(claim: Claim, instance: AnyInstance, measured: Measurement, judge: Callable[[], Judgement]) -> Verdict:
     """Float verdict when the margin clears the tolerance, else an exact judgement."""
     margin = measured.rhs - measured.lhs
     if measured.exact_sides:
