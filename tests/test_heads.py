@@ -12,7 +12,7 @@ import rankwall.checks.claims.heads as hc
 from rankwall.checks.backends import resolve
 from rankwall.checks.search import search
 from rankwall.checks.strategies import CI_SEARCH_BUDGET
-from rankwall.checks.verdict import REGISTRY, Certification, Instance, Status
+from rankwall.checks.verdict import REGISTRY, Certification, Status
 from rankwall.theory import heads as hd
 from rankwall.theory._validation import InputError
 
@@ -106,8 +106,8 @@ NUMPY = resolve("numpy")
 
 
 def head_instance(head, d=8, V=64, N=40, K=3, constant_column=False, seed=None):
-    params = {"head": head, "N": N, "V": V, "d": d, "K": K, "seed": d + K if seed is None else seed, "scale": 3.0}
-    return Instance("head", {**params, "constant_column": constant_column})
+    seed = d + K if seed is None else seed
+    return hc.HeadCase(head=head, N=N, V=V, d=d, K=K, seed=seed, scale=3.0, constant_column=constant_column)
 
 
 @pytest.mark.parametrize("q_seed", [0, 1])
@@ -223,7 +223,7 @@ def test_each_mutant_is_refuted_by_a_certified_upper_bound(claim_id, mutant, hea
     planted = REGISTRY[claim_id].mutants[mutant]
     verdicts = [planted.check(instance, NUMPY) for instance in planted.witnesses(64)]
     violated = [v for v in verdicts if v.status is Status.VIOLATED]
-    assert {v.instance.params["head"] for v in violated} >= heads
+    assert {v.instance.head for v in violated} >= heads
     assert all(v.method.split("; ")[-1].startswith("upper <") for v in violated), [v.method for v in violated]
     assert all(v.certified_by is Certification.ONE_SIDED for v in violated)
 

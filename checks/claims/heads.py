@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
-from typing import Any
+from typing import Any, ClassVar
 
 import flint
 import numpy as np
@@ -25,9 +25,9 @@ from hypothesis import strategies as st
 
 from rankwall.checks import exact, tolerance
 from rankwall.checks.verdict import (
+    Case,
     Certification,
     Family,
-    Instance,
     Judgement,
     Measurement,
     Relation,
@@ -37,24 +37,39 @@ from rankwall.checks.verdict import (
 from rankwall.theory import heads as hd
 from rankwall.theory._validation import InputError
 
-# --------------------------------------------------------------------------- strategies
+# --------------------------------------------------------------------------- cases and strategies
+
+
+@dataclass(frozen=True)
+class HeadCase(Case):
+    """A head (one of :data:`rankwall.theory.heads.HEADS`) with Gaussian parameters from ``seed`` at
+    logit scale ``scale``, over N contexts; V tokens, hidden size d, K latents. With
+    ``constant_column`` the first column of W is the constant ``scale`` (see :func:`contexts`)."""
+
+    FAMILY: ClassVar[str] = "head"
+
+    head: str
+    N: int
+    V: int
+    d: int
+    K: int = 1
+    seed: int = 0
+    scale: float = 1.0
+    constant_column: bool = False
 
 
 @st.composite
-def head_instances(draw: Any, heads: tuple[str, ...], K_min: int = 1, scale_min: float = 0.3) -> Instance:
+def head_instances(draw: Any, heads: tuple[str, ...], K_min: int = 1, scale_min: float = 0.3) -> HeadCase:
     """A head, its sizes (N contexts, V tokens, hidden size d, K latents) and logit scale."""
     d = draw(st.integers(1, 10))
-    return Instance(
-        "head",
-        {
-            "head": draw(st.sampled_from(heads)),
-            "N": draw(st.integers(d + 2, 80)),
-            "V": draw(st.integers(d + 2, 150)),
-            "d": d,
-            "K": draw(st.integers(K_min, 8)),
-            "seed": draw(st.integers(0, 2**16)),
-            "scale": draw(st.sampled_from([s for s in (0.3, 1.0, 3.0, 10.0) if s >= scale_min])),
-        },
+    return HeadCase(
+        head=draw(st.sampled_from(heads)),
+        N=draw(st.integers(d + 2, 80)),
+        V=draw(st.integers(d + 2, 150)),
+        d=d,
+        K=draw(st.integers(K_min, 8)),
+        seed=draw(st.integers(0, 2**16)),
+        scale=draw(st.sampled_from([s for s in (0.3, 1.0, 3.0, 10.0) if s >= scale_min])),
     )
 
 
@@ -67,16 +82,15 @@ ClaimedRank = Callable[[str, hd.HeadParameters, np.ndarray], tuple[int, str]]
 # --------------------------------------------------------------------------- instances
 
 
-def contexts(instance: Instance) -> tuple[hd.HeadParameters, np.ndarray]:
+def contexts(case: HeadCase) -> tuple[hd.HeadParameters, np.ndarray]:
     """Head parameters and N Gaussian contexts; with ``constant_column`` the first column of W is
     the constant ``scale``, so that the all-ones vector lies in col W exactly."""
-    p = instance.params
-    theta = hd.construct_head_parameters(p["V"], p["d"], p["K"], p["seed"], scale=p["scale"])
-    if p.get("constant_column", False):
+    theta = hd.construct_head_parameters(case.V, case.d, case.K, case.seed, scale=case.scale)
+    if case.constant_column:
         W = theta.W.copy()
-        W[:, 0] = float(p["scale"])
+        W[:, 0] = float(case.scale)
         theta = hd.HeadParameters(W, theta.P, theta.U)
-    H = np.random.default_rng(p["seed"] + 1).standard_normal((p["N"], p["d"]))
+    H = np.random.default_rng(case.seed + 1).standard_normal((case.N, case.d))
     return theta, H
 
 
@@ -220,25 +234,23 @@ def factorization_residual(L: np.ndarray, H_eff: np.ndarray, W: np.ndarray, K: i
     return float(np.linalg.norm(L - recomputed)), bound
 
 
-def log_probability_lower(
-    instance: Instance, theta: hd.HeadParameters, H: np.ndarray, L: np.ndarray
-) -> tuple[int, float]:
+def log_probability_lower(case: HeadCase, theta: hd.HeadParameters, H: np.ndarray, L: np.ndarray) -> tuple[int, float]:
     """Certified lower bound on rank(log P): SVD + Weyl margin, with the head's rounding bound."""
     logit_bound = float(np.abs(theta.W).sum(axis=1).max()) * max(float(np.abs(H).max()), 1.0)
-    entry_error = tolerance.head_log_probability_error(L, logit_bound, instance.params["K"], U)
+    entry_error = tolerance.head_log_probability_error(L, logit_bound, case.K, U)
     return certified_lower_rank(L, entry_error)
 
 
 def log_probability_upper(
-    instance: Instance, theta: hd.HeadParameters, H: np.ndarray, L: np.ndarray
+    case: HeadCase, theta: hd.HeadParameters, H: np.ndarray, L: np.ndarray
 ) -> tuple[int, str, dict[str, Any]]:
     """Certified upper bound on rank(log P). For a head that is a softmax of one state, log P =
     [H_eff, -z][W, 1]^T, of rank at most min(N, rank_Q [W, 1]) ≤ d + 1 (exact rank over Q), once the
     residual of that factorization is within its rounding bound; otherwise the shape, min(N, V)."""
     N, V = L.shape
-    H_eff = effective_states(instance.params["head"], theta, H)
+    H_eff = effective_states(case.head, theta, H)
     if H_eff is not None:
-        residual, bound = factorization_residual(L, H_eff, theta.W, instance.params["K"])
+        residual, bound = factorization_residual(L, H_eff, theta.W, case.K)
         certificate = {"factorization_residual": residual, "residual_bound": bound}
         if residual <= bound:
             rank_w1 = exact_rank(with_ones(theta.W).tolist(), theta.d + 1)
@@ -248,35 +260,35 @@ def log_probability_upper(
     return min(N, V), "the shape (no factorization through d + 1 columns)", {}
 
 
-def log_probability_interval(instance: Instance) -> RankInterval:
-    """Both certified ends of rank(log P) over the instance's N contexts."""
-    theta, H = contexts(instance)
-    L = np.asarray(hd.log_probabilities(instance.params["head"], theta, H))
-    lo, margin = log_probability_lower(instance, theta, H, L)
-    hi, how, certificate = log_probability_upper(instance, theta, H, L)
+def log_probability_interval(case: HeadCase) -> RankInterval:
+    """Both certified ends of rank(log P) over the case's N contexts."""
+    theta, H = contexts(case)
+    L = np.asarray(hd.log_probabilities(case.head, theta, H))
+    lo, margin = log_probability_lower(case, theta, H, L)
+    hi, how, certificate = log_probability_upper(case, theta, H, L)
     return RankInterval(lo, hi, "SVD + Weyl margin", how, {"weyl_margin": margin, **certificate})
 
 
-def measure_bottleneck(instance: Instance, backend: Any, factor: Fraction) -> Measurement:
+def measure_bottleneck(case: HeadCase, backend: Any, factor: Fraction) -> Measurement:
     """rank(log P) ≤ d + 1 for softmax and MoC (tightened: ≤ ⌈F (d + 1)⌉ - 1)."""
-    bound = tightened_integer_bound(instance.params["d"] + 1, factor, "upper")
-    return decide_at_most(log_probability_interval(instance), bound)[0]
+    bound = tightened_integer_bound(case.d + 1, factor, "upper")
+    return decide_at_most(log_probability_interval(case), bound)[0]
 
 
-def judge_bottleneck(instance: Instance, factor: Fraction) -> Judgement:
-    bound = tightened_integer_bound(instance.params["d"] + 1, factor, "upper")
-    return decide_at_most(log_probability_interval(instance), bound)[1]
+def judge_bottleneck(case: HeadCase, factor: Fraction) -> Judgement:
+    bound = tightened_integer_bound(case.d + 1, factor, "upper")
+    return decide_at_most(log_probability_interval(case), bound)[1]
 
 
-def measure_exceeds(instance: Instance, backend: Any, factor: Fraction) -> Measurement:
+def measure_exceeds(case: HeadCase, backend: Any, factor: Fraction) -> Measurement:
     """d + 2 ≤ rank(log P) for the nonlinear heads (tightened: ⌊F (d + 2)⌋ + 1 ≤ rank)."""
-    bound = tightened_integer_bound(instance.params["d"] + 2, factor, "lower")
-    return decide_at_least(log_probability_interval(instance), bound)[0]
+    bound = tightened_integer_bound(case.d + 2, factor, "lower")
+    return decide_at_least(log_probability_interval(case), bound)[0]
 
 
-def judge_exceeds(instance: Instance, factor: Fraction) -> Judgement:
-    bound = tightened_integer_bound(instance.params["d"] + 2, factor, "lower")
-    return decide_at_least(log_probability_interval(instance), bound)[1]
+def judge_exceeds(case: HeadCase, factor: Fraction) -> Judgement:
+    bound = tightened_integer_bound(case.d + 2, factor, "lower")
+    return decide_at_least(log_probability_interval(case), bound)[1]
 
 
 # --------------------------------------------------------------------------- rank of the Jacobian
@@ -412,24 +424,23 @@ def always_full(head: str, theta: hd.HeadParameters, h: np.ndarray) -> tuple[int
     return min(d, V - 1), "min(d, V - 1) for every head"
 
 
-def jacobian_interval(instance: Instance) -> RankInterval:
+def jacobian_interval(case: HeadCase) -> RankInterval:
     """Certified ends of rank ∂ log p/∂h at the first context: lower from the SVD of the autograd
     Jacobian above its Weyl margin (forming error γ_{V+K(d+2)+32} times the magnitude bound of
     :func:`jacobian_magnitude`), upper from :func:`jacobian_upper`."""
-    p = instance.params
-    theta, H = contexts(instance)
+    theta, H = contexts(case)
     h = H[0]
-    J = autograd_jacobian(p["head"], theta, h)
-    forming = tolerance.gamma(p["V"] + p["K"] * (p["d"] + 2) + 32, U)
-    lo, margin = certified_lower_rank(J, forming * float(np.linalg.norm(jacobian_magnitude(p["head"], theta, h))))
-    hi, how = jacobian_upper(p["head"], theta, h, np.asarray(hd.log_probabilities(p["head"], theta, h)))
+    J = autograd_jacobian(case.head, theta, h)
+    forming = tolerance.gamma(case.V + case.K * (case.d + 2) + 32, U)
+    lo, margin = certified_lower_rank(J, forming * float(np.linalg.norm(jacobian_magnitude(case.head, theta, h))))
+    hi, how = jacobian_upper(case.head, theta, h, np.asarray(hd.log_probabilities(case.head, theta, h)))
     return RankInterval(lo, hi, "SVD of the autograd Jacobian + Weyl margin", how, {"weyl_margin": margin})
 
 
-def _jacobian_decision(instance: Instance, claimed: ClaimedRank) -> tuple[Measurement, Judgement]:
-    theta, H = contexts(instance)
-    value, how = claimed(instance.params["head"], theta, H[0])
-    interval = jacobian_interval(instance)
+def _jacobian_decision(case: HeadCase, claimed: ClaimedRank) -> tuple[Measurement, Judgement]:
+    theta, H = contexts(case)
+    value, how = claimed(case.head, theta, H[0])
+    interval = jacobian_interval(case)
     interval = RankInterval(
         interval.lo, interval.hi, interval.lower, interval.upper, {**interval.certificate, "claimed": how}
     )
@@ -437,14 +448,14 @@ def _jacobian_decision(instance: Instance, claimed: ClaimedRank) -> tuple[Measur
 
 
 def measure_jacobian(
-    instance: Instance, backend: Any, factor: Fraction, claimed: ClaimedRank = claimed_jacobian_rank
+    case: HeadCase, backend: Any, factor: Fraction, claimed: ClaimedRank = claimed_jacobian_rank
 ) -> Measurement:
     """rank ∂ log p/∂h against its claimed exact value (an identity: ``factor`` is never 1 here)."""
-    return _jacobian_decision(instance, claimed)[0]
+    return _jacobian_decision(case, claimed)[0]
 
 
-def judge_jacobian(instance: Instance, factor: Fraction, claimed: ClaimedRank = claimed_jacobian_rank) -> Judgement:
-    return _jacobian_decision(instance, claimed)[1]
+def judge_jacobian(case: HeadCase, factor: Fraction, claimed: ClaimedRank = claimed_jacobian_rank) -> Judgement:
+    return _jacobian_decision(case, claimed)[1]
 
 
 # --------------------------------------------------------------------------- witnesses and strategies
@@ -452,15 +463,12 @@ def judge_jacobian(instance: Instance, factor: Fraction, claimed: ClaimedRank = 
 
 def _witnesses(
     V: int, heads: tuple[str, ...], Ks: tuple[int, ...], *, gap: int | None, constant: bool = False
-) -> list[Instance]:
+) -> list[HeadCase]:
     """Gaussian heads at d = 1, 2, 8 (with d + gap ≤ V unless ``gap`` is None), V capped at 400, N = 120
     contexts; with ``constant``, also W with a constant column (d ≥ 2: at d = 1 all logits would be equal)."""
     V = min(V, 400)
     return [
-        Instance(
-            "head",
-            {"head": head, "N": 120, "V": V, "d": d, "K": K, "seed": d + K, "scale": 3.0, "constant_column": c},
-        )
+        HeadCase(head=head, N=120, V=V, d=d, K=K, seed=d + K, scale=3.0, constant_column=c)
         for head in heads
         for d in (1, 2, 8)
         for K in Ks
@@ -473,14 +481,13 @@ def _with_constant_column(instances: Any) -> Any:
     """Instances drawn by ``instances``, half of those with d ≥ 2 with a constant first column in W
     (at d = 1 W would be a multiple of 1: every logit equal, every head uniform, J = 0)."""
     return st.tuples(instances, st.booleans()).map(
-        lambda drawn: Instance(
-            drawn[0].family, {**drawn[0].params, "constant_column": drawn[1] and drawn[0].params["d"] >= 2}
-        )
+        lambda drawn: replace(drawn[0], constant_column=drawn[1] and drawn[0].d >= 2)
     )
 
 
 def _with_single_latent(instances: Any) -> Any:
-    return instances.map(lambda drawn: Instance(drawn.family, {**drawn.params, "K": 1}))
+    """Instances drawn by ``instances`` with a single latent (K = 1)."""
+    return instances.map(lambda drawn: replace(drawn, K=1))
 
 
 FAMILY = Family("heads", array_api=False, random_instances=lambda V, n, seed: [])
@@ -512,7 +519,7 @@ mos = FAMILY.claim(
     witnesses=lambda V: [
         i
         for i in _witnesses(V, ("mos", "sigsoftmax", "piecewise-linear"), (2, 4), gap=2)
-        if i.params["head"] == "mos" or i.params["K"] == 2
+        if i.head == "mos" or i.K == 2
     ],
     strategy=lambda: head_instances(("mos", "sigsoftmax", "piecewise-linear"), K_min=2, scale_min=1.0),
 )
