@@ -13,7 +13,7 @@ from rankwall.checks.backends import resolve
 from rankwall.checks.claims import updates as uc
 from rankwall.checks.search import search
 from rankwall.checks.strategies import CI_SEARCH_BUDGET
-from rankwall.checks.verdict import REGISTRY, Certification, Instance, Status
+from rankwall.checks.verdict import REGISTRY, Certification, Status
 from rankwall.theory import updates as up
 from rankwall.theory._validation import InputError
 
@@ -110,8 +110,7 @@ def test_bad_input_is_refused_with_a_named_argument(call, message):
 def test_a_rounded_truncated_svd_is_not_a_counterexample():
     """Pinned from `rankwall search updates.eckart-young`: a float G_2D beat the tail by an ulp.
     The exact route rebuilds Delta from its definition, so this is never reported violated."""
-    params = {"contexts": 3, "V": 3, "D": 1, "seed": 0, "integers": False, "eta_num": 1, "eta_den": 1}
-    instance = Instance("step", {**params, "delta": "truncated-svd"})
+    instance = uc.Step(contexts=3, V=3, D=1, seed=0, integers=False, eta_num=1, eta_den=1, delta="truncated-svd")
     assert REGISTRY["updates.eckart-young"].check(instance, resolve("numpy")).status is not Status.VIOLATED
     assert REGISTRY["updates.eckart-young-attained"].check(instance, resolve("numpy")).status is Status.HOLDS
 
@@ -191,9 +190,10 @@ def test_inputs_that_cannot_be_computed_are_refused(call, message):
 # --------------------------------------------------------------------------- the claims
 
 
-def step_instance(integers: bool, delta: str = "first-order", *, contexts: int = 30, V: int = 40, D: int = 3):
-    params = {"contexts": contexts, "V": V, "D": D, "seed": 3, "integers": integers, "eta_num": 1, "eta_den": 3}
-    return Instance("step", {**params, "delta": delta})
+def step_instance(
+    integers: bool, delta: uc.DeltaKind = "first-order", *, contexts: int = 30, V: int = 40, D: int = 3
+) -> uc.Step:
+    return uc.Step(contexts, V, D, seed=3, integers=integers, eta_num=1, eta_den=3, delta=delta)
 
 
 RANK_CLAIMS = [("updates.first-order-rank", "first-order"), ("updates.exact-step-rank", "exact-step")]

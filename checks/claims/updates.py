@@ -30,9 +30,9 @@ The Eckart-Young tail, a real lower bound on the residual, is multiplied by F as
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
-from typing import Any
+from typing import Any, ClassVar, Literal
 
 import mpmath
 import numpy as np
@@ -40,9 +40,9 @@ from hypothesis import strategies as st
 
 from rankwall.checks import exact, tolerance
 from rankwall.checks.verdict import (
+    Case,
     Certification,
     Family,
-    Instance,
     Judgement,
     Measurement,
     Relation,
@@ -51,26 +51,42 @@ from rankwall.checks.verdict import (
 )
 from rankwall.theory import updates as up
 
-# --------------------------------------------------------------------------- strategies
+# --------------------------------------------------------------------------- cases and strategies
+
+#: The candidate Δ of the Eckart-Young claims (``rank-D-svd``: the rank-D truncation of the mutant).
+DeltaKind = Literal["first-order", "exact-step", "random-rank", "truncated-svd", "rank-D-svd"]
+
+
+@dataclass(frozen=True)
+class Step(Case):
+    """A gradient step: ``up.construct_step(contexts, V, D, seed, integers=integers)`` with
+    η = eta_num/eta_den, and the candidate update ``delta`` of the Eckart-Young claims."""
+
+    FAMILY: ClassVar[str] = "step"
+    contexts: int
+    V: int
+    D: int
+    seed: int = 0
+    integers: bool = False
+    eta_num: int = 1
+    eta_den: int = 3
+    delta: DeltaKind = "first-order"
 
 
 @st.composite
-def step_instances(draw: Any, delta: str) -> Instance:
+def step_instances(draw: Any, delta: DeltaKind | Literal["any"]) -> Step:
     """A gradient step (H, W, G, eta = p/q), integer or Gaussian, and which rank-2D update to use."""
     V = draw(st.integers(2, 48))
-    kinds = ("first-order", "exact-step", "random-rank", "truncated-svd")
-    return Instance(
-        "step",
-        {
-            "contexts": draw(st.integers(1, 40)),
-            "V": V,
-            "D": draw(st.integers(1, max(1, min(V, 12)))),
-            "seed": draw(st.integers(0, 2**16)),
-            "integers": draw(st.booleans()),
-            "eta_num": draw(st.integers(1, 5)),
-            "eta_den": draw(st.integers(1, 7)),
-            "delta": draw(st.sampled_from(kinds)) if delta == "any" else delta,
-        },
+    kinds: tuple[DeltaKind, ...] = ("first-order", "exact-step", "random-rank", "truncated-svd")
+    return Step(
+        contexts=draw(st.integers(1, 40)),
+        V=V,
+        D=draw(st.integers(1, max(1, min(V, 12)))),
+        seed=draw(st.integers(0, 2**16)),
+        integers=draw(st.booleans()),
+        eta_num=draw(st.integers(1, 5)),
+        eta_den=draw(st.integers(1, 7)),
+        delta=draw(st.sampled_from(kinds)) if delta == "any" else delta,
     )
 
 
@@ -82,17 +98,17 @@ MP_DIGITS = 50
 MP_UNDECIDED = 1e-40
 
 
-def step(instance: Instance) -> tuple[np.ndarray, np.ndarray, np.ndarray, Fraction]:
-    p = instance.params
-    H, W, G = up.construct_step(p["contexts"], p["V"], p["D"], p["seed"], integers=p["integers"])
-    return H, W, G, Fraction(p["eta_num"], p["eta_den"])
+def step(case: Step) -> tuple[np.ndarray, np.ndarray, np.ndarray, Fraction]:
+    """The step's matrices (H, W, G) and its step size η = p/q."""
+    H, W, G = up.construct_step(case.contexts, case.V, case.D, case.seed, integers=case.integers)
+    return H, W, G, Fraction(case.eta_num, case.eta_den)
 
 
-def update_matrix(instance: Instance, kind: str) -> tuple[np.ndarray, bool]:
+def update_matrix(case: Step, kind: str) -> tuple[np.ndarray, bool]:
     """The first-order update or the exact step; for integer instances scaled to integers
     (q * first order, q^2 * exact step, for eta = p/q), with Python ints (no overflow)."""
-    H, W, G, eta = step(instance)
-    if not instance.params["integers"]:
+    H, W, G, eta = step(case)
+    if not case.integers:
         call = up.first_order_update if kind == "first-order" else up.exact_step
         return call(H, W, G, float(eta)), False
     H, W, G = (m.astype(object) for m in (H, W, G))
@@ -147,14 +163,14 @@ class RankInterval:
     exact: bool
 
 
-def rank_interval(instance: Instance, kind: str) -> RankInterval:
+def rank_interval(case: Step, kind: str) -> RankInterval:
     """The rank of the update: exact for integer instances, else the interval of the module docstring."""
-    matrix, is_integer = update_matrix(instance, kind)
+    matrix, is_integer = update_matrix(case, kind)
     if is_integer:
         rank, method = exact.exact_rank(matrix)
         return RankInterval(rank, rank, method, {"rank": rank}, exact=True)
-    H, W, G, eta = step(instance)
-    D = instance.params["D"]
+    H, W, G, eta = step(case)
+    D = case.D
     L, R, B = factorization(H, W, G, float(eta), kind)
     error = update_error(B, D)
     residual = float(np.linalg.norm(matrix - L @ R.T))
@@ -172,13 +188,11 @@ def two_d(D: int) -> int:
     return 2 * D
 
 
-def rank_sides(
-    instance: Instance, factor: Fraction, kind: str, claimed: Callable[[int], int]
-) -> tuple[Measurement, Judgement]:
+def rank_sides(case: Step, factor: Fraction, kind: str, claimed: Callable[[int], int]) -> tuple[Measurement, Judgement]:
     """``rank <= b`` with b = claimed(D) tightened by F: an exact rank compares as it is; otherwise the upper end
     of the interval can prove it holds and the lower end that it is violated (one-sided each)."""
-    interval = rank_interval(instance, kind)
-    bound = tightened_integer_bound(claimed(instance.params["D"]), factor, "upper")
+    interval = rank_interval(case, kind)
+    bound = tightened_integer_bound(claimed(case.D), factor, "upper")
     rhs, method, certificate = float(bound), interval.method, interval.certificate
     if interval.exact:
         sign = (bound > interval.lo) - (bound < interval.lo)
@@ -205,46 +219,46 @@ def rank_sides(
 
 
 def measure_rank(
-    instance: Instance, backend: Any, factor: Fraction, kind: str, claimed: Callable[[int], int] = two_d
+    case: Step, backend: Any, factor: Fraction, kind: str, claimed: Callable[[int], int] = two_d
 ) -> Measurement:
     """rank of the update against claimed(D) tightened by F (see :func:`rank_sides`)."""
-    return rank_sides(instance, factor, kind, claimed)[0]
+    return rank_sides(case, factor, kind, claimed)[0]
 
 
-def judge_rank(instance: Instance, factor: Fraction, kind: str, claimed: Callable[[int], int] = two_d) -> Judgement:
+def judge_rank(case: Step, factor: Fraction, kind: str, claimed: Callable[[int], int] = two_d) -> Judgement:
     """The same comparison as a judgement: exact, one-sided, or undecided when the interval straddles b."""
-    return rank_sides(instance, factor, kind, claimed)[1]
+    return rank_sides(case, factor, kind, claimed)[1]
 
 
 # --------------------------------------------------------------------------- Eckart-Young
 
 
-def truncation_rank(instance: Instance, shape: tuple[int, int], kind: str) -> int:
+def truncation_rank(case: Step, shape: tuple[int, int], kind: DeltaKind) -> int:
     """The rank of the candidate: 2D (capped by the shape), or D for the ``rank-D-svd`` mutant."""
-    D = instance.params["D"]
+    D = case.D
     return min(D if kind == "rank-D-svd" else 2 * D, *shape)
 
 
-def delta_for(instance: Instance) -> tuple[np.ndarray, np.ndarray]:
+def delta_for(case: Step) -> tuple[np.ndarray, np.ndarray]:
     """(Delta, G): the candidate update of rank <= 2D and the gradient it should follow."""
-    H, W, G, eta = step(instance)
+    H, W, G, eta = step(case)
     G = G.astype(np.float64)
-    kind = instance.params["delta"]
-    rank = truncation_rank(instance, G.shape, kind)
+    kind = case.delta
+    rank = truncation_rank(case, G.shape, kind)
     if kind == "first-order":
         return up.first_order_update(H.astype(float), W.astype(float), G, float(eta)), G
     if kind == "exact-step":
         return up.exact_step(H.astype(float), W.astype(float), G, float(eta)), G
     if kind in ("truncated-svd", "rank-D-svd"):
         return up.truncated_svd(G, rank), G
-    rng = np.random.default_rng(instance.params["seed"] + 1)
+    rng = np.random.default_rng(case.seed + 1)
     return rng.standard_normal((G.shape[0], rank)) @ rng.standard_normal((rank, G.shape[1])), G
 
 
-def measure_eckart_young(instance: Instance, backend: Any, factor: Fraction, extra: int = 0) -> Measurement:
+def measure_eckart_young(case: Step, backend: Any, factor: Fraction, extra: int = 0) -> Measurement:
     """F·(tail beyond the rank-r truncation) against the residual of Delta at its best scale."""
-    delta, G = delta_for(instance)
-    r = max(min(2 * instance.params["D"], *G.shape) - extra, 0)
+    delta, G = delta_for(case)
+    r = max(min(2 * case.D, *G.shape) - extra, 0)
     tail = float(factor) * up.tail_norm(G, r)
     fit = up.residual(delta, G)
     margin = tolerance.svd_rank_margin(G.shape, U, float(np.linalg.norm(G)), float(np.linalg.norm(G)))
@@ -254,19 +268,19 @@ def measure_eckart_young(instance: Instance, backend: Any, factor: Fraction, ext
     )
 
 
-def exact_delta(instance: Instance, Gm: Any) -> Any:
+def exact_delta(case: Step, Gm: Any) -> Any:
     """Delta rebuilt at the working mpmath precision *from its definition*, so that its rank is
     at most 2D up to 10^-50 (the float Delta is not: rounding fills in the other singular values,
     and a rounded G_2D can beat the tail by an ulp without refuting anything)."""
-    H, W, _, eta = step(instance)
-    kind = instance.params["delta"]
+    H, W, _, eta = step(case)
+    kind = case.delta
     if kind in ("truncated-svd", "rank-D-svd"):
-        r = truncation_rank(instance, (Gm.rows, Gm.cols), kind)
+        r = truncation_rank(case, (Gm.rows, Gm.cols), kind)
         left, sigma, right = mpmath.svd_r(Gm)
         return sum((sigma[i] * left[:, i] * right[i, :] for i in range(r)), mpmath.zeros(Gm.rows, Gm.cols))
     if kind == "random-rank":
-        rng = np.random.default_rng(instance.params["seed"] + 1)
-        rank = min(2 * instance.params["D"], Gm.rows, Gm.cols)
+        rng = np.random.default_rng(case.seed + 1)
+        rank = min(2 * case.D, Gm.rows, Gm.cols)
         A = mpmath.matrix(rng.standard_normal((Gm.rows, rank)).tolist())
         return A * mpmath.matrix(rng.standard_normal((rank, Gm.cols)).tolist())
     Hm, Wm, e = (
@@ -280,14 +294,14 @@ def exact_delta(instance: Instance, Gm: Any) -> Any:
     return first + e * e * (Gm * Wm * Hm.T * Gm)
 
 
-def judge_eckart_young(instance: Instance, factor: Fraction, extra: int = 0) -> Judgement:
+def judge_eckart_young(case: Step, factor: Fraction, extra: int = 0) -> Judgement:
     """Both sides at 50 digits (mpmath): F times the tail of G's singular values, and the residual of
     Delta rebuilt from its definition at the best c (a rounding-model margin: two-sided)."""
-    _, G = delta_for(instance)
-    r = max(min(2 * instance.params["D"], *G.shape) - extra, 0)
+    _, G = delta_for(case)
+    r = max(min(2 * case.D, *G.shape) - extra, 0)
     with mpmath.workdps(MP_DIGITS):
         Gm = mpmath.matrix(G.tolist())
-        Dm = exact_delta(instance, Gm)
+        Dm = exact_delta(case, Gm)
         sigma = mpmath.svd_r(Gm, compute_uv=False)
         tail = mpmath.mpf(factor.numerator) / factor.denominator * mpmath.sqrt(sum(s**2 for s in list(sigma)[r:]))
         entries = [(i, j) for i in range(Gm.rows) for j in range(Gm.cols)]
@@ -303,20 +317,21 @@ def judge_eckart_young(instance: Instance, factor: Fraction, extra: int = 0) -> 
         return Judgement(float(tail), float(fit), sign, method, radius, certified_by=kind)
 
 
-def measure_attained(instance: Instance, backend: Any, factor: Fraction, delta: str = "truncated-svd") -> Measurement:
+def measure_attained(case: Step, backend: Any, factor: Fraction, delta: DeltaKind = "truncated-svd") -> Measurement:
     """The tail against the residual of the truncated SVD (``delta``: its rank-D version for the mutant)."""
-    return measure_eckart_young(Instance(instance.family, {**instance.params, "delta": delta}), backend, factor)
+    return measure_eckart_young(replace(case, delta=delta), backend, factor)
 
 
-def judge_attained(instance: Instance, factor: Fraction, delta: str = "truncated-svd") -> Judgement:
+def judge_attained(case: Step, factor: Fraction, delta: DeltaKind = "truncated-svd") -> Judgement:
     """As :func:`judge_eckart_young`; sides equal to 50-digit precision count as equal (two-sided)."""
-    j = judge_eckart_young(Instance(instance.family, {**instance.params, "delta": delta}), factor)
+    j = judge_eckart_young(replace(case, delta=delta), factor)
     sign = 0 if j.sign is None else j.sign
     method = j.method + (" (equal to its precision)" if sign == 0 else "")
     return Judgement(j.lhs, j.rhs, sign, method, j.radius, certified_by=Certification.TWO_SIDED)
 
 
-def _witnesses(V: int, deltas: tuple[str, ...]) -> list[Instance]:
+def _witnesses(V: int, deltas: tuple[DeltaKind, ...]) -> list[Step]:
+    """The constructed steps at vocabulary size V (capped at 48): integer and Gaussian, three (D, C)."""
     V = min(V, 48)
     rows = []
     for integers in (True, False):
@@ -324,21 +339,7 @@ def _witnesses(V: int, deltas: tuple[str, ...]) -> list[Instance]:
             if D > V:
                 continue
             for delta in deltas:
-                rows.append(
-                    Instance(
-                        "step",
-                        {
-                            "contexts": contexts,
-                            "V": V,
-                            "D": D,
-                            "seed": D,
-                            "integers": integers,
-                            "eta_num": 1,
-                            "eta_den": 3,
-                            "delta": delta,
-                        },
-                    )
-                )
+                rows.append(Step(contexts, V, D, seed=D, integers=integers, eta_num=1, eta_den=3, delta=delta))
     return rows
 
 
