@@ -17,9 +17,10 @@ import sympy
 from rankwall.checks import exact, exact_softmax, tolerance
 from rankwall.checks.backends import resolve, to_numpy
 from rankwall.checks.claims import softmax_jacobian as sc
+from rankwall.checks.claims.softmax_jacobian import Dirichlet, Logits, RunnerUp, Sparse, Uniform
 from rankwall.checks.search import search
 from rankwall.checks.strategies import CI_SEARCH_BUDGET
-from rankwall.checks.verdict import REGISTRY, Certification, Instance, Status
+from rankwall.checks.verdict import REGISTRY, Certification, Status
 from rankwall.theory import softmax_jacobian as sj
 
 #: The secular solver's accuracy claim: within this many ulps of the certified norm.
@@ -245,8 +246,8 @@ class TestConstructorsBuildWhatTheySay:
 
 # --------------------------------------------------------------------------- the claims
 
-SPARSE_1024 = Instance("sparse", {"V": 1024, "support": 700, "seed": 0})
-DIRICHLET_64 = Instance("dirichlet", {"V": 64, "concentration": 1.0, "seed": 0})
+SPARSE_1024 = Sparse(V=1024, support=700, seed=0)
+DIRICHLET_64 = Dirichlet(V=64, concentration=1.0, seed=0)
 
 
 class TestRankIsMeasuredFromJ:
@@ -262,7 +263,7 @@ class TestRankIsMeasuredFromJ:
         verdict = REGISTRY["softmax-jacobian.rank"].check(instance, NUMPY)
         assert verdict.status is Status.HOLDS and verdict.certified_by is certified_by, verdict.to_json()
         assert f"lower from {'' if lower == 'interlacing' else '64x64 '}{lower}" in verdict.method
-        assert verdict.lhs == verdict.rhs == instance.params.get("support", 64) - 1
+        assert verdict.lhs == verdict.rhs == (instance.support if isinstance(instance, Sparse) else 64) - 1
 
     @pytest.mark.parametrize("shift", [1, -1])
     def test_a_planted_support_count_never_holds(self, monkeypatch, shift):
@@ -299,14 +300,12 @@ class TestRankIsMeasuredFromJ:
             J = [(qi if i == j else 0) - qi * qj for i, qi in enumerate(q) for j, qj in enumerate(q)]
             assert lo == hi == flint.fmpq_mat(n, n, J).rank(), p
 
-    @pytest.mark.parametrize(
-        "instance", [SPARSE_1024, DIRICHLET_64, Instance("runner-up", {"V": 8, "m": 0.75, "tail_mass": 0.0})]
-    )
+    @pytest.mark.parametrize("instance", [SPARSE_1024, DIRICHLET_64, RunnerUp(V=8, m=0.75, tail_mass=0.0)])
     def test_the_mutant_rank_V_is_refuted_by_the_upper_end(self, instance):
         """The kernel vector 1 caps the rank at V − 1: the upper end alone refutes "rank J = V"."""
         verdict = REGISTRY["softmax-jacobian.rank"].mutants["equals-V"].check(instance, NUMPY)
         assert verdict.status is Status.VIOLATED and verdict.certified_by is Certification.ONE_SIDED
-        assert verdict.method.endswith(f"upper < {instance.params['V']}"), verdict.method
+        assert verdict.method.endswith(f"upper < {instance.V}"), verdict.method
 
 
 class TestKernelIsMeasuredThroughTheProduct:
@@ -326,14 +325,14 @@ class TestKernelIsMeasuredThroughTheProduct:
 
         monkeypatch.setattr(sj, "jvp", planted_float)
         monkeypatch.setattr(sc, "exact_jvp", planted_exact)
-        for instance in (Instance("runner-up", {"V": 5, "m": 0.75, "tail_mass": 0.0}), SPARSE_1024):
+        for instance in (RunnerUp(V=5, m=0.75, tail_mass=0.0), SPARSE_1024):
             verdict = REGISTRY["softmax-jacobian.kernel"].check(instance, NUMPY)
             assert verdict.status is Status.VIOLATED, verdict.to_json()
 
     def test_the_judge_decides_from_the_product(self, monkeypatch):
         """With only the exact product planted, the exact judgement sees J·1 ≠ 0 although Σp = 1."""
         monkeypatch.setattr(sc, "exact_jvp", lambda p, u, zero: [pi / 2 for pi in p])
-        judgement = sc.judge_kernel(Instance("uniform", {"V": 4}), Fraction(1))
+        judgement = sc.judge_kernel(Uniform(V=4), Fraction(1))
         assert judgement.sign == -1 and judgement.certified_by is Certification.EXACT
 
     def test_the_mutant_J_p_is_zero_is_refuted(self):
@@ -341,7 +340,7 @@ class TestKernelIsMeasuredThroughTheProduct:
         verdict = (
             REGISTRY["softmax-jacobian.kernel"]
             .mutants["annihilates-p"]
-            .check(Instance("runner-up", {"V": 1024, "m": 0.75, "tail_mass": 0.0}), NUMPY)
+            .check(RunnerUp(V=1024, m=0.75, tail_mass=0.0), NUMPY)
         )
         assert verdict.status is Status.VIOLATED and verdict.certified_by is Certification.EXACT, verdict.to_json()
         assert verdict.lhs == pytest.approx(0.75 * (0.75 - 0.625), rel=1e-12)
@@ -383,13 +382,13 @@ def test_tightened_bounds_are_refuted_by_search(claim_id, factor):
 @pytest.mark.parametrize(
     ("instance", "method", "certified_by"),
     [
-        (Instance("runner-up", {"V": 5, "m": 0.7, "tail_mass": 0.0}), "exact-rational", Certification.EXACT),
+        (RunnerUp(V=5, m=0.7, tail_mass=0.0), "exact-rational", Certification.EXACT),
         (
-            Instance("logits", {"V": 2, "gap": 700.0, "offset": 0.0, "runners": 1, "tail_gap": 0.0}),
+            Logits(V=2, gap=700.0, offset=0.0, runners=1, tail_gap=0.0),
             "two-atom lemma (norm = 2m(1-m))",
             Certification.EXACT,
         ),
-        (Instance("dirichlet", {"V": 600, "concentration": 0.5, "seed": 1}), "interval-128", Certification.TWO_SIDED),
+        (Dirichlet(V=600, concentration=0.5, seed=1), "interval-128", Certification.TWO_SIDED),
     ],
 )
 def test_norm_judgements_say_what_certifies_them(instance, method, certified_by):

@@ -1,6 +1,6 @@
 """Claims ``softmax-jacobian.*``: the results of :mod:`rankwall.theory.softmax_jacobian` as checkable claims.
 
-Instances are rows built by the theory constructors (from probabilities or from logits), with
+Cases (:class:`Row` dataclasses) are rows built by the theory constructors (from probabilities or from logits), with
 an optional test direction ``u``. Each claim measures both sides in the backend's dtype, and
 re-decides near-ties on the exact instance: the row read as exact rationals and normalised
 exactly (or, from logits, its softmax in ball arithmetic).
@@ -22,9 +22,9 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from fractions import Fraction
-from typing import Any
+from typing import Any, ClassVar
 
 import flint
 import numpy as np
@@ -32,8 +32,101 @@ from hypothesis import strategies as st
 
 from rankwall.checks import exact, exact_softmax, tolerance
 from rankwall.checks.backends import Backend, to_numpy
-from rankwall.checks.verdict import Certification, Family, Instance, Judgement, Measurement, Relation, Status
+from rankwall.checks.verdict import Case, Certification, Family, Judgement, Measurement, Relation, Status
 from rankwall.theory import softmax_jacobian as sj
+
+# --------------------------------------------------------------------------- cases
+
+#: The fields of a case that attach a test direction u to its row (absent from the JSON when unset).
+DIRECTION_KEYS = ("direction_seed", "direction_scale", "direction_offset")
+
+
+@dataclass(frozen=True)
+class Row(Case):
+    """Base of this family's cases: a row's constructor arguments (``V`` first, then the family's
+    own), and an optional test direction u, ``sj.construct_direction(V, direction_seed,
+    scale=direction_scale, offset=direction_offset)``, for the quadratic-form claims."""
+
+    V: int
+    direction_seed: int | None = field(default=None, kw_only=True)
+    direction_scale: float | None = field(default=None, kw_only=True)
+    direction_offset: float | None = field(default=None, kw_only=True)
+
+    @property
+    def arguments(self) -> dict[str, Any]:
+        """The row constructor's arguments: every field but the direction."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name not in DIRECTION_KEYS}
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """The arguments, then the direction fields that are set (the keys of the JSON form)."""
+        direction = {key: getattr(self, key) for key in DIRECTION_KEYS if getattr(self, key) is not None}
+        return {**self.arguments, **direction}
+
+
+@dataclass(frozen=True)
+class RunnerUp(Row):
+    """Top mass m, one runner-up, ``tail_mass`` spread over the rest (:func:`sj.construct_runner_up`)."""
+
+    FAMILY: ClassVar[str] = "runner-up"
+    m: float
+    tail_mass: float = 0.0
+
+
+@dataclass(frozen=True)
+class TiedAtoms(Row):
+    """Two atoms tied at m, the rest spread evenly (:func:`sj.construct_tied_atoms`)."""
+
+    FAMILY: ClassVar[str] = "tied-atoms"
+    m: float
+
+
+@dataclass(frozen=True)
+class SpreadTail(Row):
+    """Top mass m, 1 − m spread evenly over V − 1 atoms (:func:`sj.construct_spread_tail`)."""
+
+    FAMILY: ClassVar[str] = "spread-tail"
+    m: float
+
+
+@dataclass(frozen=True)
+class Uniform(Row):
+    """The uniform row 1/V (:func:`sj.construct_uniform`)."""
+
+    FAMILY: ClassVar[str] = "uniform"
+
+
+@dataclass(frozen=True)
+class Dirichlet(Row):
+    """A Dirichlet draw of the given concentration (:func:`sj.construct_dirichlet`)."""
+
+    FAMILY: ClassVar[str] = "dirichlet"
+    concentration: float
+    seed: int
+
+
+@dataclass(frozen=True)
+class Sparse(Row):
+    """Random masses on ``support`` random atoms, zeros elsewhere (:func:`sj.construct_sparse`)."""
+
+    FAMILY: ClassVar[str] = "sparse"
+    support: int
+    seed: int
+
+
+@dataclass(frozen=True)
+class Logits(Row):
+    """Logits with a top gap over ``runners`` runner-ups (:func:`sj.construct_logits`)."""
+
+    FAMILY: ClassVar[str] = "logits"
+    gap: float
+    offset: float = 0.0
+    runners: int = 1
+    tail_gap: float | None = None
+
+
+#: Every case of this family.
+SoftmaxRow = RunnerUp | TiedAtoms | SpreadTail | Uniform | Dirichlet | Sparse | Logits
 
 # --------------------------------------------------------------------------- strategies
 
@@ -60,59 +153,59 @@ def top_masses(low: float, high: float) -> st.SearchStrategy[float]:
 
 
 @st.composite
-def runner_up_instances(draw: Any, exact_witness: bool = False) -> Instance:
+def runner_up_instances(draw: Any, exact_witness: bool = False) -> RunnerUp:
     V = draw(vocabularies())
     m = draw(top_masses(0.5, 1.0))
     tail = 0.0 if exact_witness or V < 3 else draw(st.one_of(st.just(0.0), st.floats(0, 1 - m)))
-    return Instance("runner-up", {"V": V, "m": m, "tail_mass": min(tail, 1 - m)})
+    return RunnerUp(V, m, tail_mass=min(tail, 1 - m))
 
 
 @st.composite
-def tied_instances(draw: Any) -> Instance:
+def tied_instances(draw: Any) -> TiedAtoms:
     V = draw(vocabularies())
     m = draw(top_masses(max(1.0 / V, 1e-9), 0.5))
     if V == 2:
         m = 0.5
-    return Instance("tied-atoms", {"V": V, "m": m})
+    return TiedAtoms(V, m)
 
 
 @st.composite
-def spread_instances(draw: Any, low_vocabulary: int = 2) -> Instance:
+def spread_instances(draw: Any, low_vocabulary: int = 2) -> SpreadTail:
     V = draw(vocabularies(low_vocabulary))
-    return Instance("spread-tail", {"V": V, "m": draw(top_masses(1.0 / V, 1.0))})
+    return SpreadTail(V, draw(top_masses(1.0 / V, 1.0)))
 
 
 @st.composite
-def dirichlet_instances(draw: Any) -> Instance:
+def dirichlet_instances(draw: Any) -> Dirichlet:
     V = draw(vocabularies())
     alpha = 10 ** draw(st.floats(-3, 3))
-    return Instance("dirichlet", {"V": V, "concentration": alpha, "seed": draw(st.integers(0, 2**16))})
+    return Dirichlet(V, alpha, draw(st.integers(0, 2**16)))
 
 
 @st.composite
-def sparse_instances(draw: Any) -> Instance:
+def sparse_instances(draw: Any) -> Sparse:
     V = draw(vocabularies())
     support = draw(st.integers(1, V))
-    return Instance("sparse", {"V": V, "support": support, "seed": draw(st.integers(0, 2**16))})
+    return Sparse(V, support, draw(st.integers(0, 2**16)))
 
 
 @st.composite
-def logit_instances(draw: Any) -> Instance:
+def logit_instances(draw: Any) -> Logits:
     V = draw(vocabularies())
     gap = draw(st.one_of(st.floats(0, 50), st.floats(50, 800), st.sampled_from([0.0, 700.0, 745.0, 800.0])))
     offset = draw(st.sampled_from([0.0, 1e3, -1e6, 1e8]))
     runners = draw(st.integers(1, V - 1))
     tail_gap = draw(st.floats(0, 50))
-    return Instance("logits", {"V": V, "gap": gap, "offset": offset, "runners": runners, "tail_gap": tail_gap})
+    return Logits(V, gap, offset=offset, runners=runners, tail_gap=tail_gap)
 
 
-def any_row() -> st.SearchStrategy[Instance]:
+def any_row() -> st.SearchStrategy[SoftmaxRow]:
     """Every family: runner-ups, ties, spread tails, uniform, Dirichlet, sparse, logit gaps."""
     return st.one_of(
         runner_up_instances(),
         tied_instances(),
         spread_instances(),
-        vocabularies().map(lambda V: Instance("uniform", {"V": V})),
+        vocabularies().map(Uniform),
         dirichlet_instances(),
         sparse_instances(),
         logit_instances(),
@@ -120,13 +213,12 @@ def any_row() -> st.SearchStrategy[Instance]:
 
 
 @st.composite
-def with_direction(draw: Any, rows: st.SearchStrategy[Instance]) -> Instance:
-    instance = draw(rows)
-    params = dict(instance.params)
-    params["direction_seed"] = draw(st.integers(0, 2**16))
-    params["direction_scale"] = draw(st.sampled_from([1.0, 1e-6, 1e6]))
-    params["direction_offset"] = draw(st.sampled_from([0.0, 1.0, 1e4, -1e8]))
-    return Instance(instance.family, params)
+def with_direction(draw: Any, rows: st.SearchStrategy[SoftmaxRow]) -> SoftmaxRow:
+    case = draw(rows)
+    seed = draw(st.integers(0, 2**16))
+    scale = draw(st.sampled_from([1.0, 1e-6, 1e6]))
+    offset = draw(st.sampled_from([0.0, 1.0, 1e4, -1e8]))
+    return replace(case, direction_seed=seed, direction_scale=scale, direction_offset=offset)
 
 
 # Seed 002 is "Gradients 2: A Confident Attention Head Passes Almost No Gradient"; each claim
@@ -140,16 +232,16 @@ EXACT_RANK_LIMIT = 48
 
 # --------------------------------------------------------------------------- instances
 
-BUILDERS: dict[str, tuple[str, Callable[..., Any]]] = {
-    "runner-up": ("probabilities", sj.construct_runner_up),
-    "tied-atoms": ("probabilities", sj.construct_tied_atoms),
-    "spread-tail": ("probabilities", sj.construct_spread_tail),
-    "uniform": ("probabilities", sj.construct_uniform),
-    "dirichlet": ("probabilities", sj.construct_dirichlet),
-    "sparse": ("probabilities", sj.construct_sparse),
-    "logits": ("logits", sj.construct_logits),
+#: Each case type's form (a row of probabilities or of logits) and constructor.
+BUILDERS: dict[type[Row], tuple[str, Callable[..., Any]]] = {
+    RunnerUp: ("probabilities", sj.construct_runner_up),
+    TiedAtoms: ("probabilities", sj.construct_tied_atoms),
+    SpreadTail: ("probabilities", sj.construct_spread_tail),
+    Uniform: ("probabilities", sj.construct_uniform),
+    Dirichlet: ("probabilities", sj.construct_dirichlet),
+    Sparse: ("probabilities", sj.construct_sparse),
+    Logits: ("logits", sj.construct_logits),
 }
-DIRECTION_KEYS = ("direction_seed", "direction_scale", "direction_offset")
 
 
 @dataclass(frozen=True)
@@ -169,26 +261,25 @@ class Built:
         return exact_softmax.ExactRow.from_probabilities(self.raw)
 
 
-def build(instance: Instance, backend: Backend) -> Built:
-    """Build an instance's row (and direction) in a backend."""
-    form, constructor = BUILDERS[instance.family]
-    params = {k: v for k, v in instance.params.items() if k not in DIRECTION_KEYS}
-    array = constructor(**params, xp=backend.xp, dtype=backend.dtype, device=backend.device)
+def build(case: SoftmaxRow, backend: Backend) -> Built:
+    """Build a case's row (and direction) in a backend."""
+    form, constructor = BUILDERS[type(case)]
+    array = constructor(**case.arguments, xp=backend.xp, dtype=backend.dtype, device=backend.device)
     row = backend.xp.reshape(array, (1, -1))
     rows = sj.softmax_rows(row) if form == "logits" else sj.probability_rows(row)
     direction = None
-    if "direction_seed" in instance.params:
+    if case.direction_seed is not None:
         direction = sj.construct_direction(
-            params["V"],
-            instance.params["direction_seed"],
-            scale=instance.params.get("direction_scale", 1.0),
-            offset=instance.params.get("direction_offset", 0.0),
+            case.V,
+            case.direction_seed,
+            scale=1.0 if case.direction_scale is None else case.direction_scale,
+            offset=0.0 if case.direction_offset is None else case.direction_offset,
             xp=backend.xp,
             dtype=backend.dtype,
             device=backend.device,
         )
         direction = backend.xp.reshape(direction, (1, -1))
-    return Built(rows, to_numpy(row)[0].astype(np.float64), form, direction, int(params["V"]))
+    return Built(rows, to_numpy(row)[0].astype(np.float64), form, direction, int(case.V))
 
 
 @functools.lru_cache(maxsize=64)
@@ -198,9 +289,9 @@ def _numpy_backend() -> Backend:
     return resolve("numpy")
 
 
-def rebuilt(instance: Instance) -> Built:
-    """The instance rebuilt in float64 NumPy (what the exact routes read)."""
-    return build(instance, _numpy_backend())
+def rebuilt(case: SoftmaxRow) -> Built:
+    """The case rebuilt in float64 NumPy (what the exact routes read)."""
+    return build(case, _numpy_backend())
 
 
 def _scalar(x: Any) -> float:
@@ -285,44 +376,35 @@ def rebuilt_rows(built: Built) -> sj.SoftmaxRows:
 # --------------------------------------------------------------------------- instance lists
 
 
-def witness_rows(V: int) -> list[Instance]:
+def witness_rows(V: int) -> list[SoftmaxRow]:
     """Constructed rows at vocabulary size V: attaining, approaching, tied, extreme."""
-    rows = [Instance("runner-up", {"V": V, "m": m, "tail_mass": 0.0}) for m in (0.5, 0.75, 0.99, 1 - 1e-9)]
-    rows += [Instance("tied-atoms", {"V": V, "m": m}) for m in (0.5, 0.3, 0.25) if V > 2 and m >= 1 / V]
-    rows += [Instance("spread-tail", {"V": V, "m": m}) for m in (0.99, 0.5) if m >= 1 / V]
-    rows.append(Instance("uniform", {"V": V}))
-    rows.append(Instance("logits", {"V": V, "gap": 700.0, "offset": 1e6, "runners": 1, "tail_gap": 1.0}))
-    rows.append(Instance("logits", {"V": V, "gap": 30.0, "offset": 0.0, "runners": 1, "tail_gap": 0.0}))
-    rows.append(Instance("sparse", {"V": V, "support": min(V, 5), "seed": 0}))
+    rows: list[SoftmaxRow] = [RunnerUp(V, m, tail_mass=0.0) for m in (0.5, 0.75, 0.99, 1 - 1e-9)]
+    rows += [TiedAtoms(V, m) for m in (0.5, 0.3, 0.25) if V > 2 and m >= 1 / V]
+    rows += [SpreadTail(V, m) for m in (0.99, 0.5) if m >= 1 / V]
+    rows.append(Uniform(V))
+    rows.append(Logits(V, 700.0, offset=1e6, runners=1, tail_gap=1.0))
+    rows.append(Logits(V, 30.0, offset=0.0, runners=1, tail_gap=0.0))
+    rows.append(Sparse(V, min(V, 5), 0))
     return rows
 
 
-def random_rows(V: int, n: int, seed: int) -> list[Instance]:
+def random_rows(V: int, n: int, seed: int) -> list[SoftmaxRow]:
     """``n`` drawn rows at vocabulary size V (Dirichlet over six decades of concentration)."""
     rng = np.random.default_rng(seed)
-    return [
-        Instance(
-            "dirichlet",
-            {"V": V, "concentration": float(10 ** rng.uniform(-3, 3)), "seed": int(rng.integers(2**31))},
-        )
-        for _ in range(n)
-    ]
+    return [Dirichlet(V, float(10 ** rng.uniform(-3, 3)), int(rng.integers(2**31))) for _ in range(n)]
 
 
-def _add_direction(instances: list[Instance], seed: int = 0) -> list[Instance]:
+def _add_direction(cases: list[SoftmaxRow], seed: int = 0) -> list[SoftmaxRow]:
     offsets = (0.0, 1e4)
-    return [
-        Instance(i.family, {**i.params, "direction_seed": seed + k, "direction_offset": offsets[k % 2]})
-        for k, i in enumerate(instances)
-    ]
+    return [replace(case, direction_seed=seed + k, direction_offset=offsets[k % 2]) for k, case in enumerate(cases)]
 
 
 # --------------------------------------------------------------------------- measurements
 
 
-def _measure_norm_bound(kind: str, norm_on_left: bool) -> Callable[[Instance, Backend, Fraction], Measurement]:
-    def measure(instance: Instance, backend: Backend, factor: Fraction) -> Measurement:
-        built = build(instance, backend)
+def _measure_norm_bound(kind: str, norm_on_left: bool) -> Callable[[SoftmaxRow, Backend, Fraction], Measurement]:
+    def measure(case: SoftmaxRow, backend: Backend, factor: Fraction) -> Measurement:
+        built = build(case, backend)
         norm = _scalar(sj.spectral_norm(built.rows))
         m, s = _scalar(built.rows.top), _scalar(built.rows.complement)
         bound = {"lower": m * s, "upper": 2 * m * s, "envelope": min(m, 2 * m * s)}[kind] * float(factor)
@@ -341,16 +423,16 @@ BOUND_FORMS = {
 }
 
 
-def _judge_norm_bound(kind: str, norm_on_left: bool) -> Callable[[Instance, Fraction], Judgement]:
-    def judge(instance: Instance, factor: Fraction) -> Judgement:
+def _judge_norm_bound(kind: str, norm_on_left: bool) -> Callable[[SoftmaxRow, Fraction], Judgement]:
+    def judge(case: SoftmaxRow, factor: Fraction) -> Judgement:
         form, coefficient = BOUND_FORMS[kind]
-        return _norm_against(rebuilt(instance), exact_softmax.Bound(form, coefficient * factor), norm_on_left)
+        return _norm_against(rebuilt(case), exact_softmax.Bound(form, coefficient * factor), norm_on_left)
 
     return judge
 
 
-def measure_spread(instance: Instance, backend: Backend, factor: Fraction) -> Measurement:
-    built = build(instance, backend)
+def measure_spread(case: SpreadTail, backend: Backend, factor: Fraction) -> Measurement:
+    built = build(case, backend)
     norm = _scalar(sj.spectral_norm(built.rows))
     m, s = _scalar(built.rows.top), _scalar(built.rows.complement)
     atoms = built.V - 1
@@ -359,15 +441,15 @@ def measure_spread(instance: Instance, backend: Backend, factor: Fraction) -> Me
     return Measurement(norm, ceiling, tol, f"{backend.dtype_name} secular solve")
 
 
-def judge_spread(instance: Instance, factor: Fraction) -> Judgement:
-    atoms = instance.params["V"] - 1
+def judge_spread(case: SpreadTail, factor: Fraction) -> Judgement:
+    atoms = case.V - 1
     bound = exact_softmax.Bound("ms", Fraction(atoms, atoms - 1) * factor)
-    return _norm_against(rebuilt(instance), bound, norm_on_left=True)
+    return _norm_against(rebuilt(case), bound, norm_on_left=True)
 
 
-def measure_variance(instance: Instance, backend: Backend, factor: Fraction, centred: bool = True) -> Measurement:
+def measure_variance(case: SoftmaxRow, backend: Backend, factor: Fraction, centred: bool = True) -> Measurement:
     """uᵀJu (matrix form) against Var_p(u) (two-pass), or against E_p[u²] for the mutant."""
-    built = build(instance, backend)
+    built = build(case, backend)
     lhs = _scalar(sj.quadratic_form(built.rows, built.direction))
     second = _scalar(backend.xp.sum(built.rows.p * built.direction**2))
     rhs = _scalar(sj.variance(built.rows, built.direction)) if centred else second
@@ -377,8 +459,8 @@ def measure_variance(instance: Instance, backend: Backend, factor: Fraction, cen
     )
 
 
-def _exact_direction(instance: Instance) -> tuple[Built, list[Any], list[Any], bool]:
-    built = rebuilt(instance)
+def _exact_direction(case: SoftmaxRow) -> tuple[Built, list[Any], list[Any], bool]:
+    built = rebuilt(case)
     p, is_exact = exact_entries(built)
     u = [exact.rational(x) if is_exact else exact.ball(x) for x in to_numpy(built.direction)[0]]
     return built, p, u, is_exact
@@ -399,28 +481,28 @@ def _exact_moments(p: list[Any], u: list[Any], zero: Any) -> tuple[Any, Any, Any
     return form, variance, sum((pi * ui * ui for pi, ui in zip(p, u, strict=True)), start=zero)
 
 
-def judge_variance(instance: Instance, factor: Fraction, centred: bool = True) -> Judgement:
+def judge_variance(case: SoftmaxRow, factor: Fraction, centred: bool = True) -> Judgement:
     def sides() -> tuple[Any, Any, bool]:
-        _, p, u, is_exact = _exact_direction(instance)
+        _, p, u, is_exact = _exact_direction(case)
         form, variance, second = _exact_moments(p, u, flint.fmpq(0) if is_exact else flint.arb(0))
         return form, variance if centred else second, is_exact
 
     return judge_sides(sides)
 
 
-def measure_psd(instance: Instance, backend: Backend, factor: Fraction, allowed: Fraction = Fraction(1)) -> Measurement:
+def measure_psd(case: SoftmaxRow, backend: Backend, factor: Fraction, allowed: Fraction = Fraction(1)) -> Measurement:
     """(E_p u)² ≤ F·c·E_p[u²] as (1 − F·c)·E_p[u²] ≤ uᵀJu (matrix form): c = 1 is uᵀJu ≥ 0, c = 0 the
     mutant J ⪰ diag(p)."""
-    built = build(instance, backend)
+    built = build(case, backend)
     form = _scalar(sj.quadratic_form(built.rows, built.direction))
     second = _scalar(backend.xp.sum(built.rows.p * built.direction**2))
     tol = tolerance.quadratic_form_tolerance(built.V, _u(built), second)
     return Measurement(float(1 - factor * allowed) * second, form, tol, f"{backend.dtype_name} matrix form")
 
 
-def judge_psd(instance: Instance, factor: Fraction, allowed: Fraction = Fraction(1)) -> Judgement:
+def judge_psd(case: SoftmaxRow, factor: Fraction, allowed: Fraction = Fraction(1)) -> Judgement:
     def sides() -> tuple[Any, Any, bool]:
-        _, p, u, is_exact = _exact_direction(instance)
+        _, p, u, is_exact = _exact_direction(case)
         form, _, second = _exact_moments(p, u, flint.fmpq(0) if is_exact else flint.arb(0))
         scale = flint.fmpq((1 - factor * allowed).numerator, (1 - factor * allowed).denominator)
         return scale * second, form, is_exact
@@ -433,10 +515,10 @@ def _kernel_direction(xp: Any, p: Any, direction: str) -> Any:
     return xp.ones_like(p) if direction == "ones" else p
 
 
-def measure_kernel(instance: Instance, backend: Backend, factor: Fraction, direction: str = "ones") -> Measurement:
+def measure_kernel(case: SoftmaxRow, backend: Backend, factor: Fraction, direction: str = "ones") -> Measurement:
     """max_i |(J u)_i| through the O(V) product, u = 1: each entry p_i(1 − Σ_j p_j) of the computed
     row carries at most γ_{V+2}·m of rounding."""
-    built = build(instance, backend)
+    built = build(case, backend)
     xp = backend.xp
     product = sj.jvp(built.rows, _kernel_direction(xp, built.rows.p, direction))
     residual = _scalar(xp.max(xp.abs(product)))
@@ -444,11 +526,11 @@ def measure_kernel(instance: Instance, backend: Backend, factor: Fraction, direc
     return Measurement(residual, 0.0, tol, f"{backend.dtype_name} O(V) product J·u")
 
 
-def judge_kernel(instance: Instance, factor: Fraction, direction: str = "ones") -> Judgement:
+def judge_kernel(case: SoftmaxRow, factor: Fraction, direction: str = "ones") -> Judgement:
     """max_i |(J u)_i| from :func:`exact_jvp` on the exact row (the product itself, not 1 − Σ p)."""
 
     def sides() -> tuple[Any, Any, bool]:
-        p, is_exact = exact_entries(rebuilt(instance))
+        p, is_exact = exact_entries(rebuilt(case))
         zero = flint.fmpq(0) if is_exact else flint.arb(0)
         u = [zero + 1 for _ in p] if direction == "ones" else p
         worst_entry = max((abs(x) for x in exact_jvp(p, u, zero)), key=exact.to_float)
@@ -457,8 +539,8 @@ def judge_kernel(instance: Instance, factor: Fraction, direction: str = "ones") 
     return judge_sides(sides)
 
 
-def _trace_sides(instance: Instance, backend: Backend, other: Callable[[Any], Any]) -> Measurement:
-    built = build(instance, backend)
+def _trace_sides(case: SoftmaxRow, backend: Backend, other: Callable[[Any], Any]) -> Measurement:
+    built = build(case, backend)
     xp = backend.xp
     u = _u(built)
     if built.V <= DENSE_LIMIT:
@@ -476,13 +558,13 @@ def _trace_sides(instance: Instance, backend: Backend, other: Callable[[Any], An
     return Measurement(lhs, rhs, tol, method)
 
 
-def measure_trace(instance: Instance, backend: Backend, factor: Fraction) -> Measurement:
-    return _trace_sides(instance, backend, sj.collision_complement)
+def measure_trace(case: SoftmaxRow, backend: Backend, factor: Fraction) -> Measurement:
+    return _trace_sides(case, backend, sj.collision_complement)
 
 
-def judge_trace(instance: Instance, factor: Fraction) -> Judgement:
+def judge_trace(case: SoftmaxRow, factor: Fraction) -> Judgement:
     def sides() -> tuple[Any, Any, bool]:
-        p, is_exact = exact_entries(rebuilt(instance))
+        p, is_exact = exact_entries(rebuilt(case))
         zero = flint.fmpq(0) if is_exact else flint.arb(0)
         trace = sum((pi * (1 - pi) for pi in p), start=zero)
         return trace, 1 - sum((pi * pi for pi in p), start=zero), is_exact
@@ -490,13 +572,13 @@ def judge_trace(instance: Instance, factor: Fraction) -> Judgement:
     return judge_sides(sides)
 
 
-def measure_trace_entropy(instance: Instance, backend: Backend, factor: Fraction) -> Measurement:
-    return _trace_sides(instance, backend, sj.entropy)
+def measure_trace_entropy(case: SoftmaxRow, backend: Backend, factor: Fraction) -> Measurement:
+    return _trace_sides(case, backend, sj.entropy)
 
 
-def judge_trace_entropy(instance: Instance, factor: Fraction) -> Judgement:
+def judge_trace_entropy(case: SoftmaxRow, factor: Fraction) -> Judgement:
     def sides() -> tuple[Any, Any, bool]:
-        p, _ = exact_entries(rebuilt(instance))
+        p, _ = exact_entries(rebuilt(case))
         balls = [flint.arb(x) for x in p]
         trace = sum((x * (1 - x) for x in balls), start=flint.arb(0))
         return trace, -sum((x * x.log() for x in balls if x > 0), start=flint.arb(0)), False
@@ -553,10 +635,10 @@ def rank_enclosure(built: Built, backend: Backend) -> RankEnclosure:
     return RankEnclosure(lo, hi, method, Certification.TWO_SIDED, {**certificate, "weyl_threshold": threshold})
 
 
-def exact_rank_enclosure(instance: Instance) -> RankEnclosure:
+def exact_rank_enclosure(case: SoftmaxRow) -> RankEnclosure:
     """rank J(p̂) on the exact instance: over the rationals with python-flint for V ≤ 48 (rows of
     probabilities), else :func:`interlacing_rank` on the exact row (the softmax of logits is positive)."""
-    built = rebuilt(instance)
+    built = rebuilt(case)
     if built.form == "probabilities" and built.V <= EXACT_RANK_LIMIT:
         p, _ = exact_entries(built)
         n = len(p)
@@ -600,16 +682,16 @@ def claimed_rank(built: Built, statement: str, exact_row: bool = False) -> int:
     return int(_scalar(sj.support_size(built.rows))) - 1
 
 
-def measure_rank(instance: Instance, backend: Backend, factor: Fraction, statement: str = "support") -> Measurement:
+def measure_rank(case: SoftmaxRow, backend: Backend, factor: Fraction, statement: str = "support") -> Measurement:
     """rank J of the computed row (:func:`rank_enclosure`) against |supp p| − 1 (or V)."""
-    built = build(instance, backend)
+    built = build(case, backend)
     return rank_sides(rank_enclosure(built, backend), claimed_rank(built, statement))[0]
 
 
-def judge_rank(instance: Instance, factor: Fraction, statement: str = "support") -> Judgement:
+def judge_rank(case: SoftmaxRow, factor: Fraction, statement: str = "support") -> Judgement:
     """rank J(p̂) of the exact row (:func:`exact_rank_enclosure`) against |supp p̂| − 1 (or V)."""
-    value = claimed_rank(rebuilt(instance), statement, exact_row=True)
-    return rank_sides(exact_rank_enclosure(instance), value)[1]
+    value = claimed_rank(rebuilt(case), statement, exact_row=True)
+    return rank_sides(exact_rank_enclosure(case), value)[1]
 
 
 # --------------------------------------------------------------------------- registration
@@ -723,9 +805,9 @@ envelope = FAMILY.claim(
 )
 
 
-def _attaining(V: int) -> list[Instance]:
-    rows = [Instance("runner-up", {"V": V, "m": m, "tail_mass": 0.0}) for m in (0.5, 0.75, 0.99, 1 - 1e-9)]
-    return rows + [Instance("tied-atoms", {"V": V, "m": m}) for m in (0.5, 0.3, 0.25) if V > 2 and m >= 1 / V]
+def _attaining(V: int) -> list[RunnerUp | TiedAtoms]:
+    rows: list[RunnerUp | TiedAtoms] = [RunnerUp(V, m, tail_mass=0.0) for m in (0.5, 0.75, 0.99, 1 - 1e-9)]
+    return rows + [TiedAtoms(V, m) for m in (0.5, 0.3, 0.25) if V > 2 and m >= 1 / V]
 
 
 envelope_attained = FAMILY.claim(
@@ -753,7 +835,7 @@ lower_bound_approached = FAMILY.claim(
     bound="upper",
     measure=measure_spread,
     judge_exactly=judge_spread,
-    witnesses=lambda V: [Instance("spread-tail", {"V": V, "m": m}) for m in (0.99, 0.75, 0.5) if V >= 3 and m >= 1 / V],
+    witnesses=lambda V: [SpreadTail(V, m) for m in (0.99, 0.75, 0.5) if V >= 3 and m >= 1 / V],
     random_instances=lambda V, n, seed: [],
     strategy=lambda: spread_instances(low_vocabulary=3),
 )
