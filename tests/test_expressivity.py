@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from fractions import Fraction
 
 import numpy as np
@@ -10,7 +11,7 @@ import pytest
 from rankwall.checks import exact
 from rankwall.checks.backends import resolve
 from rankwall.checks.claims import expressivity as claims
-from rankwall.checks.verdict import REGISTRY, Certification, Instance, Status
+from rankwall.checks.verdict import REGISTRY, Certification, Status
 from rankwall.theory import expressivity as ex
 from rankwall.theory._validation import InputError
 
@@ -355,15 +356,15 @@ class TestPrecisionFrontier:
 
 # --------------------------------------------------------------------------- the claims can fail (issue 11)
 
-TANGENT = {"V": 50, "seed": 0}
-TOP1 = {"V": 16, "D": 2, "contexts": 4, "seed": 0, "eps": 1e-6}
-FIT = {"V": 40, "contexts": 12, "seed": 0, "scale": 1.0, "exact_fit": True}
-SOFTMAX = {**FIT, "exact_fit": False}
-HEAD = {"V": 40, "D": 2, "seed": 0, "interior": 2}
+TANGENT = claims.TangentCase(V=50, seed=0)
+TOP1 = claims.Top1Case(V=16, D=2, contexts=4, seed=0, eps=1e-6)
+FIT = claims.GibbsCase(V=40, contexts=12, seed=0, scale=1.0, exact_fit=True)
+SOFTMAX = replace(FIT, exact_fit=False)
+HEAD = claims.ArgmaxHeadCase(V=40, D=2, seed=0, interior=2)
 
 
-def check(claim_id, family, params, factor=Fraction(1)):
-    return REGISTRY[claim_id].check(Instance(family, params), resolve("numpy"), factor)
+def check(claim_id, case, factor=Fraction(1)):
+    return REGISTRY[claim_id].check(case, resolve("numpy"), factor)
 
 
 class TestD1BiasArgmaxCanFail:
@@ -373,7 +374,7 @@ class TestD1BiasArgmaxCanFail:
     CLAIM = "expressivity.d1-bias-argmax"
 
     def test_the_tangent_head_holds_with_every_token_certified(self):
-        verdict = check(self.CLAIM, "tangent", TANGENT)
+        verdict = check(self.CLAIM, TANGENT)
         assert verdict.status is Status.HOLDS and verdict.certified_by is Certification.TWO_SIDED
         assert verdict.certificate["missed"] == 0
 
@@ -381,7 +382,7 @@ class TestD1BiasArgmaxCanFail:
         """b = +w²/2: z_v(w_t) = (w_v + w_t)²/2 - w_t²/2, so an extreme weight wins, not t."""
         tangent = ex.tangent_head
         monkeypatch.setattr(ex, "tangent_head", lambda V, seed: (tangent(V, seed)[0], -tangent(V, seed)[1]))
-        verdict = check(self.CLAIM, "tangent", TANGENT)
+        verdict = check(self.CLAIM, TANGENT)
         assert verdict.status is Status.VIOLATED and verdict.certified_by is Certification.EXACT
         assert verdict.certificate["confirmed"] and verdict.lhs >= 1
 
@@ -390,7 +391,7 @@ class TestD1BiasArgmaxCanFail:
         exactly, while the exact tangent head makes it win. The claim holds, with the finding."""
         W, _ = ex.tangent_head(564, 64056)
         assert np.diff(W[:, 0])[532:534].min() < 2.0**-26
-        verdict = check(self.CLAIM, "tangent", {"V": 564, "seed": 64056})
+        verdict = check(self.CLAIM, claims.TangentCase(V=564, seed=64056))
         assert verdict.status is Status.HOLDS and verdict.certified_by is Certification.EXACT
         assert verdict.certificate["float_findings"] == [533] and verdict.certificate["confirmed"] == []
 
@@ -398,13 +399,13 @@ class TestD1BiasArgmaxCanFail:
         """The certifier planted wrong (every token lost): the exact comparison clears the losses it
         checks, and two certified routes that disagree leave the instance inconclusive."""
         monkeypatch.setattr(ex.Head, "winners", lambda self, H, tokens: np.zeros(len(tokens), dtype=bool))
-        verdict = check(self.CLAIM, "tangent", TANGENT)
+        verdict = check(self.CLAIM, TANGENT)
         assert verdict.status is Status.INCONCLUSIVE and "disagree" in verdict.method
         assert verdict.certificate["cleared"] and not verdict.certificate["confirmed"]
 
     def test_the_mutant_without_bias_loses_interior_tokens(self):
         mutant = REGISTRY[self.CLAIM].mutants["without-bias"]
-        verdict = mutant.check(Instance("tangent", TANGENT), None)
+        verdict = mutant.check(TANGENT, None)
         assert verdict.status is Status.VIOLATED
         assert all(0 < t < 49 for t in verdict.certificate["confirmed"])  # the extremes win at their own h
 
@@ -417,21 +418,21 @@ class TestTop1WitnessCanFail:
     CLAIM = "expressivity.top1-witness"
 
     def test_the_witness_holds_with_every_context_certified(self):
-        verdict = check(self.CLAIM, "top1", TOP1)
+        verdict = check(self.CLAIM, TOP1)
         assert verdict.status is Status.HOLDS and verdict.certified_by is Certification.TWO_SIDED
         assert verdict.certificate["largest_distance"] < 1e-12
 
     def test_a_radius_twice_too_large_is_violated(self, monkeypatch):
         radius = ex.circle_radius
         monkeypatch.setattr(ex, "circle_radius", lambda probs, V: 2 * radius(probs, V))
-        verdict = check(self.CLAIM, "top1", TOP1)
+        verdict = check(self.CLAIM, TOP1)
         assert verdict.status is Status.VIOLATED and verdict.certified_by is Certification.TWO_SIDED
         assert verdict.certificate["probability_off"] == 4 and verdict.certificate["wrong_argmax"] == 0
 
     def test_a_witness_aimed_at_the_neighbour_is_violated_exactly(self, monkeypatch):
         construct = ex.construct_top1_witness
         monkeypatch.setattr(ex, "construct_top1_witness", lambda t, p, D, eps, V: construct((t + 1) % V, p, D, eps, V))
-        verdict = check(self.CLAIM, "top1", TOP1)
+        verdict = check(self.CLAIM, TOP1)
         assert verdict.status is Status.VIOLATED and verdict.certified_by is Certification.EXACT
         assert verdict.certificate["confirmed"] and verdict.certificate["wrong_argmax"] == 4
 
@@ -439,12 +440,12 @@ class TestTop1WitnessCanFail:
         """Radii for p - ε put |top-1 - p| within the interval's width of ε: balls decide it, and balls
         too coarse to separate the two leave it inconclusive, never 'holds'."""
         radius = ex.circle_radius
-        monkeypatch.setattr(ex, "circle_radius", lambda probs, V: radius(probs - TOP1["eps"], V))
-        verdict = check(self.CLAIM, "top1", TOP1)
+        monkeypatch.setattr(ex, "circle_radius", lambda probs, V: radius(probs - TOP1.eps, V))
+        verdict = check(self.CLAIM, TOP1)
         assert verdict.certificate["undecided"] > 0
         assert verdict.status in (Status.HOLDS, Status.VIOLATED) and "in balls" in verdict.method
         monkeypatch.setattr(exact, "BALL_PRECISIONS", (12,))
-        assert check(self.CLAIM, "top1", TOP1).status is Status.INCONCLUSIVE
+        assert check(self.CLAIM, TOP1).status is Status.INCONCLUSIVE
 
 
 class TestGibbsCanFail:
@@ -455,14 +456,14 @@ class TestGibbsCanFail:
     CLAIM = "expressivity.gibbs"
 
     def test_the_minimum_is_attained_exactly_at_the_empirical_distribution(self):
-        verdict = check(self.CLAIM, "gibbs", FIT)
+        verdict = check(self.CLAIM, FIT)
         assert verdict.status is Status.HOLDS and verdict.margin == 0 and verdict.certified_by is Certification.EXACT
-        assert check(self.CLAIM, "gibbs", SOFTMAX).status is Status.HOLDS
+        assert check(self.CLAIM, SOFTMAX).status is Status.HOLDS
 
     def test_the_bound_is_sharp(self):
         """CE(P) >= F CE(Ñ) fails at P = Ñ for every F > 1: 1.01 and 2 are refuted in balls."""
         for factor in (Fraction(101, 100), Fraction(2)):
-            verdict = check(self.CLAIM, "gibbs", FIT, factor)
+            verdict = check(self.CLAIM, FIT, factor)
             assert verdict.status is Status.VIOLATED and verdict.margin < 0, factor
 
     @pytest.mark.parametrize(
@@ -475,19 +476,19 @@ class TestGibbsCanFail:
     def test_a_wrong_identity_is_violated(self, monkeypatch, plant, which):
         kl_gap = ex.kl_gap
         monkeypatch.setattr(ex, "kl_gap", lambda P, N, f: plant(*kl_gap(P, N, f)))
-        verdict = check(self.CLAIM, "gibbs", SOFTMAX)
+        verdict = check(self.CLAIM, SOFTMAX)
         assert verdict.status is Status.VIOLATED and verdict.certified_by is Certification.TWO_SIDED
         assert which in verdict.method
 
     def test_a_bound_within_rounding_is_decided_in_balls(self, monkeypatch):
         """F = CE(P)/CE(Ñ) in floats puts F CE(Ñ) within rounding of CE(P): balls decide, and balls too
         coarse leave the instance inconclusive."""
-        ce = check(self.CLAIM, "gibbs", SOFTMAX).certificate
+        ce = check(self.CLAIM, SOFTMAX).certificate
         factor = Fraction(ce["ce_P"]) / Fraction(ce["ce_N"])
-        verdict = check(self.CLAIM, "gibbs", SOFTMAX, factor)
+        verdict = check(self.CLAIM, SOFTMAX, factor)
         assert verdict.status in (Status.HOLDS, Status.VIOLATED) and verdict.method.startswith("balls at")
         monkeypatch.setattr(exact, "BALL_PRECISIONS", (12,))
-        assert check(self.CLAIM, "gibbs", SOFTMAX, factor).status is Status.INCONCLUSIVE
+        assert check(self.CLAIM, SOFTMAX, factor).status is Status.INCONCLUSIVE
 
 
 class TestArgmaxableVsHullCanFail:
@@ -499,7 +500,7 @@ class TestArgmaxableVsHullCanFail:
 
     def test_the_pipeline_agrees_with_the_hull(self):
         """Witnesses rest on a rigorous rounding bound (and integers for close rivals): two-sided."""
-        verdict = check(self.CLAIM, "argmax-head", HEAD)
+        verdict = check(self.CLAIM, HEAD)
         assert verdict.status is Status.HOLDS and verdict.certified_by is Certification.TWO_SIDED
         assert verdict.certificate["argmaxable"] == verdict.certificate["hull_vertices"]
 
@@ -512,9 +513,9 @@ class TestArgmaxableVsHullCanFail:
             def __init__(self, points):
                 self.vertices = hull(points).vertices[1:]
 
-        dropped = int(hull(claims.argmax_head(Instance("argmax-head", HEAD))).vertices[0])
+        dropped = int(hull(claims.argmax_head(HEAD)).vertices[0])
         monkeypatch.setattr(scipy.spatial, "ConvexHull", MissingOne)
-        verdict = check(self.CLAIM, "argmax-head", HEAD)
+        verdict = check(self.CLAIM, HEAD)
         assert verdict.status is Status.VIOLATED and verdict.certified_by is Certification.TWO_SIDED
         assert verdict.certificate["disagree"] == [dropped]
 
@@ -530,7 +531,7 @@ class TestArgmaxableVsHullCanFail:
             return result
 
         monkeypatch.setattr(ex, "argmaxable", forged)
-        verdict = check(self.CLAIM, "argmax-head", HEAD)
+        verdict = check(self.CLAIM, HEAD)
         assert verdict.status is Status.VIOLATED and len(verdict.certificate["bad_certificates"]) == 1
 
     def test_undecided_tokens_are_inconclusive_not_a_disagreement(self, monkeypatch):
@@ -543,15 +544,14 @@ class TestArgmaxableVsHullCanFail:
             return result
 
         monkeypatch.setattr(ex, "argmaxable", undecided)
-        verdict = check(self.CLAIM, "argmax-head", HEAD)
+        verdict = check(self.CLAIM, HEAD)
         assert verdict.status is Status.INCONCLUSIVE and verdict.certificate["disagree"] == []
 
     def test_the_mutant_is_refuted_by_every_row_inside_the_hull(self):
         """Each 'never' is a convex combination re-checked in Fractions: as many as qhull's non-vertices."""
         from scipy.spatial import ConvexHull
 
-        instance = Instance("argmax-head", HEAD)
-        verdict = REGISTRY[self.CLAIM].mutants["every-token-argmaxable"].check(instance, None)
-        inside = HEAD["V"] + HEAD["interior"] - len(ConvexHull(claims.argmax_head(instance)).vertices)
+        verdict = REGISTRY[self.CLAIM].mutants["every-token-argmaxable"].check(HEAD, None)
+        inside = HEAD.V + HEAD.interior - len(ConvexHull(claims.argmax_head(HEAD)).vertices)
         assert verdict.status is Status.VIOLATED and verdict.certified_by is Certification.EXACT
         assert verdict.lhs == verdict.certificate["never"] == inside

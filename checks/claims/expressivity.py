@@ -26,64 +26,106 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import Any, ClassVar
 
 import flint
 import numpy as np
 from hypothesis import strategies as st
 
 from rankwall.checks import exact, tolerance
-from rankwall.checks.verdict import Certification, Family, Instance, Judgement, Measurement, Relation
+from rankwall.checks.verdict import Case, Certification, Family, Judgement, Measurement, Relation
 from rankwall.theory import error_rank as er
 from rankwall.theory import expressivity as ex
+
+# --------------------------------------------------------------------------- cases
+
+
+@dataclass(frozen=True)
+class GibbsCase(Case):
+    """A Zipfian language of ``contexts`` x ``V`` counts (its ``seed``) and Gaussian logits of standard
+    deviation ``scale`` (seed + 1), or P = Ñ itself when ``exact_fit``."""
+
+    FAMILY: ClassVar[str] = "gibbs"
+    V: int
+    contexts: int = 64
+    seed: int = 0
+    scale: float = 1.0
+    exact_fit: bool = False
+
+
+@dataclass(frozen=True)
+class Top1Case(Case):
+    """The circle witness in dimension ``D`` for ``contexts`` targets and top-1 probabilities drawn
+    from ``seed``, reached to within ``eps``."""
+
+    FAMILY: ClassVar[str] = "top1"
+    V: int
+    D: int = 2
+    contexts: int = 16
+    seed: int = 0
+    eps: float = 1e-6
+
+
+@dataclass(frozen=True)
+class TangentCase(Case):
+    """The D = 1 tangent head of :func:`rankwall.theory.expressivity.tangent_head` (V weights, ``seed``)."""
+
+    FAMILY: ClassVar[str] = "tangent"
+    V: int
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class ArgmaxHeadCase(Case):
+    """A Gaussian V x D head without bias (``seed``) and ``interior`` rows planted inside its hull."""
+
+    FAMILY: ClassVar[str] = "argmax-head"
+    V: int
+    D: int = 2
+    seed: int = 0
+    interior: int = 0
+
 
 # --------------------------------------------------------------------------- strategies
 
 
 @st.composite
-def expressivity_instances(draw: Any, tangent: bool = False) -> Instance:
+def expressivity_instances(draw: Any, tangent: bool = False) -> Top1Case | TangentCase:
     """Circle witnesses (V up to 8,192 here; the witnesses go to 131,072) or D = 1 tangent heads."""
     if tangent:
-        return Instance("tangent", {"V": draw(st.integers(2, 2000)), "seed": draw(st.integers(0, 2**16))})
-    return Instance(
-        "top1",
-        {
-            "V": draw(st.one_of(st.integers(2, 64), st.sampled_from([1024, 8192]))),
-            "D": draw(st.integers(2, 16)),
-            "contexts": draw(st.integers(1, 8)),
-            "seed": draw(st.integers(0, 2**16)),
-            "eps": draw(st.sampled_from([1e-3, 1e-6])),
-        },
+        return TangentCase(V=draw(st.integers(2, 2000)), seed=draw(st.integers(0, 2**16)))
+    return Top1Case(
+        V=draw(st.one_of(st.integers(2, 64), st.sampled_from([1024, 8192]))),
+        D=draw(st.integers(2, 16)),
+        contexts=draw(st.integers(1, 8)),
+        seed=draw(st.integers(0, 2**16)),
+        eps=draw(st.sampled_from([1e-3, 1e-6])),
     )
 
 
 @st.composite
-def gibbs_instances(draw: Any) -> Instance:
-    return Instance(
-        "gibbs",
-        {
-            "V": draw(st.integers(2, 200)),
-            "contexts": draw(st.integers(1, 60)),
-            "seed": draw(st.integers(0, 2**16)),
-            "scale": draw(st.sampled_from([0.1, 1.0, 10.0])),
-            "exact_fit": draw(st.booleans()),
-        },
+def gibbs_instances(draw: Any) -> GibbsCase:
+    """Zipfian languages against softmax models (or the exact fit P = Ñ)."""
+    return GibbsCase(
+        V=draw(st.integers(2, 200)),
+        contexts=draw(st.integers(1, 60)),
+        seed=draw(st.integers(0, 2**16)),
+        scale=draw(st.sampled_from([0.1, 1.0, 10.0])),
+        exact_fit=draw(st.booleans()),
     )
 
 
 @st.composite
-def argmax_instances(draw: Any) -> Instance:
+def argmax_instances(draw: Any) -> ArgmaxHeadCase:
     """Heads without bias for the argmaxable-token checks (small D, so qhull can cross-check)."""
     D = draw(st.integers(2, 5))
-    return Instance(
-        "argmax-head",
-        {
-            "V": draw(st.integers(D + 2, 120)),
-            "D": D,
-            "seed": draw(st.integers(0, 2**16)),
-            "interior": draw(st.integers(0, 4)),
-        },
+    return ArgmaxHeadCase(
+        V=draw(st.integers(D + 2, 120)),
+        D=D,
+        seed=draw(st.integers(0, 2**16)),
+        interior=draw(st.integers(0, 4)),
     )
 
 
@@ -101,12 +143,11 @@ NAN = math.nan
 # --------------------------------------------------------------------------- Gibbs (Prop. A.2)
 
 
-def gibbs_instance(instance: Instance) -> tuple[np.ndarray, np.ndarray]:
+def gibbs_instance(case: GibbsCase) -> tuple[np.ndarray, np.ndarray]:
     """The integer counts (C x V) of a Zipfian language and the model's logits z (C x V): P is the
     softmax of z, or Ñ itself when ``exact_fit``."""
-    p = instance.params
-    counts = er.construct_zipf_language(p["V"], p["contexts"], p["seed"]).toarray()
-    z = np.random.default_rng(p["seed"] + 1).standard_normal(counts.shape) * p["scale"]
+    counts = er.construct_zipf_language(case.V, case.contexts, case.seed).toarray()
+    z = np.random.default_rng(case.seed + 1).standard_normal(counts.shape) * case.scale
     return counts, z
 
 
@@ -193,15 +234,14 @@ def identity_residuals(
 
 
 def gibbs_decision(
-    instance: Instance, factor: Fraction, uniform: bool = False, unweighted: bool = False
+    case: GibbsCase, factor: Fraction, uniform: bool = False, unweighted: bool = False
 ) -> tuple[Measurement, Callable[[], Judgement]]:
     """F CE(Q) <= CE(P) with Q = Ñ (the claim; Q uniform for a mutant, CE = log V), after the identity
     (:func:`identity_residuals`). An identity off by more than its bound is violated (two-sided, the
     rounding model); the bound inside its rounding band goes to :func:`gibbs_in_balls`."""
-    p = instance.params
-    counts, z = gibbs_instance(instance)
-    ce = cross_entropies(counts, z, p["exact_fit"])
-    identity = identity_residuals(counts, z, p["exact_fit"], unweighted, ce)
+    counts, z = gibbs_instance(case)
+    ce = cross_entropies(counts, z, case.exact_fit)
+    identity = identity_residuals(counts, z, case.exact_fit, unweighted, ce)
     certificate = {**identity, **ce}
     for side, what in (("kl", "Σ f KL"), ("ce", "CE(P) - CE(Ñ) computed apart")):
         if abs(identity[f"{side}_residual"]) > identity[f"{side}_bound"]:
@@ -212,13 +252,13 @@ def gibbs_decision(
             return Measurement(NAN, NAN, NAN, method, certificate), lambda judgement=judgement: judgement
     ce_Q, err_Q = ce["ce_N"], ce["ce_N_error"]
     if uniform:
-        ce_Q = math.log(p["V"])
+        ce_Q = math.log(case.V)
         err_Q = tolerance.gamma(LIBM_ROUNDINGS, U) * ce_Q
     F = float(factor)
     lhs = F * ce_Q
     tol = ce["ce_P_error"] + F * err_Q + tolerance.gamma(3, U) * (abs(lhs) + abs(ce["ce_P"]))
     measured = Measurement(lhs, ce["ce_P"], tol, "float64 cross-entropies, rounding-bounded", certificate)
-    return measured, lambda: gibbs_in_balls(counts, z, p["exact_fit"], factor, uniform, certificate)
+    return measured, lambda: gibbs_in_balls(counts, z, case.exact_fit, factor, uniform, certificate)
 
 
 def gibbs_in_balls(
@@ -347,12 +387,12 @@ def tangent_judgement(
     return Judgement(0.0, 0.0, 0, how, 0.0, certificate, Certification.EXACT)
 
 
-def tangent_decision(instance: Instance, bias: bool = True) -> tuple[Measurement, Callable[[], Judgement]]:
+def tangent_decision(case: TangentCase, bias: bool = True) -> tuple[Measurement, Callable[[], Judgement]]:
     """Tokens t that are not the strict argmax of z(h) = w h + b at their witness h = w_t, for the
     tangent head b = -w^2/2 as constructed in float64 (without its bias for the mutant, whose head is
     then exact). Each token is certified by :func:`certified_wins`; a miss is confirmed exactly, and
     for the claim checked against the exact tangent head (:func:`tangent_judgement`)."""
-    W, b = ex.tangent_head(instance.params["V"], instance.params["seed"])
+    W, b = ex.tangent_head(case.V, case.seed)
     head = ex.Head.of(W, b if bias else None)
     tokens = np.arange(len(W))
     missed = np.flatnonzero(~certified_wins(head, W, tokens))
@@ -364,10 +404,10 @@ def tangent_decision(instance: Instance, bias: bool = True) -> tuple[Measurement
     return measured, lambda: confirmed_misses(head, W[missed], missed, method, certificate)
 
 
-def interior_decision(instance: Instance) -> tuple[Measurement, Callable[[], Judgement]]:
+def interior_decision(case: TangentCase) -> tuple[Measurement, Callable[[], Judgement]]:
     """D = 1 without a bias: the tokens whose weight lies strictly between the extremes never win (for
     any h, h w_t < max(h min w, h max w) unless h = 0, a tie of all). Float comparisons are exact."""
-    W, _ = ex.tangent_head(instance.params["V"], instance.params["seed"])
+    W, _ = ex.tangent_head(case.V, case.seed)
     interior = len(ex.interior_tokens(W))
     method = "interior weights (D = 1, no bias), exact comparisons"
     measured = Measurement(float(interior), 0.0, 0.0, method, {"interior": interior}, True, Certification.EXACT)
@@ -379,14 +419,13 @@ def interior_decision(instance: Instance) -> tuple[Measurement, Callable[[], Jud
 # --------------------------------------------------------------------------- the top-1 witness (Prop. A.4)
 
 
-def witness(instance: Instance) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(H, W, targets, probabilities) of the circle witness for the instance's drawn targets."""
-    p = instance.params
-    rng = np.random.default_rng(p["seed"])
-    targets = rng.integers(0, p["V"], size=p["contexts"])
-    probs = rng.uniform(1.0 / p["V"], 1.0, size=p["contexts"])
-    probs = np.clip(probs, 1.0 / p["V"] + p["eps"], 1.0 - p["eps"])
-    H, W = ex.construct_top1_witness(targets, probs, p["D"], p["eps"], p["V"])
+def witness(case: Top1Case) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(H, W, targets, probabilities) of the circle witness for the case's drawn targets."""
+    rng = np.random.default_rng(case.seed)
+    targets = rng.integers(0, case.V, size=case.contexts)
+    probs = rng.uniform(1.0 / case.V, 1.0, size=case.contexts)
+    probs = np.clip(probs, 1.0 / case.V + case.eps, 1.0 - case.eps)
+    H, W = ex.construct_top1_witness(targets, probs, case.D, case.eps, case.V)
     return H, W, targets, probs
 
 
@@ -434,13 +473,13 @@ def top1_in_balls(W: np.ndarray, h: np.ndarray, t: int, p: float, eps: float) ->
     return None
 
 
-def top1_decision(instance: Instance, eps: float | None = None) -> tuple[Measurement, Callable[[], Judgement]]:
+def top1_decision(case: Top1Case, eps: float | None = None) -> tuple[Measurement, Callable[[], Judgement]]:
     """Contexts where the circle witness fails: t_c is not the certified strict argmax, or the top-1
     probability is not within ε of p_c (``eps`` overrides ε for a mutant). Each context is certified
     ok, certified failed, or undecided (an interval that straddles ε, logits that overflow). The judge
     confirms argmax failures in exact integers and decides the undecided contexts in balls."""
-    H, W, targets, probs = witness(instance)
-    eps = float(instance.params["eps"]) if eps is None else eps
+    H, W, targets, probs = witness(case)
+    eps = float(case.eps) if eps is None else eps
     head = ex.Head.of(W)
     wins = certified_wins(head, H, targets)
     finite = np.all(np.isfinite(H @ W.T), axis=1)
@@ -498,13 +537,12 @@ def top1_decision(instance: Instance, eps: float | None = None) -> tuple[Measure
 # --------------------------------------------------------------------------- argmaxable tokens vs the hull
 
 
-def argmax_head(instance: Instance) -> np.ndarray:
+def argmax_head(case: ArgmaxHeadCase) -> np.ndarray:
     """A random head (rows Gaussian), optionally with interior rows planted at convex combinations."""
-    p = instance.params
-    rng = np.random.default_rng(p["seed"])
-    W = rng.standard_normal((p["V"], p["D"]))
-    if p["interior"]:
-        weights = rng.dirichlet(np.ones(p["V"]), size=p["interior"])
+    rng = np.random.default_rng(case.seed)
+    W = rng.standard_normal((case.V, case.D))
+    if case.interior:
+        weights = rng.dirichlet(np.ones(case.V), size=case.interior)
         W = np.vstack([W, weights @ W])  # convex combinations: never the strict argmax
     return W
 
@@ -553,12 +591,12 @@ def counted_decision(
     return measured, lambda: Judgement(lhs, 0.0, None, f"{method}; undecided tokens", 0.0, certificate)
 
 
-def hull_decision(instance: Instance) -> tuple[Measurement, Callable[[], Judgement]]:
+def hull_decision(case: ArgmaxHeadCase) -> tuple[Measurement, Callable[[], Judgement]]:
     """Tokens where the certified answer and qhull's vertex set disagree, plus answers whose certificate
     fails its re-check: 0 is the claim (without a bias, argmaxable ⇔ vertex of conv{w_v})."""
     from scipy.spatial import ConvexHull
 
-    W = argmax_head(instance)
+    W = argmax_head(case)
     answers = certified_answers(W)
     vertices = np.zeros(len(W), dtype=bool)
     vertices[ConvexHull(W).vertices] = True
@@ -577,10 +615,10 @@ def hull_decision(instance: Instance) -> tuple[Measurement, Callable[[], Judgeme
     return counted_decision(count, int(answers["undecided"].sum()), method, certificate, Certification.TWO_SIDED)
 
 
-def never_decision(instance: Instance) -> tuple[Measurement, Callable[[], Judgement]]:
+def never_decision(case: ArgmaxHeadCase) -> tuple[Measurement, Callable[[], Judgement]]:
     """For the mutant "every token is argmaxable": the tokens certified never to win (re-checked
     convex weights), which must be 0."""
-    answers = certified_answers(argmax_head(instance))
+    answers = certified_answers(argmax_head(case))
     certificate = {"never": int(answers["never"].sum()), "first_never": np.flatnonzero(answers["never"])[:8].tolist()}
     undecided = int(answers["undecided"].sum() + answers["bad"].sum())
     method = "convex weights re-checked in Fractions"
@@ -612,9 +650,9 @@ def count_claim(decision: Decision, **options: Any) -> dict[str, Any]:
 FAMILY = Family("expressivity", array_api=False, random_instances=lambda V, n, seed: [])
 
 
-def _top1_witnesses(V: int) -> list[Instance]:
+def _top1_witnesses(V: int) -> list[Top1Case]:
     return [
-        Instance("top1", {"V": v, "D": D, "contexts": 16, "seed": s, "eps": 1e-6})
+        Top1Case(V=v, D=D, contexts=16, seed=s, eps=1e-6)
         for v in sorted({min(V, 16), min(V, 1024), V})
         for D in (2, 8)
         for s in (0, 1)
@@ -632,7 +670,7 @@ gibbs = FAMILY.claim(
     bound="lower",
     **bound_claim(gibbs_decision),
     witnesses=lambda V: [
-        Instance("gibbs", {"V": min(V, 512), "contexts": 64, "seed": s, "scale": sc, "exact_fit": e})
+        GibbsCase(V=min(V, 512), contexts=64, seed=s, scale=sc, exact_fit=e)
         for s in (0, 1)
         for sc in (0.5, 5.0)
         for e in (False, True)
@@ -667,15 +705,13 @@ top1_witness.with_mutant(
     "the circle witness reaches every top-1 probability p_c exactly (ε = 0)  (false: the exact top-1 probability "
     "is transcendental, the bisection gets within ε)",
     **count_claim(top1_decision, eps=0.0),
-    witnesses=lambda V: [
-        Instance("top1", {"V": v, "D": 2, "contexts": 4, "seed": 0, "eps": 1e-6}) for v in (3, min(V, 64))
-    ],
+    witnesses=lambda V: [Top1Case(V=v, D=2, contexts=4, seed=0, eps=1e-6) for v in (3, min(V, 64))],
 )
 top1_witness.with_mutant(
     "d1-without-bias",
     "every token is the strict argmax of some h at D = 1 without a bias  (false for V ≥ 3: interior weights never win)",
     **count_claim(interior_decision),
-    witnesses=lambda V: [Instance("tangent", {"V": v, "seed": 0}) for v in sorted({3, min(V, 64)})],
+    witnesses=lambda V: [TangentCase(V=v, seed=0) for v in sorted({3, min(V, 64)})],
     strategy=lambda: expressivity_instances(tangent=True),
 )
 d1_bias = FAMILY.claim(
@@ -687,9 +723,7 @@ d1_bias = FAMILY.claim(
     relation=Relation.EQUAL,
     bound=None,
     **count_claim(tangent_decision),
-    witnesses=lambda V: [
-        Instance("tangent", {"V": v, "seed": s}) for v in sorted({2, 3, min(V, 4096)}) for s in (0, 1)
-    ],
+    witnesses=lambda V: [TangentCase(V=v, seed=s) for v in sorted({2, 3, min(V, 4096)}) for s in (0, 1)],
     strategy=lambda: expressivity_instances(tangent=True),
 )
 d1_bias.with_mutant(
@@ -697,7 +731,7 @@ d1_bias.with_mutant(
     "the tangent slopes alone, z_v(h) = w_v h, make every token t the strict argmax at h = w_t  (false: only "
     "the extreme weights win)",
     **count_claim(tangent_decision, bias=False),
-    witnesses=lambda V: [Instance("tangent", {"V": v, "seed": 0}) for v in sorted({3, min(V, 64)})],
+    witnesses=lambda V: [TangentCase(V=v, seed=0) for v in sorted({3, min(V, 64)})],
 )
 argmax_vs_hull = FAMILY.claim(
     "argmaxable-vs-hull",
@@ -709,7 +743,7 @@ argmax_vs_hull = FAMILY.claim(
     bound=None,
     **count_claim(hull_decision),
     witnesses=lambda V: [
-        Instance("argmax-head", {"V": max(min(V, 300), D + 3), "D": D, "seed": s, "interior": k})
+        ArgmaxHeadCase(V=max(min(V, 300), D + 3), D=D, seed=s, interior=k)
         for D in (2, 3, 5)
         for s in (0, 1)
         for k in (0, 3)
@@ -720,5 +754,5 @@ argmax_vs_hull.with_mutant(
     "every-token-argmaxable",
     "every token of every head is argmaxable  (false: a row inside the convex hull never wins)",
     **count_claim(never_decision),
-    witnesses=lambda V: [Instance("argmax-head", {"V": 50, "D": 3, "seed": 0, "interior": 2})],
+    witnesses=lambda V: [ArgmaxHeadCase(V=50, D=3, seed=0, interior=2)],
 )
