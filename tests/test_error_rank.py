@@ -20,7 +20,7 @@ from rankwall.checks.backends import resolve
 from rankwall.checks.claims import error_rank as claims
 from rankwall.checks.data import characters, read_corpus
 from rankwall.checks.search import search
-from rankwall.checks.verdict import REGISTRY, Certification, Instance, Status
+from rankwall.checks.verdict import REGISTRY, Case, Certification, Status
 from rankwall.theory import error_rank as er
 from rankwall.theory._validation import InputError
 
@@ -46,7 +46,7 @@ class TestUniqueContinuationsForceRank:
     def test_underflowed_margins_are_certified_in_balls(self):
         """Scale 1000 underflows the float margins (route 1 fails in float64); the SVD misses one
         direction; the judge certifies every margin positive at 256 bits."""
-        instance = Instance("unique-continuation", {"V": 40, "k": 20, "D": 1, "seed": 3, "scale": 1000.0})
+        instance = claims.UniqueContinuation(V=40, k=20, D=1, seed=3, scale=1000.0)
         logits, tokens = claims.unique_instance(instance)
         floats = claims.float_bounds(logits, tokens)
         assert floats.certificate["dominance"] == 0 and floats.lo < floats.hi == 20
@@ -267,7 +267,7 @@ BOUNDS = {
 FALSIFYING = {"lower": Fraction(2), "upper": Fraction(1, 2)}
 
 
-def witness(claim_id: str, V: int = 16) -> Instance:
+def witness(claim_id: str, V: int = 16) -> Case:
     return REGISTRY[claim_id].witnesses(V)[-1]
 
 
@@ -288,7 +288,7 @@ class TestEveryClaimNamesItsBound:
 
     def test_unique_continuation_tightened_by_1_0001_is_refuted_by_the_structural_upper_bound(self):
         """Prop. A.5 is sharp: rank(P - Ñ) <= min(k, V - 1) because (P - Ñ)1 = 0."""
-        instance = Instance("unique-continuation", {"V": 64, "k": 64, "D": 8, "seed": 0, "scale": 1.0})
+        instance = claims.UniqueContinuation(V=64, k=64, D=8, seed=0, scale=1.0)
         verdict = REGISTRY["error-rank.unique-continuation"].check(instance, NUMPY, Fraction("1.0001"))
         assert verdict.status is Status.VIOLATED and verdict.method.endswith("upper < 64")
         assert verdict.certified_by is Certification.TWO_SIDED  # pinned: dominance from below, structure from above
@@ -405,9 +405,9 @@ class TestMiniBatchHypothesisAndConclusions:
         [(0.9, r"max\|P - Ñ\| = .* >= ε_B = .* \(outside A.7\)"), (0.0, r"δ = 0.0 leaves P .* non-positive")],
     )
     def test_outside_the_hypothesis_is_not_an_instance(self, delta, message):
-        params = {"V": 8, "contexts": 20, "seed": 0, "unique_share": 0.0, "batch_tokens": 10, "delta": delta}
+        case = claims.MiniBatch(V=8, contexts=20, seed=0, unique_share=0.0, batch_tokens=10, delta=delta)
         with pytest.raises(InputError, match=message):
-            REGISTRY["error-rank.mini-batch"].check(Instance("batch", params), NUMPY)
+            REGISTRY["error-rank.mini-batch"].check(case, NUMPY)
 
     def test_the_rank_is_measured_exactly(self):
         instance = witness("error-rank.mini-batch", 64)
@@ -463,4 +463,4 @@ class TestMutantsAreRefutedThroughTheirMeasurement:
         mutant = REGISTRY["error-rank.wcdd"].mutants["weak-dominance-suffices"]
         for instance in mutant.witnesses(16):
             verdict = mutant.check(instance, NUMPY)
-            assert verdict.status is Status.VIOLATED and verdict.rhs == instance.params["n"] - 1
+            assert verdict.status is Status.VIOLATED and verdict.rhs == instance.n - 1

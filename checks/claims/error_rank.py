@@ -30,7 +30,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 from fractions import Fraction
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from hypothesis import strategies as st
@@ -39,9 +39,9 @@ from scipy.special import logsumexp
 from rankwall.checks import exact, tolerance
 from rankwall.checks.data import characters, read_corpus, words
 from rankwall.checks.verdict import (
+    Case,
     Certification,
     Family,
-    Instance,
     Judgement,
     Measurement,
     Relation,
@@ -51,136 +51,219 @@ from rankwall.checks.verdict import (
 from rankwall.theory import error_rank as er
 from rankwall.theory._validation import InputError
 
+# --------------------------------------------------------------------------- cases
+
+
+@dataclass(frozen=True)
+class UniqueContinuation(Case):
+    """k contexts with distinct unique continuations among V tokens, logits HWᵀ of rank D
+    (:func:`rankwall.theory.error_rank.construct_unique_continuation`)."""
+
+    FAMILY: ClassVar[str] = "unique-continuation"
+    V: int
+    k: int
+    D: int
+    seed: int = 0
+    scale: float = 1.0
+
+
+@dataclass(frozen=True)
+class CorpusContinuations(Case):
+    """The unique continuations of the n-gram contexts of a shipped corpus, logits of rank D."""
+
+    FAMILY: ClassVar[str] = "corpus"
+    corpus: str = "tinyshakespeare.txt"
+    level: str = "char"
+    order: int = 3
+    D: int = 16
+    seed: int = 0
+    scale: float = 1.0
+
+
+@dataclass(frozen=True)
+class StochasticPattern(Case):
+    """A row-stochastic n x n pattern with ``closed`` attracting classes (integer weights)."""
+
+    FAMILY: ClassVar[str] = "stochastic"
+    n: int
+    closed: int = 1
+    seed: int = 0
+    density: float = 0.2
+
+
+@dataclass(frozen=True)
+class WcddPattern(Case):
+    """diag(w) - W of an n x n pattern with one closed class, ``leaks`` of whose rows leak mass."""
+
+    FAMILY: ClassVar[str] = "wcdd"
+    n: int
+    leaks: int = 1
+    seed: int = 0
+    density: float = 0.1
+
+
+@dataclass(frozen=True)
+class MiniBatch(Case):
+    """A Zipfian language over V tokens and ``contexts`` contexts, a batch of ``batch_tokens``
+    drawn without replacement, and P = (1 - δ)Ñ + δ/V."""
+
+    FAMILY: ClassVar[str] = "batch"
+    V: int
+    contexts: int
+    seed: int = 0
+    unique_share: float = 0.3
+    batch_tokens: int = 400
+    delta: float = 1e-3
+
+
+@dataclass(frozen=True)
+class LowRank(Case):
+    """An integer rows x columns matrix of the given rank (entries up to ``spread``), times ``scale``."""
+
+    FAMILY: ClassVar[str] = "low-rank"
+    rows: int
+    columns: int
+    rank: int
+    seed: int = 0
+    spread: int = 3
+    scale: int = 1
+
+
+@dataclass(frozen=True)
+class Factors(Case):
+    """Gaussian factors H (rows x rank, times ``scale``) and W (columns x rank) of logits HWᵀ."""
+
+    FAMILY: ClassVar[str] = "factors"
+    rows: int
+    columns: int
+    rank: int
+    seed: int = 0
+    scale: float = 1.0
+
+
+@dataclass(frozen=True)
+class RowShift(Case):
+    """A low-rank integer matrix A and two integer row shifts (the second times ``second``: 0 or 1)."""
+
+    FAMILY: ClassVar[str] = "row-shift"
+    rows: int
+    columns: int
+    rank: int
+    seed: int = 0
+    spread: int = 2
+    shift_seed: int = 0
+    shift_spread: int = 5
+    second: int = 1
+
+
+#: The cases of the unique-continuation claim: synthetic, or from a corpus.
+UniqueCase = UniqueContinuation | CorpusContinuations
+
 # --------------------------------------------------------------------------- strategies
 
 
 @st.composite
-def unique_continuation_instances(draw: Any, k_equals_V: bool = False) -> Instance:
+def unique_continuation_instances(draw: Any, k_equals_V: bool = False) -> UniqueContinuation:
     """k contexts with distinct unique continuations, logits of rank D, scales up to 1000
     (large scales underflow float64 softmax rows)."""
     V = draw(st.one_of(st.integers(2, 40), st.integers(2, 600), st.sampled_from([4096, 131072])))
     k = V if k_equals_V else draw(st.integers(1, min(V, 256)))
     if k_equals_V and V > 600:
         V = k = draw(st.integers(2, 600))
-    return Instance(
-        "unique-continuation",
-        {
-            "V": V,
-            "k": k,
-            "D": draw(st.integers(1, 32)),
-            "seed": draw(st.integers(0, 2**16)),
-            "scale": draw(st.sampled_from([0.1, 1.0, 10.0, 100.0, 1000.0])),
-        },
+    return UniqueContinuation(
+        V=V,
+        k=k,
+        D=draw(st.integers(1, 32)),
+        seed=draw(st.integers(0, 2**16)),
+        scale=draw(st.sampled_from([0.1, 1.0, 10.0, 100.0, 1000.0])),
     )
 
 
 @st.composite
-def corpus_instances(draw: Any) -> Instance:
+def corpus_instances(draw: Any) -> CorpusContinuations:
     """Unique continuations of n-gram contexts in tinyshakespeare (character level)."""
-    return Instance(
-        "corpus",
-        {
-            "corpus": "tinyshakespeare.txt",
-            "level": "char",
-            "order": draw(st.integers(1, 4)),
-            "D": draw(st.integers(1, 16)),
-            "seed": draw(st.integers(0, 2**16)),
-            "scale": draw(st.sampled_from([0.5, 5.0])),
-        },
+    return CorpusContinuations(
+        corpus="tinyshakespeare.txt",
+        level="char",
+        order=draw(st.integers(1, 4)),
+        D=draw(st.integers(1, 16)),
+        seed=draw(st.integers(0, 2**16)),
+        scale=draw(st.sampled_from([0.5, 5.0])),
     )
 
 
 @st.composite
-def stochastic_instances(draw: Any) -> Instance:
+def stochastic_instances(draw: Any) -> StochasticPattern:
+    """Stochastic patterns of order up to 40 with 1 to n closed classes."""
     n = draw(st.integers(1, 40))
-    return Instance(
-        "stochastic",
-        {
-            "n": n,
-            "closed": draw(st.integers(1, n)),
-            "seed": draw(st.integers(0, 2**16)),
-            "density": draw(st.floats(0, 0.6)),
-        },
+    return StochasticPattern(
+        n=n,
+        closed=draw(st.integers(1, n)),
+        seed=draw(st.integers(0, 2**16)),
+        density=draw(st.floats(0, 0.6)),
     )
 
 
 @st.composite
-def wcdd_instances(draw: Any) -> Instance:
+def wcdd_instances(draw: Any) -> WcddPattern:
+    """Weakly chained diagonally dominant patterns of order up to 40."""
     n = draw(st.integers(1, 40))
-    return Instance(
-        "wcdd",
-        {
-            "n": n,
-            "leaks": draw(st.integers(1, n)),
-            "seed": draw(st.integers(0, 2**16)),
-            "density": draw(st.floats(0, 0.5)),
-        },
+    return WcddPattern(
+        n=n,
+        leaks=draw(st.integers(1, n)),
+        seed=draw(st.integers(0, 2**16)),
+        density=draw(st.floats(0, 0.5)),
     )
 
 
 @st.composite
-def batch_instances(draw: Any) -> Instance:
+def batch_instances(draw: Any) -> MiniBatch:
+    """Zipfian languages and batches of up to twice as many tokens as contexts."""
     V = draw(st.integers(8, 400))
     contexts = draw(st.integers(20, 300))
-    return Instance(
-        "batch",
-        {
-            "V": V,
-            "contexts": contexts,
-            "seed": draw(st.integers(0, 2**16)),
-            "unique_share": draw(st.floats(0, 0.6)),
-            "batch_tokens": draw(st.integers(10, 2 * contexts)),
-            "delta": draw(st.sampled_from([1e-2, 1e-4, 1e-8])),
-        },
+    return MiniBatch(
+        V=V,
+        contexts=contexts,
+        seed=draw(st.integers(0, 2**16)),
+        unique_share=draw(st.floats(0, 0.6)),
+        batch_tokens=draw(st.integers(10, 2 * contexts)),
+        delta=draw(st.sampled_from([1e-2, 1e-4, 1e-8])),
     )
 
 
 @st.composite
-def low_rank_instances(draw: Any, factors: bool = False) -> Instance:
+def low_rank_instances(draw: Any, factors: bool = False) -> LowRank | Factors:
+    """Integer matrices of chosen rank, or (``factors``) Gaussian factors of chosen rank."""
     rows = draw(st.integers(1, 40))
     columns = draw(st.integers(2, 60))
     rank = draw(st.integers(0 if not factors else 1, min(rows, columns)))
     if factors:
         scale = draw(st.sampled_from([0.1, 1.0, 30.0]))
-        return Instance(
-            "factors",
-            {
-                "rows": rows,
-                "columns": columns,
-                "rank": rank,
-                "seed": draw(st.integers(0, 2**16)),
-                "scale": scale,
-            },
-        )
-    return Instance(
-        "low-rank",
-        {
-            "rows": rows,
-            "columns": columns,
-            "rank": rank,
-            "seed": draw(st.integers(0, 2**16)),
-            "spread": draw(st.integers(1, 5)),
-            "scale": draw(st.sampled_from([1, 3, 50])),
-        },
+        return Factors(rows=rows, columns=columns, rank=rank, seed=draw(st.integers(0, 2**16)), scale=scale)
+    return LowRank(
+        rows=rows,
+        columns=columns,
+        rank=rank,
+        seed=draw(st.integers(0, 2**16)),
+        spread=draw(st.integers(1, 5)),
+        scale=draw(st.sampled_from([1, 3, 50])),
     )
 
 
 @st.composite
-def row_shift_instances(draw: Any) -> Instance:
+def row_shift_instances(draw: Any) -> RowShift:
+    """Low-rank integer matrices and two row shifts."""
     rows = draw(st.integers(1, 30))
     columns = draw(st.integers(2, 40))
-    return Instance(
-        "row-shift",
-        {
-            "rows": rows,
-            "columns": columns,
-            "rank": draw(st.integers(0, min(rows, columns))),
-            "seed": draw(st.integers(0, 2**16)),
-            "spread": draw(st.integers(1, 4)),
-            "shift_seed": draw(st.integers(0, 2**16)),
-            "shift_spread": draw(st.integers(0, 6)),
-            "second": draw(st.integers(0, 1)),
-        },
+    return RowShift(
+        rows=rows,
+        columns=columns,
+        rank=draw(st.integers(0, min(rows, columns))),
+        seed=draw(st.integers(0, 2**16)),
+        spread=draw(st.integers(1, 4)),
+        shift_seed=draw(st.integers(0, 2**16)),
+        shift_spread=draw(st.integers(0, 6)),
+        second=draw(st.integers(0, 1)),
     )
 
 
@@ -292,18 +375,18 @@ def certified_rank_lower(M: np.ndarray, entry_error: float) -> tuple[int, float]
 # --------------------------------------------------------------------------- instances
 
 
-def unique_instance(instance: Instance) -> tuple[er.LogitRows, np.ndarray]:
-    """(logits, tokens) of a unique-continuation instance, synthetic or from a corpus."""
-    p = instance.params
-    if instance.family == "unique-continuation":
-        return er.construct_unique_continuation(p["V"], p["k"], p["D"], p["seed"], scale=p.get("scale", 1.0))
-    if instance.family == "corpus":
-        stream = corpus_stream(p["corpus"], p["level"])
-        counts, _ = er.ngram_counts(stream.ids, p["order"], stream.V)
-        _, tokens = er.unique_continuations(counts)
-        logits, _ = er.construct_unique_continuation(stream.V, len(tokens), p["D"], p["seed"], scale=p["scale"])
-        return logits, tokens
-    raise InputError(f"instance: unknown family {instance.family!r}")
+def unique_instance(case: UniqueCase) -> tuple[er.LogitRows, np.ndarray]:
+    """(logits, tokens) of a unique-continuation case, synthetic or from a corpus."""
+    match case:
+        case UniqueContinuation():
+            return er.construct_unique_continuation(case.V, case.k, case.D, case.seed, scale=case.scale)
+        case CorpusContinuations():
+            stream = corpus_stream(case.corpus, case.level)
+            counts, _ = er.ngram_counts(stream.ids, case.order, stream.V)
+            _, tokens = er.unique_continuations(counts)
+            logits, _ = er.construct_unique_continuation(stream.V, len(tokens), case.D, case.seed, scale=case.scale)
+            return logits, tokens
+    raise InputError(f"instance: unknown family {case.family!r}")
 
 
 _STREAMS: dict[tuple[str, str], Any] = {}
@@ -414,69 +497,70 @@ def ball_bounds(logits: er.LogitRows, tokens: np.ndarray) -> RankBounds:
     return RankBounds(k, k, "interval-256 dominance margins", "rows and (P - Ñ)1 = 0", False, certificate)
 
 
-def unique_bound(instance: Instance, factor: Fraction, extra: int) -> int:
+def unique_bound(case: UniqueCase, factor: Fraction, extra: int) -> int:
     """The claimed lower bound min(k, V - 1) (plus ``extra`` for a mutant), tightened."""
-    logits, tokens = unique_instance(instance)
+    logits, tokens = unique_instance(case)
     k, V = len(tokens), logits.shape[1]
     return tightened_integer_bound(min(k + extra, V - 1 + extra), factor, "lower")
 
 
-def unique_bounds(instance: Instance, bound: int, escalate: bool) -> RankBounds:
+def unique_bounds(case: UniqueCase, bound: int, escalate: bool) -> RankBounds:
     """rank(P - Ñ) from the float routes; with ``escalate``, when they leave ``bound`` undecided,
     from the exact instance P̂ (route 2, when it is strictly positive, so inside the domain, and
     small) and then from the margins in ball arithmetic (route 1 for underflowed rows, k < V)."""
-    logits, tokens = unique_instance(instance)
+    logits, tokens = unique_instance(case)
     bounds = float_bounds(logits, tokens)
     if not escalate or bounds.lo >= bound or bounds.hi < bound:
         return bounds
     small = len(tokens) * logits.shape[1] <= EXACT_ENTRIES
     if small and bool(np.all(logits.probabilities(slice(None)) > 0)):
-        return exact_float_rows(instance)
+        return exact_float_rows(case)
     if len(tokens) < logits.shape[1]:
         return ball_bounds(logits, tokens)
     return bounds
 
 
-def measure_unique(instance: Instance, backend: Any, factor: Fraction, extra: int = 0) -> Measurement:
+def measure_unique(case: UniqueCase, backend: Any, factor: Fraction, extra: int = 0) -> Measurement:
     """b <= rank(P - Ñ), b = min(k, V - 1) tightened, from the float routes."""
-    bound = unique_bound(instance, factor, extra)
-    return measurement(unique_bounds(instance, bound, escalate=False), bound, "lower")
+    bound = unique_bound(case, factor, extra)
+    return measurement(unique_bounds(case, bound, escalate=False), bound, "lower")
 
 
-def judge_unique(instance: Instance, factor: Fraction, extra: int = 0) -> Judgement:
-    bound = unique_bound(instance, factor, extra)
-    return judgement(unique_bounds(instance, bound, escalate=True), bound, "lower")
+def judge_unique(case: UniqueCase, factor: Fraction, extra: int = 0) -> Judgement:
+    """The same bound, re-decided with the exact and ball routes (see :func:`unique_bounds`)."""
+    bound = unique_bound(case, factor, extra)
+    return judgement(unique_bounds(case, bound, escalate=True), bound, "lower")
 
 
-def exact_float_rows(instance: Instance) -> RankBounds:
-    """Route 2 on an instance: the exact rank of P̂ - Ñ, refused as input when k V is too large."""
-    bounds = float_rows_bounds(*unique_instance(instance))
+def exact_float_rows(case: UniqueCase) -> RankBounds:
+    """Route 2 on a case: the exact rank of P̂ - Ñ, refused as input when k V is too large."""
+    bounds = float_rows_bounds(*unique_instance(case))
     if bounds is None:
         raise InputError(f"instance: k x V above {EXACT_ENTRIES}, too large for the exact rank of P̂ - Ñ")
     return bounds
 
 
-def measure_float_rows(instance: Instance, backend: Any, factor: Fraction) -> Measurement:
+def measure_float_rows(case: UniqueCase, backend: Any, factor: Fraction) -> Measurement:
     """The mutant: b <= rank(P̂ - Ñ) for the float rows P̂ (zeros included), exactly."""
-    return measurement(exact_float_rows(instance), unique_bound(instance, factor, 0), "lower")
+    return measurement(exact_float_rows(case), unique_bound(case, factor, 0), "lower")
 
 
-def judge_float_rows(instance: Instance, factor: Fraction) -> Judgement:
-    return judgement(exact_float_rows(instance), unique_bound(instance, factor, 0), "lower")
+def judge_float_rows(case: UniqueCase, factor: Fraction) -> Judgement:
+    """The mutant, re-decided on the same exact rank."""
+    return judgement(exact_float_rows(case), unique_bound(case, factor, 0), "lower")
 
 
 # --------------------------------------------------------------------------- beyond positivity
 
 
-def stochastic_weights(instance: Instance) -> np.ndarray:
+def stochastic_weights(case: StochasticPattern) -> np.ndarray:
     """Integer weights whose row normalisation is P_T, with the instance's number of closed classes."""
-    p = instance.params
-    return er.construct_stochastic_with_classes(p["n"], p["closed"], p["seed"], density=p["density"])
+    return er.construct_stochastic_with_classes(case.n, case.closed, case.seed, density=case.density)
 
 
-def attracting_bounds(instance: Instance) -> RankBounds:
+def attracting_bounds(case: StochasticPattern) -> RankBounds:
     """rank(I - P_T) exactly: its rows times their totals are integers (python-flint)."""
-    weights = stochastic_weights(instance)
+    weights = stochastic_weights(case)
     rank, method = exact.exact_rank(np.diag(weights.sum(axis=1)) - weights)
     return RankBounds(rank, rank, method, method, True, {})
 
@@ -486,46 +570,46 @@ def all_components_rank(weights: np.ndarray) -> int:
     return weights.shape[0] - er.nx.number_strongly_connected_components(er.positive_graph(weights))
 
 
-def predicted_rank(instance: Instance, mutant: bool) -> int:
+def predicted_rank(case: StochasticPattern, mutant: bool) -> int:
     """n - a, a the attracting components (n minus all components for the mutant)."""
-    weights = stochastic_weights(instance)
+    weights = stochastic_weights(case)
     return all_components_rank(weights) if mutant else er.stochastic_defect_rank(weights)
 
 
-def measure_attracting(instance: Instance, backend: Any, factor: Fraction, mutant: bool = False) -> Measurement:
+def measure_attracting(case: StochasticPattern, backend: Any, factor: Fraction, mutant: bool = False) -> Measurement:
     """rank(I - P_T) == n - a, both sides exact."""
-    return measurement(attracting_bounds(instance), predicted_rank(instance, mutant), "equal")
+    return measurement(attracting_bounds(case), predicted_rank(case, mutant), "equal")
 
 
-def judge_attracting(instance: Instance, factor: Fraction, mutant: bool = False) -> Judgement:
-    return judgement(attracting_bounds(instance), predicted_rank(instance, mutant), "equal")
+def judge_attracting(case: StochasticPattern, factor: Fraction, mutant: bool = False) -> Judgement:
+    """rank(I - P_T) == n - a, re-decided on the same exact sides."""
+    return judgement(attracting_bounds(case), predicted_rank(case, mutant), "equal")
 
 
-def wcdd_matrix(instance: Instance, leaks: int | None = None) -> np.ndarray:
+def wcdd_matrix(case: WcddPattern, leaks: int | None = None) -> np.ndarray:
     """diag(w) - W for a pattern with one closed class, some of whose rows leak mass (become
     strictly dominant): every row reaches the closed class, and inside it every row reaches
     a leak, so the matrix is weakly chained diagonally dominant. ``leaks`` overrides the
     instance's number of leaking rows (0: no row is strictly dominant)."""
-    p = instance.params
-    weights = er.construct_stochastic_with_classes(p["n"], 1, p["seed"], density=p["density"])
+    weights = er.construct_stochastic_with_classes(case.n, 1, case.seed, density=case.density)
     closed = np.array(sorted(next(iter(er.nx.attracting_components(er.positive_graph(weights))))))
-    count = p["leaks"] if leaks is None else leaks
-    leaking = np.random.default_rng(p["seed"]).choice(closed, size=min(count, len(closed)), replace=False)
+    count = case.leaks if leaks is None else leaks
+    leaking = np.random.default_rng(case.seed).choice(closed, size=min(count, len(closed)), replace=False)
     totals = weights.sum(axis=1)
     totals[leaking] += 1  # mass that leaves the token set: those rows become strictly dominant
     return np.diag(totals) - weights
 
 
-def wcdd_bounds(instance: Instance, chained: bool) -> tuple[RankBounds, int]:
+def wcdd_bounds(case: WcddPattern, chained: bool) -> tuple[RankBounds, int]:
     """The exact rank of the instance's matrix and its order n. Hypothesis (checked on integers,
     exactly): weakly chained diagonally dominant, or for the mutant (``chained=False``) only weakly
     diagonally dominant with no leaking row."""
     if chained:
-        M = wcdd_matrix(instance)
+        M = wcdd_matrix(case)
         if not er.is_weakly_chained_diagonally_dominant(M):
             raise InputError("instance: the matrix is not weakly chained diagonally dominant (outside the domain)")
     else:
-        M = wcdd_matrix(instance, leaks=0)
+        M = wcdd_matrix(case, leaks=0)
         diagonal = np.abs(np.diag(M))
         if not np.all(diagonal >= np.abs(M).sum(axis=1) - diagonal):
             raise InputError("instance: the matrix is not weakly diagonally dominant (outside the domain)")
@@ -533,14 +617,15 @@ def wcdd_bounds(instance: Instance, chained: bool) -> tuple[RankBounds, int]:
     return RankBounds(rank, rank, method, method, True, {"n": M.shape[0]}), M.shape[0]
 
 
-def measure_wcdd(instance: Instance, backend: Any, factor: Fraction, chained: bool = True) -> Measurement:
+def measure_wcdd(case: WcddPattern, backend: Any, factor: Fraction, chained: bool = True) -> Measurement:
     """n <= rank(M) (n tightened), the rank exact."""
-    bounds, n = wcdd_bounds(instance, chained)
+    bounds, n = wcdd_bounds(case, chained)
     return measurement(bounds, tightened_integer_bound(n, factor, "lower"), "lower")
 
 
-def judge_wcdd(instance: Instance, factor: Fraction, chained: bool = True) -> Judgement:
-    bounds, n = wcdd_bounds(instance, chained)
+def judge_wcdd(case: WcddPattern, factor: Fraction, chained: bool = True) -> Judgement:
+    """n <= rank(M), re-decided on the same exact rank."""
+    bounds, n = wcdd_bounds(case, chained)
     return judgement(bounds, tightened_integer_bound(n, factor, "lower"), "lower")
 
 
@@ -560,19 +645,18 @@ class BatchRows:
     hypothesis: dict[str, Any]
 
 
-def batch_rows(instance: Instance) -> BatchRows:
+def batch_rows(case: MiniBatch) -> BatchRows:
     """Build the exact rows and check the hypothesis max|P - Ñ| < ε_B exactly (ε_B the smallest
     positive entry of Ñ on C^u_B): |P - Ñ| = δ |1/V - Ñ_cv|."""
-    p = instance.params
-    counts = er.construct_zipf_language(p["V"], p["contexts"], p["seed"], unique_share=p["unique_share"])
-    batch = er.sample_batch(counts, p["batch_tokens"], p["seed"])
+    counts = er.construct_zipf_language(case.V, case.contexts, case.seed, unique_share=case.unique_share)
+    batch = er.sample_batch(counts, case.batch_tokens, case.seed)
     rows, tokens = er.batch_unique_continuations(counts, batch)
     if len(tokens) == 0:
         raise InputError("instance: C^u_B is empty (no context with one batch token and several data tokens)")
-    V = p["V"]
-    delta = Fraction(p["delta"])
+    V = case.V
+    delta = Fraction(case.delta)
     if not 0 < delta < 1:
-        raise InputError(f"instance: δ = {p['delta']} leaves P = (1 - δ)Ñ + δ/V non-positive (outside A.7)")
+        raise InputError(f"instance: δ = {case.delta} leaves P = (1 - δ)Ñ + δ/V non-positive (outside A.7)")
     n = counts[rows].toarray().astype(np.int64)
     totals = n.sum(axis=1)
     k = len(tokens)
@@ -636,10 +720,10 @@ def batch_bounds(parts: BatchRows) -> RankBounds:
     return RankBounds(rank, rank, how, how, True, {})
 
 
-def batch_decision(instance: Instance, factor: Fraction, everywhere: bool = False) -> tuple[Measurement, Judgement]:
+def batch_decision(case: MiniBatch, factor: Fraction, everywhere: bool = False) -> tuple[Measurement, Judgement]:
     """b <= rank(P - Ñ^B), b = min(|C^u_B|, V - 1) tightened, together with conclusions (i) and
     (iii). A failed conclusion is a violation (exact); the rank is then not compared."""
-    parts = batch_rows(instance)
+    parts = batch_rows(case)
     counted, failures, certificate = batch_conclusions(parts, everywhere)
     k, V = parts.error.shape
     bound = tightened_integer_bound(min(k, V - 1), factor, "lower")
@@ -652,21 +736,22 @@ def batch_decision(instance: Instance, factor: Fraction, everywhere: bool = Fals
     return measurement(bounds, bound, "lower"), judgement(bounds, bound, "lower")
 
 
-def measure_batch(instance: Instance, backend: Any, factor: Fraction, everywhere: bool = False) -> Measurement:
-    """Prop. A.7 on one instance, exactly (see :func:`batch_decision`)."""
-    return batch_decision(instance, factor, everywhere)[0]
+def measure_batch(case: MiniBatch, backend: Any, factor: Fraction, everywhere: bool = False) -> Measurement:
+    """Prop. A.7 on one case, exactly (see :func:`batch_decision`)."""
+    return batch_decision(case, factor, everywhere)[0]
 
 
-def judge_batch(instance: Instance, factor: Fraction, everywhere: bool = False) -> Judgement:
-    return batch_decision(instance, factor, everywhere)[1]
+def judge_batch(case: MiniBatch, factor: Fraction, everywhere: bool = False) -> Judgement:
+    """Prop. A.7 on one instance, re-decided (see :func:`batch_decision`)."""
+    return batch_decision(case, factor, everywhere)[1]
 
 
 # --------------------------------------------------------------------------- log-probabilities
 
 
-def low_rank_matrix(instance: Instance) -> np.ndarray:
-    p = instance.params
-    return er.construct_low_rank_integers(p["rows"], p["columns"], p["rank"], p["seed"], spread=p["spread"])
+def low_rank_matrix(case: LowRank | RowShift) -> np.ndarray:
+    """The integer matrix A of the case's rank (python-flint certifies it exactly)."""
+    return er.construct_low_rank_integers(case.rows, case.columns, case.rank, case.seed, spread=case.spread)
 
 
 def factorization_residual(Z: np.ndarray, L: np.ndarray) -> tuple[float, float]:
@@ -699,10 +784,10 @@ def log_probability_bounds(Z: np.ndarray, L: np.ndarray, entry_error: float, rig
     return RankBounds(lo, min(L.shape[0], rank_right), "SVD + Weyl margin", upper, False, certificate)
 
 
-def log_softmax_decision(instance: Instance, factor: Fraction, drop: int) -> tuple[Measurement, Judgement]:
+def log_softmax_decision(case: LowRank, factor: Fraction, drop: int) -> tuple[Measurement, Judgement]:
     """rank(log softmax A) <= rank(A) + 1 (minus ``drop`` for the mutant), tightened; rank(A) exact.
     The right factor is [Aᵀ, 1]: L = A - z1ᵀ = [A, -z][I, 1]ᵀ has rows in rowspace(A) + span(1)."""
-    A = low_rank_matrix(instance) * instance.params.get("scale", 1)
+    A = low_rank_matrix(case) * case.scale
     rank_A, _ = exact.exact_rank(A)
     Z = A.astype(np.float64)
     L = er.log_softmax(Z)
@@ -713,62 +798,64 @@ def log_softmax_decision(instance: Instance, factor: Fraction, drop: int) -> tup
     return measurement(bounds, bound, "upper"), judgement(bounds, bound, "upper")
 
 
-def measure_log_softmax(instance: Instance, backend: Any, factor: Fraction, drop: int = 0) -> Measurement:
+def measure_log_softmax(case: LowRank, backend: Any, factor: Fraction, drop: int = 0) -> Measurement:
     """rank(log softmax A) <= rank(A) + 1 (see :func:`log_softmax_decision`)."""
-    return log_softmax_decision(instance, factor, drop)[0]
+    return log_softmax_decision(case, factor, drop)[0]
 
 
-def judge_log_softmax(instance: Instance, factor: Fraction, drop: int = 0) -> Judgement:
-    return log_softmax_decision(instance, factor, drop)[1]
+def judge_log_softmax(case: LowRank, factor: Fraction, drop: int = 0) -> Judgement:
+    """rank(log softmax A) <= rank(A) + 1, re-decided (see :func:`log_softmax_decision`)."""
+    return log_softmax_decision(case, factor, drop)[1]
 
 
-def bottleneck_decision(instance: Instance, factor: Fraction, extra: int) -> tuple[Measurement, Judgement]:
+def bottleneck_decision(case: Factors, factor: Fraction, extra: int) -> tuple[Measurement, Judgement]:
     """rank(log softmax(HWᵀ)) <= d + 1 (plus ``extra``: negative for the mutant), tightened. The
     right factor is [W, 1] read exactly (rows of dyadic rationals, scaled to integers)."""
-    p = instance.params
-    rng = np.random.default_rng(p["seed"])
-    H = p["scale"] * rng.standard_normal((p["rows"], p["rank"]))
-    W = rng.standard_normal((p["columns"], p["rank"]))
+    rng = np.random.default_rng(case.seed)
+    H = case.scale * rng.standard_normal((case.rows, case.rank))
+    W = rng.standard_normal((case.columns, case.rank))
     Z = H @ W.T
     L = er.log_softmax(Z)
-    product = tolerance.gamma(p["rank"] + 2, U) * (np.abs(H) @ np.abs(W).T)  # |fl(z_ij) - z_ij|
+    product = tolerance.gamma(case.rank + 2, U) * (np.abs(H) @ np.abs(W).T)  # |fl(z_ij) - z_ij|
     through = product + product.max(axis=1, keepdims=True)  # an error in z_i moves L_ij and lse(z_i)
     entry_error = tolerance.log_softmax_error(Z, L, U) + float(np.linalg.norm(through))
     right = integer_rows(np.hstack([W, np.ones((W.shape[0], 1))]))
     bounds = log_probability_bounds(Z, L, entry_error, right)
-    bound = tightened_integer_bound(p["rank"] + 1 + extra, factor, "upper")
+    bound = tightened_integer_bound(case.rank + 1 + extra, factor, "upper")
     return measurement(bounds, bound, "upper"), judgement(bounds, bound, "upper")
 
 
-def measure_bottleneck(instance: Instance, backend: Any, factor: Fraction, extra: int = 0) -> Measurement:
+def measure_bottleneck(case: Factors, backend: Any, factor: Fraction, extra: int = 0) -> Measurement:
     """rank(log softmax(HWᵀ)) <= d + 1 (see :func:`bottleneck_decision`)."""
-    return bottleneck_decision(instance, factor, extra)[0]
+    return bottleneck_decision(case, factor, extra)[0]
 
 
-def judge_bottleneck(instance: Instance, factor: Fraction, extra: int = 0) -> Judgement:
-    return bottleneck_decision(instance, factor, extra)[1]
+def judge_bottleneck(case: Factors, factor: Fraction, extra: int = 0) -> Judgement:
+    """rank(log softmax(HWᵀ)) <= d + 1, re-decided (see :func:`bottleneck_decision`)."""
+    return bottleneck_decision(case, factor, extra)[1]
 
 
-def row_shift_bounds(instance: Instance) -> RankBounds:
+def row_shift_bounds(case: RowShift) -> RankBounds:
     """|rank(A + λ1ᵀ) - rank(A + μ1ᵀ)| from two exact ranks over the integers (python-flint)."""
-    A = low_rank_matrix(instance)
-    rng = np.random.default_rng(instance.params["shift_seed"])
-    spread = instance.params["shift_spread"]
+    A = low_rank_matrix(case)
+    rng = np.random.default_rng(case.shift_seed)
+    spread = case.shift_spread
     first = er.row_shift(A, rng.integers(-spread, spread + 1, size=A.shape[0]))
-    second = er.row_shift(A, rng.integers(-spread, spread + 1, size=A.shape[0]) * instance.params["second"])
+    second = er.row_shift(A, rng.integers(-spread, spread + 1, size=A.shape[0]) * case.second)
     r1, method = exact.exact_rank(first)
     r2, _ = exact.exact_rank(second)
     gap = abs(r1 - r2)
     return RankBounds(gap, gap, method, method, True, {"rank_first": r1, "rank_second": r2})
 
 
-def measure_row_shift(instance: Instance, backend: Any, factor: Fraction, allowed: int = 1) -> Measurement:
+def measure_row_shift(case: RowShift, backend: Any, factor: Fraction, allowed: int = 1) -> Measurement:
     """|rank(A + λ1ᵀ) - rank(A + μ1ᵀ)| <= ``allowed`` (tightened), both ranks exact."""
-    return measurement(row_shift_bounds(instance), tightened_integer_bound(allowed, factor, "upper"), "upper")
+    return measurement(row_shift_bounds(case), tightened_integer_bound(allowed, factor, "upper"), "upper")
 
 
-def judge_row_shift(instance: Instance, factor: Fraction, allowed: int = 1) -> Judgement:
-    return judgement(row_shift_bounds(instance), tightened_integer_bound(allowed, factor, "upper"), "upper")
+def judge_row_shift(case: RowShift, factor: Fraction, allowed: int = 1) -> Judgement:
+    """|rank(A + λ1ᵀ) - rank(A + μ1ᵀ)| <= ``allowed``, re-decided on the same exact ranks."""
+    return judgement(row_shift_bounds(case), tightened_integer_bound(allowed, factor, "upper"), "upper")
 
 
 # --------------------------------------------------------------------------- registration
@@ -780,39 +867,24 @@ ERROR_RANK = Family("error-rank", **_SHARED)
 LOGPROB_RANK = Family("logprob-rank", **_SHARED)
 
 
-def _unique_witnesses(V: int) -> list[Instance]:
+def _unique_witnesses(V: int) -> list[UniqueCase]:
     ks = sorted({1, min(V, 2), min(V - 1, 64), V - 1, V} if V <= 4096 else {1, 64, 1024, V})
-    rows = [Instance("unique-continuation", {"V": V, "k": k, "D": 8, "seed": 0, "scale": 1.0}) for k in ks if k >= 1]
-    rows.append(Instance("unique-continuation", {"V": V, "k": min(V - 1, 16) or 1, "D": 4, "seed": 1, "scale": 300.0}))
+    rows: list[UniqueCase] = [UniqueContinuation(V=V, k=k, D=8, seed=0, scale=1.0) for k in ks if k >= 1]
+    rows.append(UniqueContinuation(V=V, k=min(V - 1, 16) or 1, D=4, seed=1, scale=300.0))
     if V <= 4096:
-        rows.append(
-            Instance(
-                "corpus",
-                {
-                    "corpus": "tinyshakespeare.txt",
-                    "level": "char",
-                    "order": 3,
-                    "D": 16,
-                    "seed": 0,
-                    "scale": 1.0,
-                },
-            )
-        )
+        rows.append(CorpusContinuations(corpus="tinyshakespeare.txt", level="char", order=3, D=16, seed=0, scale=1.0))
     return rows
 
 
-def _unique_random(V: int, n: int, seed: int) -> list[Instance]:
+def _unique_random(V: int, n: int, seed: int) -> list[UniqueContinuation]:
     rng = np.random.default_rng(seed)
     return [
-        Instance(
-            "unique-continuation",
-            {
-                "V": V,
-                "k": int(rng.integers(1, min(V, 512) + 1)),
-                "D": int(rng.integers(1, 33)),
-                "seed": int(rng.integers(2**31)),
-                "scale": float(10 ** rng.uniform(-1, 2)),
-            },
+        UniqueContinuation(
+            V=V,
+            k=int(rng.integers(1, min(V, 512) + 1)),
+            D=int(rng.integers(1, 33)),
+            seed=int(rng.integers(2**31)),
+            scale=float(10 ** rng.uniform(-1, 2)),
         )
         for _ in range(n)
     ]
@@ -844,7 +916,7 @@ attracting = ERROR_RANK.claim(
     measure=measure_attracting,
     judge_exactly=judge_attracting,
     witnesses=lambda V: [
-        Instance("stochastic", {"n": min(V, 60), "closed": c, "seed": s, "density": 0.2})
+        StochasticPattern(n=min(V, 60), closed=c, seed=s, density=0.2)
         for c in (1, 2, min(V, 60) // 3 or 1)
         for s in (0, 1)
     ],
@@ -860,7 +932,7 @@ wcdd = ERROR_RANK.claim(
     bound="lower",
     measure=measure_wcdd,
     judge_exactly=judge_wcdd,
-    witnesses=lambda V: [Instance("wcdd", {"n": min(V, 60), "leaks": 1, "seed": s, "density": 0.1}) for s in range(4)],
+    witnesses=lambda V: [WcddPattern(n=min(V, 60), leaks=1, seed=s, density=0.1) for s in range(4)],
     strategy=wcdd_instances,
 )
 mini_batch = ERROR_RANK.claim(
@@ -876,17 +948,7 @@ mini_batch = ERROR_RANK.claim(
     measure=measure_batch,
     judge_exactly=judge_batch,
     witnesses=lambda V: [
-        Instance(
-            "batch",
-            {
-                "V": min(V, 2048),
-                "contexts": 600,
-                "seed": s,
-                "unique_share": 0.3,
-                "batch_tokens": 400,
-                "delta": 1e-3,
-            },
-        )
+        MiniBatch(V=min(V, 2048), contexts=600, seed=s, unique_share=0.3, batch_tokens=400, delta=1e-3)
         for s in range(3)
     ],
     strategy=batch_instances,
@@ -902,7 +964,7 @@ log_softmax_rank = LOGPROB_RANK.claim(
     measure=measure_log_softmax,
     judge_exactly=judge_log_softmax,
     witnesses=lambda V: [
-        Instance("low-rank", {"rows": 40, "columns": min(V, 80), "rank": r, "seed": 0, "spread": 3, "scale": s})
+        LowRank(rows=40, columns=min(V, 80), rank=r, seed=0, spread=3, scale=s)
         for r in (0, 1, 5, min(V, 39))
         for s in (1, 7)
         if r <= min(V, 40)
@@ -920,19 +982,7 @@ row_shift = LOGPROB_RANK.claim(
     measure=measure_row_shift,
     judge_exactly=judge_row_shift,
     witnesses=lambda V: [
-        Instance(
-            "row-shift",
-            {
-                "rows": 30,
-                "columns": min(V, 50),
-                "rank": r,
-                "seed": 0,
-                "spread": 2,
-                "shift_seed": s,
-                "shift_spread": 5,
-                "second": w,
-            },
-        )
+        RowShift(rows=30, columns=min(V, 50), rank=r, seed=0, spread=2, shift_seed=s, shift_spread=5, second=w)
         for r in sorted({0, min(3, V), min(V, 29)})
         for s in (0, 1)
         for w in (0, 1)
@@ -950,7 +1000,7 @@ bottleneck = LOGPROB_RANK.claim(
     measure=measure_bottleneck,
     judge_exactly=judge_bottleneck,
     witnesses=lambda V: [
-        Instance("factors", {"rows": 60, "columns": min(V, 120), "rank": d, "seed": 0, "scale": s})
+        Factors(rows=60, columns=min(V, 120), rank=d, seed=0, scale=s)
         for d in (1, 4, 16)
         for s in (0.1, 3.0)
         if d < min(V, 60)
@@ -971,9 +1021,7 @@ unique_continuation.with_mutant(
     domain="P̂ = the float64 softmax(HWᵀ) read exactly, k V ≤ 2^14",
     measure=measure_float_rows,
     judge_exactly=judge_float_rows,
-    witnesses=lambda V: [
-        Instance("unique-continuation", {"V": min(V, 6), "k": min(V, 6), "D": 2, "seed": 0, "scale": 1e4})
-    ],
+    witnesses=lambda V: [UniqueContinuation(V=min(V, 6), k=min(V, 6), D=2, seed=0, scale=1e4)],
     strategy=lambda: unique_continuation_instances(k_equals_V=True),
 )
 attracting.with_mutant(
