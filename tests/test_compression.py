@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from fractions import Fraction
 
 import mpmath
@@ -15,7 +16,7 @@ from rankwall.checks.backends import resolve
 from rankwall.checks.claims import compression as claims
 from rankwall.checks.cli import EXIT_OK, EXIT_USAGE, EXIT_VIOLATED, main
 from rankwall.checks.search import search
-from rankwall.checks.verdict import REGISTRY, Certification, Instance, Relation, Status
+from rankwall.checks.verdict import REGISTRY, Certification, Relation, Status
 from rankwall.theory import compression as cp
 from rankwall.theory._validation import InputError
 
@@ -129,10 +130,19 @@ MUTANTS = [m for c in REGISTRY if c.id.startswith("compression.") for m in c.mut
 #: The witness the review quoted (V = 64, D = 32: c² = 0.523 against a top-32 share of 0.995).
 REVIEWED = claims.ky_fan.witnesses(64)[0]
 SMALL = [
-    Instance("batch-gradient", {"V": 16, "D": 5, "rank": None, "tokens": 8, "seed": 3, "aligned": False}),
-    Instance("batch-gradient", {"V": 12, "D": 9, "rank": 3, "tokens": 10, "seed": 4, "scale": 10.0}),
-    Instance("batch-gradient", {"V": 16, "D": 4, "rank": None, "tokens": 8, "seed": 5, "aligned": True}),
+    claims.BatchGradient(V=16, D=5, rank=None, tokens=8, seed=3, aligned=False),
+    claims.BatchGradient(V=12, D=9, rank=3, tokens=10, seed=4, scale=10.0),
+    claims.BatchGradient(V=16, D=4, rank=None, tokens=8, seed=5, aligned=True),
 ]
+
+
+def test_a_case_has_the_json_form_of_its_family():
+    """A typed case writes the JSON of the untyped form: its family, then every parameter."""
+    case = claims.BatchGradient(V=64, D=32, rank=None, tokens=96, seed=32, scale=1.0, aligned=False)
+    expected = {"V": 64, "D": 32, "rank": None, "tokens": 96, "seed": 32, "scale": 1.0, "aligned": False}
+    assert case.to_json() == {"family": "batch-gradient", **expected}
+    assert list(case.to_json()) == ["family", *expected]
+    assert case.vocabulary == 64 and claims.ky_fan.witnesses(64)[0] == case
 
 
 def exact_sides(instance):
@@ -158,7 +168,7 @@ def inside(value, enclosure):
 class TestEnclosuresHoldTheExactQuantities:
     """The tolerance of every verdict is the width of these enclosures: each must hold the exact value."""
 
-    @pytest.mark.parametrize("instance", SMALL, ids=lambda i: f"V{i.params['V']}-D{i.params['D']}")
+    @pytest.mark.parametrize("instance", SMALL, ids=lambda i: f"V{i.V}-D{i.D}")
     def test_against_fifty_digits(self, instance):
         """c², r², the share and both descent rates lie in their enclosures, which are narrow."""
         G, W, Q = claims.gradient(instance)
@@ -238,7 +248,7 @@ class TestEveryVerdictIsReachable:
 
 def test_a_full_head_keeps_everything_exactly():
     """rank W = V: Π = I, so c² = 1 = the share and the sign of the margin is that of F - 1."""
-    full = Instance("batch-gradient", {"V": 8, "D": 8, "rank": None, "tokens": 5, "seed": 0})
+    full = claims.BatchGradient(V=8, D=8, rank=None, tokens=5, seed=0)
     assert claims.ky_fan.check(full, NUMPY).status is Status.HOLDS
     verdict = claims.ky_fan.check(full, NUMPY, Fraction(1, 2))
     assert verdict.status is Status.VIOLATED and verdict.certified_by is Certification.EXACT
@@ -275,6 +285,5 @@ def test_rankwall_search_tighten(capsys, claim_id):
 def test_claims_hold_at_the_full_vocabulary(claim_id):
     """V = 131,072 itself (the witnesses stop at 4,096): one head of D = 32 and 96 tokens per claim."""
     claim = REGISTRY[claim_id]
-    params = claim.witnesses(64)[0].params
-    verdict = claim.check(Instance("batch-gradient", {**params, "V": 131072}), NUMPY)
+    verdict = claim.check(replace(claim.witnesses(64)[0], V=131072), NUMPY)
     assert verdict.status is Status.HOLDS and verdict.certified_by is Certification.TWO_SIDED, verdict.to_json()

@@ -18,35 +18,48 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from hypothesis import strategies as st
 
 from rankwall.checks import tolerance
-from rankwall.checks.verdict import Certification, Family, Instance, Judgement, Measurement, Relation
+from rankwall.checks.verdict import Case, Certification, Family, Judgement, Measurement, Relation
 from rankwall.theory import compression as cp
 
-# --------------------------------------------------------------------------- strategies
+# --------------------------------------------------------------------------- cases and strategies
+
+
+@dataclass(frozen=True)
+class BatchGradient(Case):
+    """The logit gradient of a batch of ``tokens`` hidden states through a head of V x D (of rank
+    ``rank``, full when ``None``), drawn from ``seed``, with logits scaled by ``scale``; an
+    ``aligned`` head is replaced by G's top D right singular vectors."""
+
+    FAMILY: ClassVar[str] = "batch-gradient"
+    V: int
+    D: int
+    rank: int | None = None
+    tokens: int = 96
+    seed: int = 0
+    scale: float = 1.0
+    aligned: bool = False
 
 
 @st.composite
-def compression_instances(draw: Any, aligned: bool = False) -> Instance:
+def compression_instances(draw: Any, aligned: bool = False) -> BatchGradient:
     """A batch gradient through a random or low-rank head (or one aligned with the gradient)."""
     V = draw(st.integers(2, 600))
     D = draw(st.integers(1, min(V, 64)))
     low = draw(st.booleans())
-    return Instance(
-        "batch-gradient",
-        {
-            "V": V,
-            "D": D,
-            "rank": draw(st.integers(1, D)) if low else None,
-            "tokens": draw(st.integers(1, 64)),
-            "seed": draw(st.integers(0, 2**16)),
-            "scale": draw(st.sampled_from([0.1, 1.0, 10.0])),
-            "aligned": aligned,
-        },
+    return BatchGradient(
+        V=V,
+        D=D,
+        rank=draw(st.integers(1, D)) if low else None,
+        tokens=draw(st.integers(1, 64)),
+        seed=draw(st.integers(0, 2**16)),
+        scale=draw(st.sampled_from([0.1, 1.0, 10.0])),
+        aligned=aligned,
     )
 
 
@@ -94,15 +107,14 @@ class Enclosure:
         return [self.value, self.lo, self.hi]
 
 
-def gradient(instance: Instance) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def gradient(case: BatchGradient) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(G, W, Q): the frequency-weighted logit gradient of a batch, the head, a basis of col W.
     The head is random, low rank, or (``aligned``) spanned by G's top right singular vectors."""
-    p = instance.params
-    W = cp.construct_head(p["V"], p["D"], p["seed"], rank=p.get("rank"))
-    H, targets = cp.construct_batch(p["tokens"], W.shape[1], p["V"], p["seed"] + 1, scale=p.get("scale", 1.0))
+    W = cp.construct_head(case.V, case.D, case.seed, rank=case.rank)
+    H, targets = cp.construct_batch(case.tokens, W.shape[1], case.V, case.seed + 1, scale=case.scale)
     G = np.concatenate(list(cp.logit_gradient_blocks(H, W, targets)))
-    if p.get("aligned"):
-        W = np.linalg.svd(G, full_matrices=False)[2][: p["D"]].T
+    if case.aligned:
+        W = np.linalg.svd(G, full_matrices=False)[2][: case.D].T
     Q, _ = cp.column_basis(W)
     return G, W, Q
 
@@ -232,47 +244,47 @@ def two_sided(m: Measurement, relation: Relation) -> Judgement:
     return Judgement(m.lhs, m.rhs, sign, method, m.tolerance, m.certificate, Certification.TWO_SIDED)
 
 
-def measure_pythagoras(instance: Instance, backend: Any, factor: Fraction, power: int = 2) -> Measurement:
+def measure_pythagoras(case: BatchGradient, backend: Any, factor: Fraction, power: int = 2) -> Measurement:
     """r^power + c^power, enclosed from the two shares, against 1."""
-    G, _, Q = gradient(instance)
+    G, _, Q = gradient(case)
     c, r = eq1_shares(G, Q)
     lhs = c.squared() + r.squared() if power == 2 else c + r
     one = Enclosure(1.0, 1.0, 1.0)
     return _measurement(lhs, one, "float64 QR projection, lost and kept enclosed apart", rank_W=Q.shape[1])
 
 
-def judge_pythagoras(instance: Instance, factor: Fraction, power: int = 2) -> Judgement:
+def judge_pythagoras(case: BatchGradient, factor: Fraction, power: int = 2) -> Judgement:
     """r^2 + c^2 and r + c against 1, two-sided: the rounding model of the two sums certifies a
     discrepancy beyond their bound (r + c > 1 once both shares are clear of 0)."""
-    return two_sided(measure_pythagoras(instance, None, factor, power), Relation.EQUAL)
+    return two_sided(measure_pythagoras(case, None, factor, power), Relation.EQUAL)
 
 
 Ceiling = Callable[[np.ndarray, int], Enclosure]
 
 
-def measure_ky_fan(instance: Instance, backend: Any, factor: Fraction, ceiling: Ceiling | None = None) -> Measurement:
+def measure_ky_fan(case: BatchGradient, backend: Any, factor: Fraction, ceiling: Ceiling | None = None) -> Measurement:
     """c^2 from the QR projection against factor x the ceiling: by default the top rank-W share
     from the singular values (:func:`top_share`), a mutant's otherwise."""
-    G, _, Q = gradient(instance)
+    G, _, Q = gradient(case)
     c2 = eq1_shares(G, Q)[0].squared()
     bound = (ceiling or top_share)(G, Q.shape[1]).scaled(float(factor))
     return _measurement(c2, bound, "float64 QR projection vs SVD share (Weyl)", rank_W=Q.shape[1])
 
 
-def judge_ky_fan(instance: Instance, factor: Fraction, ceiling: Ceiling | None = None) -> Judgement:
+def judge_ky_fan(case: BatchGradient, factor: Fraction, ceiling: Ceiling | None = None) -> Judgement:
     """A basis Q of V columns spans R^V, so Pi = I and c^2 = 1 = share exactly: the sign is that of
     factor - 1. Otherwise (or for a mutant's ceiling) the two-sided margin of the measurement."""
-    m = measure_ky_fan(instance, None, factor, ceiling)
-    if m.certificate["rank_W"] == instance.params["V"] and ceiling is None:
+    m = measure_ky_fan(case, None, factor, ceiling)
+    if m.certificate["rank_W"] == case.V and ceiling is None:
         method = "structural (rank W = V, so the projector is the identity)"
         return Judgement(1.0, float(factor), (factor > 1) - (factor < 1), method, certified_by=Certification.EXACT)
     return two_sided(m, Relation.AT_MOST)
 
 
-def measure_ky_fan_attained(instance: Instance, backend: Any, factor: Fraction, drop: int = 0) -> Measurement:
+def measure_ky_fan_attained(case: BatchGradient, backend: Any, factor: Fraction, drop: int = 0) -> Measurement:
     """c^2 from the QR projection against the top (rank W - drop) share, with the slack that the
     head's alignment, true only to the SVD's backward error, leaves (:func:`alignment_slack`)."""
-    G, W, Q = gradient(instance)
+    G, W, Q = gradient(case)
     c2 = eq1_shares(G, Q)[0].squared()
     share = top_share(G, Q.shape[1] - drop)
     slack = alignment_slack(G, W, Q)
@@ -280,40 +292,39 @@ def measure_ky_fan_attained(instance: Instance, backend: Any, factor: Fraction, 
     return _measurement(c2, share, method, slack, rank_W=Q.shape[1], alignment_slack=slack)
 
 
-def judge_ky_fan_attained(instance: Instance, factor: Fraction, drop: int = 0) -> Judgement:
-    return two_sided(measure_ky_fan_attained(instance, None, factor, drop), Relation.EQUAL)
+def judge_ky_fan_attained(case: BatchGradient, factor: Fraction, drop: int = 0) -> Judgement:
+    """The two-sided margin of :func:`measure_ky_fan_attained` (an identity)."""
+    return two_sided(measure_ky_fan_attained(case, None, factor, drop), Relation.EQUAL)
 
 
-def measure_efficiency(instance: Instance, backend: Any, factor: Fraction, reverse: bool = False) -> Measurement:
+def measure_efficiency(case: BatchGradient, backend: Any, factor: Fraction, reverse: bool = False) -> Measurement:
     """First-order loss decrease rates, per unit of logit-update norm: along -G it is ||G||_F
     (steepest descent); along the direction the H-update produces, -GWW^T, it is
     <G, GWW^T> / ||GWW^T||_F (Cauchy-Schwarz bounds it by ||G||_F). ``reverse`` swaps the sides."""
-    G, W, _ = gradient(instance)
+    G, W, _ = gradient(case)
     along_induced, along_gradient = descent_rates(G, W)
     lhs, rhs = (along_gradient, along_induced) if reverse else (along_induced, along_gradient)
     efficiency = along_induced.value / along_gradient.value
     return _measurement(lhs, rhs.scaled(float(factor)), "float64 directional derivatives", efficiency=efficiency)
 
 
-def judge_efficiency(instance: Instance, factor: Fraction, reverse: bool = False) -> Judgement:
-    return two_sided(measure_efficiency(instance, None, factor, reverse), Relation.AT_MOST)
+def judge_efficiency(case: BatchGradient, factor: Fraction, reverse: bool = False) -> Judgement:
+    """The two-sided margin of :func:`measure_efficiency`."""
+    return two_sided(measure_efficiency(case, None, factor, reverse), Relation.AT_MOST)
 
 
-def _witnesses(V: int, aligned: bool = False) -> list[Instance]:
+def _witnesses(V: int, aligned: bool = False) -> list[BatchGradient]:
     """Random and low-rank heads (aligned ones for the attained claim) at vocabulary size V."""
     V = min(V, 4096)
     heads = ((min(32, V - 1) or 1, None), (min(128, V - 1) or 1, min(16, V - 1) or 1), (min(8, V - 1) or 1, None))
     return [
-        Instance(
-            "batch-gradient",
-            {"V": V, "D": D, "rank": rank, "tokens": 96, "seed": D + s, "scale": scale, "aligned": aligned},
-        )
+        BatchGradient(V=V, D=D, rank=rank, tokens=96, seed=D + s, scale=scale, aligned=aligned)
         for D, rank in heads
         for s, scale in ((0, 1.0), (1, 10.0))
     ]
 
 
-def _aligned_witnesses(V: int) -> list[Instance]:
+def _aligned_witnesses(V: int) -> list[BatchGradient]:
     return _witnesses(V, aligned=True)
 
 
