@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 import scipy.linalg
+import scipy.special
 
 from rankwall.theory._validation import (
     InputError,
@@ -142,10 +143,7 @@ def logit_gradient_blocks(H: Any, W: Any, targets: Any, block: int = BLOCK_ROWS)
 def _gradient_blocks(H: np.ndarray, W: np.ndarray, targets: np.ndarray, block: int) -> Iterator[np.ndarray]:
     T = len(targets)
     for start in range(0, T, block):
-        z = H[start : start + block] @ W.T
-        z -= z.max(axis=1, keepdims=True)
-        p = np.exp(z)
-        p /= p.sum(axis=1, keepdims=True)
+        p = scipy.special.softmax(H[start : start + block] @ W.T, axis=1)
         p[np.arange(p.shape[0]), targets[start : start + block]] -= 1
         yield p / T
 
@@ -179,8 +177,7 @@ def cross_entropy(Z: Any, targets: Any) -> float:
     """Mean cross-entropy of logits Z (T x V) against targets (log-sum-exp stabilised)."""
     Z = as_floating_array(Z, "Z", ndim=2)
     targets = _targets(targets, Z.shape[0], Z.shape[1])
-    top = Z.max(axis=1, keepdims=True)
-    lse = top[:, 0] + np.log(np.exp(Z - top).sum(axis=1))
+    lse = scipy.special.logsumexp(Z, axis=1)
     return float(np.mean(lse - Z[np.arange(len(targets)), targets]))
 
 

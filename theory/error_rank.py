@@ -34,6 +34,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 import scipy.sparse as sparse
+import scipy.special
 
 from rankwall.theory._validation import (
     InputError,
@@ -147,10 +148,7 @@ class LogitRows:
 
     def probabilities(self, rows: slice | np.ndarray) -> np.ndarray:
         """Softmax of some rows (log-sum-exp stabilised)."""
-        z = self.block(rows)
-        z = z - z.max(axis=1, keepdims=True)
-        e = np.exp(z)
-        return e / e.sum(axis=1, keepdims=True)
+        return scipy.special.softmax(self.block(rows), axis=1)
 
     def row_blocks(self, rows: np.ndarray) -> list[np.ndarray]:
         step = max(1, STREAM_BLOCK_ENTRIES // self.shape[1])
@@ -239,10 +237,7 @@ def dominance_margins(logits: LogitRows, tokens: np.ndarray) -> np.ndarray:
         return np.zeros(C)
     margins = np.empty(C)
     for block in logits.row_blocks(np.arange(C)):
-        z = logits.block(block)
-        top = z.max(axis=1, keepdims=True)
-        e = np.exp(z - top)
-        margins[block] = e[:, outside].sum(axis=1) / e.sum(axis=1)
+        margins[block] = logits.probabilities(block)[:, outside].sum(axis=1)
     return margins
 
 
@@ -328,8 +323,7 @@ def log_softmax(A: Any) -> np.ndarray:
     A = as_real_array(A, "A")
     if A.ndim != 2 or not np.all(np.isfinite(A)):
         raise InputError("A: expected a finite 2-D array")
-    top = A.max(axis=1, keepdims=True)
-    return A - (top + np.log(np.exp(A - top).sum(axis=1, keepdims=True)))
+    return scipy.special.log_softmax(A, axis=1)
 
 
 def row_shift(A: Any, shifts: Any) -> np.ndarray:
