@@ -32,6 +32,7 @@ from typing import Any, ClassVar
 
 import flint
 import numpy as np
+import scipy.special
 from hypothesis import strategies as st
 
 from rankwall.checks import exact, tolerance
@@ -183,7 +184,7 @@ def cross_entropies(counts: np.ndarray, z: np.ndarray, exact_fit: bool) -> dict[
         ce_P, err_P = ce_N, err_N
     else:
         top = z.max(axis=1, keepdims=True)
-        log_P = z - top - np.log(np.exp(z - top).sum(axis=1, keepdims=True))
+        log_P = scipy.special.log_softmax(z, axis=1)
         scale = 1 + np.abs(z) + np.abs(top) + np.abs(log_P)
         ce_P, err_P = weighted_sum(weights, -log_P, tolerance.gamma(z.shape[1] + 4 + LIBM_ROUNDINGS, U) * scale)
     return {"ce_N": ce_N, "ce_N_error": err_N, "ce_P": ce_P, "ce_P_error": err_P}
@@ -208,8 +209,7 @@ def identity_residuals(
     if exact_fit:
         P = N.copy()
     else:
-        P = np.exp(z - z.max(axis=1, keepdims=True))
-        P /= P.sum(axis=1, keepdims=True)
+        P = scipy.special.softmax(z, axis=1)
     gap, kl = ex.kl_gap(P, N, f)
     if unweighted:
         kl = ex.kl_gap(P, N, np.ones_like(f))[1]

@@ -21,6 +21,7 @@ from typing import Any, ClassVar
 
 import flint
 import numpy as np
+import scipy.special
 from hypothesis import strategies as st
 
 from rankwall.checks import exact, tolerance
@@ -211,9 +212,8 @@ def effective_states(head: str, theta: hd.HeadParameters, H: np.ndarray) -> np.n
 
 
 def log_softmax_rows(Z: np.ndarray) -> np.ndarray:
-    """``Z - lse(Z)`` row by row, shifted by the row maximum."""
-    top = Z.max(axis=1, keepdims=True)
-    return Z - (top + np.log(np.exp(Z - top).sum(axis=1, keepdims=True)))
+    """``Z - lse(Z)`` row by row (``scipy.special.log_softmax``: shifted by the row maximum)."""
+    return scipy.special.log_softmax(Z, axis=1)
 
 
 def factorization_residual(L: np.ndarray, H_eff: np.ndarray, W: np.ndarray, K: int) -> tuple[float, float]:
