@@ -79,3 +79,39 @@ def test_every_decided_verdict_agrees_with_the_sides_it_reports(claim):
     assert decided, f"{claim.id}: no witness at V = 64 was decided"
     disagreeing = [v.to_json() for v in decided if not sides_agree(v, claim.relation)]
     assert not disagreeing, disagreeing[:2]
+
+
+def planted_factor(claim, instance) -> Fraction | None:
+    """A factor that makes the bound false on this instance, judged by its own measured sides. The
+    margin rhs - lhs is affine in the factor F (F scales the bound side), so two measurements, at
+    F = 1 and at the falsifying F of ``FALSIFYING``, locate the meeting point F*; the planted factor
+    is F*/2 for an upper bound and 2F* for a lower one, well past it. ``None`` where the sides are
+    not finite, the bound does not move with F, or an integer upper bound would have to go below 0."""
+    at_one = claim.check(instance, NUMPY)
+    far = FALSIFYING[claim.bound]
+    at_far = claim.check(instance, NUMPY, far)
+    margins = [v.rhs - v.lhs for v in (at_one, at_far)]
+    if at_one.status is not Status.HOLDS or not all(math.isfinite(m) for m in margins) or margins[0] == margins[1]:
+        return None
+    if claim.bound == "upper" and float(at_one.lhs).is_integer() and float(at_one.rhs).is_integer() and at_one.lhs < 1:
+        return None  # an integer bound (a rank, a count) has no value below a measured 0
+    slope = (Fraction(margins[0]) - Fraction(margins[1])) / (1 - far)
+    meeting = 1 - Fraction(margins[0]) / slope
+    if meeting <= 0:
+        return None
+    return meeting / 2 if claim.bound == "upper" else meeting * 2
+
+
+@pytest.mark.parametrize("claim", BOUND_CLAIMS, ids=lambda c: c.id)
+def test_a_planted_bound_below_the_measurement_never_holds(claim):
+    """(c) for every bound claim: the bound side, planted wrong through the claim's own factor (which
+    every route of the measurement, float and exact, applies), is never reported to hold on an
+    instance whose measured sides contradict it."""
+    planted = []
+    for instance in claim.witnesses(64):
+        factor = planted_factor(claim, instance)
+        if factor is not None:
+            planted.append((instance, factor, claim.check(instance, NUMPY, factor)))
+    assert planted, f"{claim.id}: no witness at V = 64 whose bound moves with the factor"
+    held = [(i.to_json(), str(f)) for i, f, v in planted if v.status is Status.HOLDS]
+    assert not held, held[:2]
