@@ -1,9 +1,11 @@
-"""The ``rankwall`` command line: ``list``, ``verify``, ``search``, ``compress``, ``argmax`` and ``experiment``.
+"""The ``rankwall`` command line: ``list``, ``verify``, ``search``, ``compress``, ``argmax``, ``spot``
+and ``experiment``, one handler each (:data:`HANDLERS`).
 
-Exit codes: 0 every verdict holds (or, for ``search``, no counterexample was found); 1 a claim
-is violated (a counterexample was found); 2 bad usage or bad input; 3 (``verify`` only) nothing
-is violated but some verdict is inconclusive. ``--json`` output is a stable contract: see
-``docs/cli.md``.
+Exit codes: 0 every verdict holds (for ``search``: no counterexample found); 1 a claim is
+violated (a counterexample was found); 2 bad usage or bad input; 3 nothing is violated but some
+verdict is inconclusive; 4 an internal error (the traceback with ``--debug``); 130 interrupted;
+141 the output pipe was closed. A crash never exits 1. ``--json`` output is a stable contract:
+see ``docs/cli.md``.
 """
 
 from __future__ import annotations
