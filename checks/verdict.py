@@ -151,6 +151,88 @@ class Judgement:
 
 
 @dataclass(frozen=True)
+class RankInterval:
+    """A certified enclosure ``lo <= value <= hi`` of an integer quantity (a rank, or a difference
+    of ranks), how each end was certified, and whether both ends are free of rounding (``exact``).
+    :meth:`sides` turns it into the measurement and the judgement of a claim on that value, so
+    every rank claim decides the same way: the end that can prove an answer proves it alone
+    (one-sided), a point proves either (exact or two-sided), anything else is undecided."""
+
+    lo: int
+    hi: int
+    lower: str
+    upper: str
+    exact: bool = False
+    certificate: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def method(self) -> str:
+        return f"rank in [{self.lo}, {self.hi}]: lower from {self.lower}; upper from {self.upper}"
+
+    @property
+    def pinned(self) -> bool:
+        return self.lo == self.hi
+
+    @property
+    def kind(self) -> Certification:
+        """What a verdict resting on these ends is certified by."""
+        if not self.pinned:
+            return Certification.ONE_SIDED
+        return Certification.EXACT if self.exact else Certification.TWO_SIDED
+
+    def json(self) -> dict[str, Any]:
+        return {"rank_lower": self.lo, "rank_upper": self.hi, **self.certificate}
+
+    def sides(self, bound: int, direction: str) -> tuple[Measurement, Judgement]:
+        """The measurement and the judgement of "value <= b" (``direction`` "upper"), "b <= value"
+        ("lower") or "value == b" ("equal"). Contradicting ends (lo > hi) decide nothing."""
+        return self._measurement(bound, direction), self._judgement(bound, direction)
+
+    def _measurement(self, bound: int, direction: str) -> Measurement:
+        """A pinned value compares as it is; otherwise the one end that can decide does, proving only
+        the answer it can. Contradicting ends, or an identity without a point, give NaN sides, which
+        never clear a tolerance: the judgement says why."""
+        if self.lo > self.hi:
+            return Measurement(math.nan, math.nan, math.nan, f"{self.method}: the ends contradict", self.json())
+        b = float(bound)
+        if self.pinned:
+            value = float(self.lo)
+            lhs, rhs = (b, value) if direction == "lower" else (value, b)
+            return Measurement(lhs, rhs, 0.0, self.method, self.json(), exact_sides=True, certified_by=self.kind)
+        if direction == "upper":
+            sides, proves = (float(self.lo), b), Status.VIOLATED
+        elif direction == "lower":
+            sides, proves = (b, float(self.lo)), Status.HOLDS
+        else:
+            return Measurement(math.nan, math.nan, math.nan, f"{self.method}: not a point", self.json())
+        one_sided = Certification.ONE_SIDED
+        return Measurement(*sides, 0.0, self.method, self.json(), True, one_sided, proves)
+
+    def _judgement(self, bound: int, direction: str) -> Judgement:
+        """The verdict the ends give on their own: ``sign`` of rhs - lhs, ``None`` when the interval
+        straddles the bound or the ends contradict each other."""
+        b, lo, hi, method = float(bound), float(self.lo), float(self.hi), self.method
+        if self.lo > self.hi:
+            return Judgement(hi, lo, None, f"{method}: undecided, the certificates contradict", certificate=self.json())
+        if direction == "upper":  # value <= b
+            decided = [(hi, b, f"upper <= {bound}")] if hi <= b else [(lo, b, f"lower > {bound}")] if lo > b else []
+        elif direction == "lower":  # b <= value
+            decided = [(b, lo, f"lower >= {bound}")] if lo >= b else [(b, hi, f"upper < {bound}")] if hi < b else []
+        else:  # value == b
+            end = lo if lo > b else hi
+            decided = (
+                [(lo, b, "a point")] if self.pinned else [(end, b, f"excludes {bound}")] if lo > b or hi < b else []
+            )
+        if not decided:
+            return Judgement(
+                lo, b, None, f"{method}: undecided, the interval straddles {bound}", certificate=self.json()
+            )
+        lhs, rhs, why = decided[0]
+        sign = (rhs > lhs) - (rhs < lhs)
+        return Judgement(lhs, rhs, sign, f"{method}; {why}", certificate=self.json(), certified_by=self.kind)
+
+
+@dataclass(frozen=True)
 class Verdict:
     """The answer for one claim on one instance. ``margin`` is ``rhs - lhs``."""
 

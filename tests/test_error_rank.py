@@ -319,7 +319,7 @@ def shifted(original, offset: int):
     def planted(*args, **kwargs):
         result = original(*args, **kwargs)
         bounds, rest = (result[0], result[1:]) if isinstance(result, tuple) else (result, ())
-        moved = claims.RankBounds(bounds.lo + offset, bounds.hi + offset, "planted", "planted", bounds.exact, {})
+        moved = claims.RankInterval(bounds.lo + offset, bounds.hi + offset, "planted", "planted", bounds.exact, {})
         return (moved, *rest) if rest else moved
 
     return planted
@@ -357,7 +357,7 @@ class TestPlantedWrongRanksNeverHold:
             result = original(*args, **kwargs)
             bounds, rest = (result[0], result[1:]) if isinstance(result, tuple) else (result, ())
             lo, hi = (bounds.lo - 1, bounds.hi + 1) if offset < 0 else (bounds.hi + 1, bounds.lo)
-            moved = claims.RankBounds(max(lo, 0), hi, "planted", "planted", False, {})
+            moved = claims.RankInterval(max(lo, 0), hi, "planted", "planted", False, {})
             return (moved, *rest) if rest else moved
 
         monkeypatch.setattr(claims, name, widened)

@@ -1,6 +1,6 @@
 """Claims ``error-rank.*`` and ``logprob-rank.*``: ranks of P - Ñ and of log-probabilities.
 
-Every rank is certified as an interval ``lo <= rank <= hi`` (:class:`RankBounds`), never read off
+Every rank is certified as an interval ``lo <= rank <= hi`` (:class:`RankInterval`), never read off
 a thresholded SVD alone. Lower ends: strict diagonal dominance (margins streamed from the logits,
 O(V) per row), positivity of a stochastic matrix, singular values above a Weyl margin, a rank mod
 p (exact). Upper ends: structure (the number of rows; the kernel vector 1 of P - Ñ, whose rows sum
@@ -44,8 +44,8 @@ from rankwall.checks.verdict import (
     Family,
     Judgement,
     Measurement,
+    RankInterval,
     Relation,
-    Status,
     tightened_integer_bound,
 )
 from rankwall.theory import error_rank as er
@@ -281,78 +281,14 @@ EXACT_ENTRIES = 1 << 14
 # --------------------------------------------------------------------------- certified ranks
 
 
-@dataclass(frozen=True)
-class RankBounds:
-    """A certified enclosure ``lo <= value <= hi`` of an integer quantity (a rank, or a difference
-    of exact ranks), with how each end was certified and whether both ends are free of rounding."""
-
-    lo: int
-    hi: int
-    lower: str
-    upper: str
-    exact: bool
-    certificate: dict[str, Any]
-
-    @property
-    def method(self) -> str:
-        return f"rank in [{self.lo}, {self.hi}]: lower from {self.lower}; upper from {self.upper}"
-
-    @property
-    def pinned(self) -> bool:
-        return self.lo == self.hi
-
-    @property
-    def kind(self) -> Certification:
-        """What a verdict resting on these ends is certified by (see the module docstring)."""
-        if not self.pinned:
-            return Certification.ONE_SIDED
-        return Certification.EXACT if self.exact else Certification.TWO_SIDED
-
-    def json(self) -> dict[str, Any]:
-        return {"rank_lower": self.lo, "rank_upper": self.hi, **self.certificate}
+def measurement(bounds: RankInterval, bound: int, direction: str) -> Measurement:
+    """The measurement of a claim on the enclosed value (:meth:`RankInterval.sides`)."""
+    return bounds.sides(bound, direction)[0]
 
 
-def measurement(bounds: RankBounds, bound: int, direction: str) -> Measurement:
-    """The sides a claim on the enclosed value compares. ``direction``: "upper" (value <= b),
-    "lower" (b <= value) or "equal" (value == b). A pinned value is compared as it is; otherwise the
-    one end that can decide is, and it proves only the answer it can (the judge tries the other).
-    Contradicting ends give a NaN margin, which never clears a tolerance: the judge says why."""
-    if bounds.lo > bounds.hi:
-        return Measurement(math.nan, math.nan, math.nan, f"{bounds.method}: the ends contradict", bounds.json())
-    b = float(bound)
-    if bounds.pinned:
-        value = float(bounds.lo)
-        lhs, rhs = (b, value) if direction == "lower" else (value, b)
-        return Measurement(lhs, rhs, 0.0, bounds.method, bounds.json(), exact_sides=True, certified_by=bounds.kind)
-    if direction == "upper":
-        sides, proves = (float(bounds.lo), b), Status.VIOLATED
-    elif direction == "lower":
-        sides, proves = (b, float(bounds.lo)), Status.HOLDS
-    else:  # an identity needs a point: the judge decides
-        return Measurement(math.nan, math.nan, math.nan, f"{bounds.method}: not a point", bounds.json())
-    return Measurement(
-        *sides, 0.0, bounds.method, bounds.json(), exact_sides=True, certified_by=Certification.ONE_SIDED, proves=proves
-    )
-
-
-def judgement(bounds: RankBounds, bound: int, direction: str) -> Judgement:
-    """The verdict the ends give on their own, as a judgement: ``sign`` of rhs - lhs, ``None`` when
-    the interval straddles the bound or the ends contradict each other."""
-    b, lo, hi, method = float(bound), float(bounds.lo), float(bounds.hi), bounds.method
-    if bounds.lo > bounds.hi:
-        return Judgement(hi, lo, None, f"{method}: undecided, the certificates contradict", certificate=bounds.json())
-    if direction == "upper":  # value <= b
-        decided = [(hi, b, f"upper <= {bound}")] if hi <= b else [(lo, b, f"lower > {bound}")] if lo > b else []
-    elif direction == "lower":  # b <= value
-        decided = [(b, lo, f"lower >= {bound}")] if lo >= b else [(b, hi, f"upper < {bound}")] if hi < b else []
-    else:  # value == b
-        end = lo if lo > b else hi
-        decided = [(lo, b, "a point")] if bounds.pinned else [(end, b, f"excludes {bound}")] if lo > b or hi < b else []
-    if not decided:
-        return Judgement(lo, b, None, f"{method}: undecided, the interval straddles {bound}", certificate=bounds.json())
-    lhs, rhs, why = decided[0]
-    sign = (rhs > lhs) - (rhs < lhs)
-    return Judgement(lhs, rhs, sign, f"{method}; {why}", certificate=bounds.json(), certified_by=bounds.kind)
+def judgement(bounds: RankInterval, bound: int, direction: str) -> Judgement:
+    """The judgement of a claim on the enclosed value (:meth:`RankInterval.sides`)."""
+    return bounds.sides(bound, direction)[1]
 
 
 def integer_rows(M: np.ndarray) -> np.ndarray:
@@ -426,7 +362,7 @@ def dense_rank_lower(logits: er.LogitRows, tokens: np.ndarray) -> tuple[int, flo
     return certified_rank_lower(M, entry_error)
 
 
-def float_bounds(logits: er.LogitRows, tokens: np.ndarray) -> RankBounds:
+def float_bounds(logits: er.LogitRows, tokens: np.ndarray) -> RankInterval:
     """rank(P - Ñ) over the k unique rows, for the real P = softmax(HWᵀ), from floats.
 
     Upper (exact): k rows, and (P - Ñ)1 = 0, so rank <= min(k, V - 1). Lower: route 1, k < V:
@@ -453,10 +389,10 @@ def float_bounds(logits: er.LogitRows, tokens: np.ndarray) -> RankBounds:
         routes["svd_weyl"], routes["weyl_margin"] = dense_rank_lower(logits, tokens)
         names.append("SVD + Weyl margin")
         lower = max(lower, routes["svd_weyl"])
-    return RankBounds(lower, upper, " / ".join(names), "rows and (P - Ñ)1 = 0", False, routes)
+    return RankInterval(lower, upper, " / ".join(names), "rows and (P - Ñ)1 = 0", False, routes)
 
 
-def float_rows_bounds(logits: er.LogitRows, tokens: np.ndarray) -> RankBounds | None:
+def float_rows_bounds(logits: er.LogitRows, tokens: np.ndarray) -> RankInterval | None:
     """Route 2: the exact rank over Q of P̂ - Ñ, where P̂ is the computed float P read as dyadic
     rationals and normalised exactly (row c scaled by its total: the integer row p - (Σp) e_t).
     A rank mod p is a lower bound, the structure an upper one; fraction-free elimination settles
@@ -471,12 +407,12 @@ def float_rows_bounds(logits: er.LogitRows, tokens: np.ndarray) -> RankBounds | 
     certificate = {"zeros_in_float_P": int(np.sum(P == 0))}
     lower = exact.rank_mod_prime(rows)
     if lower == upper:
-        return RankBounds(lower, upper, "rank mod p of P̂ - Ñ", "rows and (P̂ - Ñ)1 = 0", True, certificate)
+        return RankInterval(lower, upper, "rank mod p of P̂ - Ñ", "rows and (P̂ - Ñ)1 = 0", True, certificate)
     rank, how = exact.exact_rank(rows)
-    return RankBounds(rank, rank, f"{how} of P̂ - Ñ", f"{how} of P̂ - Ñ", True, certificate)
+    return RankInterval(rank, rank, f"{how} of P̂ - Ñ", f"{how} of P̂ - Ñ", True, certificate)
 
 
-def ball_bounds(logits: er.LogitRows, tokens: np.ndarray) -> RankBounds:
+def ball_bounds(logits: er.LogitRows, tokens: np.ndarray) -> RankInterval:
     """Route 1 in 256-bit balls, for margins that underflowed float64: α_j is at least
     exp(z_o - z_max - 2E_j - log V), z_o the largest logit outside T and E_j the logit error, which
     is a positive real number however far below 2^-1074 it lies."""
@@ -491,10 +427,10 @@ def ball_bounds(logits: er.LogitRows, tokens: np.ndarray) -> RankBounds:
             exponent = exact.ball(float(z[outside].max())) - exact.ball(float(z.max())) - 2 * exact.ball(error[j])
             bound = (exponent - exact.ball(float(V)).log()).exp()
             if exact.sign(bound) != 1:
-                return RankBounds(0, min(k, V - 1), "interval-256 (undecided)", "rows and (P - Ñ)1 = 0", False, {})
+                return RankInterval(0, min(k, V - 1), "interval-256 (undecided)", "rows and (P - Ñ)1 = 0", False, {})
             smallest = min(smallest, float((bound.log() / exact.ball(math.log(10))).mid()))
     certificate = {"log10_smallest_margin_bound": smallest}
-    return RankBounds(k, k, "interval-256 dominance margins", "rows and (P - Ñ)1 = 0", False, certificate)
+    return RankInterval(k, k, "interval-256 dominance margins", "rows and (P - Ñ)1 = 0", False, certificate)
 
 
 def unique_bound(case: UniqueCase, factor: Fraction, extra: int) -> int:
@@ -504,7 +440,7 @@ def unique_bound(case: UniqueCase, factor: Fraction, extra: int) -> int:
     return tightened_integer_bound(min(k + extra, V - 1 + extra), factor, "lower")
 
 
-def unique_bounds(case: UniqueCase, bound: int, escalate: bool) -> RankBounds:
+def unique_bounds(case: UniqueCase, bound: int, escalate: bool) -> RankInterval:
     """rank(P - Ñ) from the float routes; with ``escalate``, when they leave ``bound`` undecided,
     from the exact instance P̂ (route 2, when it is strictly positive, so inside the domain, and
     small) and then from the margins in ball arithmetic (route 1 for underflowed rows, k < V)."""
@@ -532,7 +468,7 @@ def judge_unique(case: UniqueCase, factor: Fraction, extra: int = 0) -> Judgemen
     return judgement(unique_bounds(case, bound, escalate=True), bound, "lower")
 
 
-def exact_float_rows(case: UniqueCase) -> RankBounds:
+def exact_float_rows(case: UniqueCase) -> RankInterval:
     """Route 2 on a case: the exact rank of P̂ - Ñ, refused as input when k V is too large."""
     bounds = float_rows_bounds(*unique_instance(case))
     if bounds is None:
@@ -558,11 +494,11 @@ def stochastic_weights(case: StochasticPattern) -> np.ndarray:
     return er.construct_stochastic_with_classes(case.n, case.closed, case.seed, density=case.density)
 
 
-def attracting_bounds(case: StochasticPattern) -> RankBounds:
+def attracting_bounds(case: StochasticPattern) -> RankInterval:
     """rank(I - P_T) exactly: its rows times their totals are integers (python-flint)."""
     weights = stochastic_weights(case)
     rank, method = exact.exact_rank(np.diag(weights.sum(axis=1)) - weights)
-    return RankBounds(rank, rank, method, method, True, {})
+    return RankInterval(rank, rank, method, method, True, {})
 
 
 def all_components_rank(weights: np.ndarray) -> int:
@@ -600,7 +536,7 @@ def wcdd_matrix(case: WcddPattern, leaks: int | None = None) -> np.ndarray:
     return np.diag(totals) - weights
 
 
-def wcdd_bounds(case: WcddPattern, chained: bool) -> tuple[RankBounds, int]:
+def wcdd_bounds(case: WcddPattern, chained: bool) -> tuple[RankInterval, int]:
     """The exact rank of the instance's matrix and its order n. Hypothesis (checked on integers,
     exactly): weakly chained diagonally dominant, or for the mutant (``chained=False``) only weakly
     diagonally dominant with no leaking row."""
@@ -614,7 +550,7 @@ def wcdd_bounds(case: WcddPattern, chained: bool) -> tuple[RankBounds, int]:
         if not np.all(diagonal >= np.abs(M).sum(axis=1) - diagonal):
             raise InputError("instance: the matrix is not weakly diagonally dominant (outside the domain)")
     rank, method = exact.exact_rank(M)
-    return RankBounds(rank, rank, method, method, True, {"n": M.shape[0]}), M.shape[0]
+    return RankInterval(rank, rank, method, method, True, {"n": M.shape[0]}), M.shape[0]
 
 
 def measure_wcdd(case: WcddPattern, backend: Any, factor: Fraction, chained: bool = True) -> Measurement:
@@ -708,16 +644,16 @@ def batch_conclusions(parts: BatchRows, everywhere: bool) -> tuple[str, int, dic
     )
 
 
-def batch_bounds(parts: BatchRows) -> RankBounds:
+def batch_bounds(parts: BatchRows) -> RankInterval:
     """rank(P - Ñ^B) on C^u_B exactly: a rank mod p of the integer rows from below, the rows and
     (P - Ñ^B)1 = 0 from above (P's rows sum to 1 exactly), fraction-free elimination for a gap."""
     k, V = parts.error.shape
     upper = min(k, V - 1)
     lower = exact.rank_mod_prime(parts.error)
     if lower == upper:
-        return RankBounds(lower, upper, "rank mod p", "rows and (P - Ñ^B)1 = 0", True, {})
+        return RankInterval(lower, upper, "rank mod p", "rows and (P - Ñ^B)1 = 0", True, {})
     rank, how = exact.exact_rank(parts.error)
-    return RankBounds(rank, rank, how, how, True, {})
+    return RankInterval(rank, rank, how, how, True, {})
 
 
 def batch_decision(case: MiniBatch, factor: Fraction, everywhere: bool = False) -> tuple[Measurement, Judgement]:
@@ -768,7 +704,7 @@ def factorization_residual(Z: np.ndarray, L: np.ndarray) -> tuple[float, float]:
     return residual, bound + float(np.linalg.norm(per_entry))
 
 
-def log_probability_bounds(Z: np.ndarray, L: np.ndarray, entry_error: float, right: np.ndarray) -> RankBounds:
+def log_probability_bounds(Z: np.ndarray, L: np.ndarray, entry_error: float, right: np.ndarray) -> RankInterval:
     """rank(log softmax Z) for the real Z. Lower: SVD + Weyl margin (``entry_error`` bounds the
     computed L's error). Upper: L = [·, -z] ``right``ᵀ, so rank <= min(rows, rank_Q ``right``) (an
     integer matrix, exact), once the computed L passes the factorization residual check; an L that
@@ -778,10 +714,10 @@ def log_probability_bounds(Z: np.ndarray, L: np.ndarray, entry_error: float, rig
     certificate = {"weyl_margin": margin, "factorization_residual": residual, "residual_bound": bound}
     if not residual <= bound:
         untrusted = "nothing (the computed L fails the factorization check: its SVD is not trusted)"
-        return RankBounds(0, min(L.shape), untrusted, "the shape", False, certificate)
+        return RankInterval(0, min(L.shape), untrusted, "the shape", False, certificate)
     rank_right, how = exact.exact_rank(right)
     upper = f"the factorization through {right.shape[1]} columns (residual within rounding; {how} {rank_right})"
-    return RankBounds(lo, min(L.shape[0], rank_right), "SVD + Weyl margin", upper, False, certificate)
+    return RankInterval(lo, min(L.shape[0], rank_right), "SVD + Weyl margin", upper, False, certificate)
 
 
 def log_softmax_decision(case: LowRank, factor: Fraction, drop: int) -> tuple[Measurement, Judgement]:
@@ -835,7 +771,7 @@ def judge_bottleneck(case: Factors, factor: Fraction, extra: int = 0) -> Judgeme
     return bottleneck_decision(case, factor, extra)[1]
 
 
-def row_shift_bounds(case: RowShift) -> RankBounds:
+def row_shift_bounds(case: RowShift) -> RankInterval:
     """|rank(A + λ1ᵀ) - rank(A + μ1ᵀ)| from two exact ranks over the integers (python-flint)."""
     A = low_rank_matrix(case)
     rng = np.random.default_rng(case.shift_seed)
@@ -845,7 +781,7 @@ def row_shift_bounds(case: RowShift) -> RankBounds:
     r1, method = exact.exact_rank(first)
     r2, _ = exact.exact_rank(second)
     gap = abs(r1 - r2)
-    return RankBounds(gap, gap, method, method, True, {"rank_first": r1, "rank_second": r2})
+    return RankInterval(gap, gap, method, method, True, {"rank_first": r1, "rank_second": r2})
 
 
 def measure_row_shift(case: RowShift, backend: Any, factor: Fraction, allowed: int = 1) -> Measurement:
