@@ -204,9 +204,10 @@ class TestRankClaimsAreCertified:
 
     @pytest.mark.parametrize(("claim_id", "kind"), RANK_CLAIMS)
     def test_gaussian_instances_hold_by_the_factorization_through_2D_columns(self, claim_id, kind):
-        """The upper end (residual of the 2D-column product within its bound) proves it: one-sided."""
+        """The upper end (residual of the 2D-column product within its bound) proves it; here the SVD's
+        lower end meets it at 2D, so the rank is pinned by both ends: two-sided."""
         verdict = REGISTRY[claim_id].check(step_instance(False, kind), NUMPY)
-        assert verdict.status is Status.HOLDS and verdict.certified_by is Certification.ONE_SIDED, verdict.to_json()
+        assert verdict.status is Status.HOLDS and verdict.certified_by is Certification.TWO_SIDED, verdict.to_json()
         assert "upper from the factorization through 6 columns" in verdict.method
         assert verdict.certificate["factorization_residual"] <= verdict.certificate["residual_bound"]
 
@@ -215,7 +216,9 @@ class TestRankClaimsAreCertified:
         """Scaled to integers, the update's rank is computed exactly (python-flint)."""
         verdict = REGISTRY[claim_id].check(step_instance(True, kind), NUMPY)
         assert verdict.status is Status.HOLDS and verdict.certified_by is Certification.EXACT, verdict.to_json()
-        assert verdict.lhs == 6 and verdict.method.startswith("exact rank")
+        assert (
+            verdict.lhs == 6 and "lower from exact rank" in verdict.method and "upper from exact rank" in verdict.method
+        )
 
     @pytest.mark.parametrize("integers", [False, True])
     @pytest.mark.parametrize(("claim_id", "kind"), RANK_CLAIMS)
@@ -241,13 +244,17 @@ class TestRankClaimsAreCertified:
         ("claim_id", "mutant"), [(RANK_CLAIMS[0][0], "at-most-2D-minus-1"), (RANK_CLAIMS[1][0], "at-most-D")]
     )
     def test_each_rank_mutant_is_refuted_by_a_certified_rank(self, claim_id, mutant):
-        """rank ≤ 2D − 1 and rank ≤ D fail: exact ranks on integers, the SVD lower end on Gaussians."""
+        """rank ≤ 2D − 1 and rank ≤ D fail: exact ranks on integers; on Gaussians the rank pinned at 2D by
+        the SVD's lower end and the factorization's upper end (two-sided)."""
         planted = REGISTRY[claim_id].mutants[mutant]
         verdicts = [planted.check(i, NUMPY) for i in planted.witnesses(16)]
-        kinds = {v.certified_by for v in verdicts if v.status is Status.VIOLATED}
-        assert kinds == {Certification.EXACT, Certification.ONE_SIDED}, [v.to_json() for v in verdicts]
-        lower = [v for v in verdicts if v.certified_by is Certification.ONE_SIDED]
-        assert all(v.method.endswith(f"lower > {int(v.rhs)}") for v in lower), [v.method for v in lower]
+        assert all(v.status is Status.VIOLATED for v in verdicts), [v.to_json() for v in verdicts]
+        kinds = {v.certified_by for v in verdicts}
+        assert kinds == {Certification.EXACT, Certification.TWO_SIDED}, [v.to_json() for v in verdicts]
+        gaussian = [v for v in verdicts if v.certified_by is Certification.TWO_SIDED]
+        assert all("lower from SVD + Weyl" in v.method and v.lhs > v.rhs for v in gaussian), [
+            v.method for v in gaussian
+        ]
 
     @pytest.mark.parametrize(("factor", "asked"), [("1", 6), ("0.999", 5), ("1/2", 2)])
     @pytest.mark.parametrize("integers", [False, True])

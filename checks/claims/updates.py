@@ -45,8 +45,8 @@ from rankwall.checks.verdict import (
     Family,
     Judgement,
     Measurement,
+    RankInterval,
     Relation,
-    Status,
     tightened_integer_bound,
 )
 from rankwall.theory import updates as up
@@ -152,23 +152,12 @@ def certified_lower_rank(matrix: np.ndarray, entry_error: float) -> tuple[int, f
     return rank, margin
 
 
-@dataclass(frozen=True)
-class RankInterval:
-    """A certified enclosure ``lo <= rank <= hi`` and how it was certified (``lo == hi`` when exact)."""
-
-    lo: int
-    hi: int
-    method: str
-    certificate: dict[str, Any]
-    exact: bool
-
-
 def rank_interval(case: Step, kind: str) -> RankInterval:
     """The rank of the update: exact for integer instances, else the interval of the module docstring."""
     matrix, is_integer = update_matrix(case, kind)
     if is_integer:
         rank, method = exact.exact_rank(matrix)
-        return RankInterval(rank, rank, method, {"rank": rank}, exact=True)
+        return RankInterval(rank, rank, method, method, exact=True, certificate={"rank": rank})
     H, W, G, eta = step(case)
     D = case.D
     L, R, B = factorization(H, W, G, float(eta), kind)
@@ -180,7 +169,7 @@ def rank_interval(case: Step, kind: str) -> RankInterval:
     lo, margin = certified_lower_rank(matrix, error)
     upper = f"the factorization through {2 * D} columns" if factored else "the shape (residual beyond its bound)"
     certificate = {"factorization_residual": residual, "residual_bound": 2 * error, "weyl_margin": margin}
-    return RankInterval(lo, hi, f"rank in [{lo}, {hi}]: lower from SVD + Weyl, upper from {upper}", certificate, False)
+    return RankInterval(lo, hi, "SVD + Weyl", upper, exact=False, certificate=certificate)
 
 
 def two_d(D: int) -> int:
@@ -189,33 +178,10 @@ def two_d(D: int) -> int:
 
 
 def rank_sides(case: Step, factor: Fraction, kind: str, claimed: Callable[[int], int]) -> tuple[Measurement, Judgement]:
-    """``rank <= b`` with b = claimed(D) tightened by F: an exact rank compares as it is; otherwise the upper end
-    of the interval can prove it holds and the lower end that it is violated (one-sided each)."""
-    interval = rank_interval(case, kind)
+    """``rank <= b`` with b = claimed(D) tightened by F, decided from the certified interval
+    (:meth:`RankInterval.sides`): the upper end proves it holds, the lower end that it is violated."""
     bound = tightened_integer_bound(claimed(case.D), factor, "upper")
-    rhs, method, certificate = float(bound), interval.method, interval.certificate
-    if interval.exact:
-        sign = (bound > interval.lo) - (bound < interval.lo)
-        measured = Measurement(float(interval.lo), rhs, 0.0, method, certificate, True, Certification.EXACT)
-        return measured, Judgement(
-            float(interval.lo), rhs, sign, method, certificate=certificate, certified_by=Certification.EXACT
-        )
-    one_sided = {"exact_sides": True, "certified_by": Certification.ONE_SIDED}
-    if interval.lo > bound:
-        measured = Measurement(
-            float(interval.lo), rhs, 0.0, f"{method}; lower > {bound}", certificate, **one_sided, proves=Status.VIOLATED
-        )
-        return measured, Judgement(
-            measured.lhs, rhs, -1, measured.method, certificate=certificate, certified_by=Certification.ONE_SIDED
-        )
-    measured = Measurement(float(interval.hi), rhs, 0.0, method, certificate, **one_sided, proves=Status.HOLDS)
-    if interval.hi <= bound:
-        return measured, Judgement(
-            measured.lhs, rhs, 1, method, certificate=certificate, certified_by=Certification.ONE_SIDED
-        )
-    return measured, Judgement(
-        measured.lhs, rhs, None, f"{method}; undecided: the interval straddles {bound}", certificate=certificate
-    )
+    return rank_interval(case, kind).sides(bound, "upper")
 
 
 def measure_rank(
@@ -226,7 +192,7 @@ def measure_rank(
 
 
 def judge_rank(case: Step, factor: Fraction, kind: str, claimed: Callable[[int], int] = two_d) -> Judgement:
-    """The same comparison as a judgement: exact, one-sided, or undecided when the interval straddles b."""
+    """The same comparison as a judgement (:meth:`RankInterval.sides`)."""
     return rank_sides(case, factor, kind, claimed)[1]
 
 
