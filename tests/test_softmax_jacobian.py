@@ -272,7 +272,7 @@ class TestRankIsMeasuredFromJ:
         monkeypatch.setattr(sj, "support_size", lambda p: real(p) + shift)
         verdict = REGISTRY["softmax-jacobian.rank"].check(SPARSE_1024, NUMPY)
         assert verdict.status is Status.VIOLATED and verdict.lhs == 699, verdict.to_json()
-        assert verdict.certified_by is Certification.ONE_SIDED
+        assert verdict.certified_by is Certification.EXACT  # the rank pinned at 699 by exact ends
 
     @pytest.mark.parametrize("instance", [SPARSE_1024, DIRICHLET_64])
     def test_a_planted_rank_certificate_never_holds(self, monkeypatch, instance):
@@ -302,10 +302,11 @@ class TestRankIsMeasuredFromJ:
 
     @pytest.mark.parametrize("instance", [SPARSE_1024, DIRICHLET_64, RunnerUp(V=8, m=0.75, tail_mass=0.0)])
     def test_the_mutant_rank_V_is_refuted_by_the_upper_end(self, instance):
-        """The kernel vector 1 caps the rank at V − 1: the upper end alone refutes "rank J = V"."""
+        """The kernel vector 1 caps the rank at V − 1, so "rank J = V" is refuted (by the exact rank
+        pinned below V on the exact row)."""
         verdict = REGISTRY["softmax-jacobian.rank"].mutants["equals-V"].check(instance, NUMPY)
-        assert verdict.status is Status.VIOLATED and verdict.certified_by is Certification.ONE_SIDED
-        assert verdict.method.endswith(f"upper < {instance.V}"), verdict.method
+        assert verdict.status is Status.VIOLATED and verdict.certified_by is Certification.EXACT
+        assert verdict.lhs < instance.V and "upper from" in verdict.method, verdict.method
 
 
 class TestKernelIsMeasuredThroughTheProduct:

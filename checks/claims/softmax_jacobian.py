@@ -20,7 +20,6 @@ uᵀJu ≥ 0, is the upper bound (E_p u)² ≤ E_p[u²] (as uᵀJu = E_p[u²] �
 from __future__ import annotations
 
 import functools
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 from fractions import Fraction
@@ -32,7 +31,7 @@ from hypothesis import strategies as st
 
 from rankwall.checks import exact, exact_softmax, tolerance
 from rankwall.checks.backends import Backend, to_numpy
-from rankwall.checks.verdict import Case, Certification, Family, Judgement, Measurement, Relation, Status
+from rankwall.checks.verdict import Case, Certification, Family, Judgement, Measurement, RankInterval, Relation
 from rankwall.theory import softmax_jacobian as sj
 
 # --------------------------------------------------------------------------- cases
@@ -586,17 +585,6 @@ def judge_trace_entropy(case: SoftmaxRow, factor: Fraction) -> Judgement:
     return judge_sides(sides)
 
 
-@dataclass(frozen=True)
-class RankEnclosure:
-    """A certified enclosure ``lo <= rank J <= hi``, how it was certified, and what certifies it."""
-
-    lo: int
-    hi: int
-    method: str
-    certified_by: Certification
-    certificate: dict[str, Any] = field(default_factory=dict)
-
-
 def interlacing_rank(row: exact_softmax.ExactRow) -> tuple[int, int, dict[str, Any]]:
     """Both ends of rank J(p̂) from the structure J = diag(p̂) − p̂p̂ᵀ of the exactly normalised row,
     never from a count of its support.
@@ -615,7 +603,7 @@ def interlacing_rank(row: exact_softmax.ExactRow) -> tuple[int, int, dict[str, A
     return lo, hi, {"nonzero_rows": rows, "distinct_values": len(atoms)}
 
 
-def rank_enclosure(built: Built, backend: Backend) -> RankEnclosure:
+def rank_enclosure(built: Built, backend: Backend) -> RankInterval:
     """rank J for the computed row p (read exactly, normalised exactly). Upper end from
     :func:`interlacing_rank`; lower end from dense eigenvalues above a Weyl threshold for V ≤ 512
     (an independent, rounding-model certificate: two-sided), else from :func:`interlacing_rank` (exact)."""
@@ -623,19 +611,18 @@ def rank_enclosure(built: Built, backend: Backend) -> RankEnclosure:
     lo, hi, certificate = interlacing_rank(row)
     upper = "zero rows of J and the kernel vector 1"
     if built.V > DENSE_LIMIT:
-        method = f"rank in [{lo}, {hi}]: lower from interlacing (eigenvalues ≥ min p), upper from {upper}"
-        return RankEnclosure(lo, hi, method, Certification.EXACT, certificate)
+        return RankInterval(lo, hi, "interlacing (eigenvalues ≥ min p)", upper, True, certificate)
     xp = backend.xp
     eigenvalues = np.sort(to_numpy(xp.linalg.eigvalsh(sj.dense_jacobian(built.rows)))[0])
     threshold = tolerance.dense_eigenvalue_error(
         built.V, _u(built), max(float(eigenvalues[-1]), 0.0), _scalar(built.rows.top)
     )
     lo = int(np.sum(eigenvalues > threshold))
-    method = f"rank in [{lo}, {hi}]: lower from {built.V}x{built.V} eigvalsh above a Weyl threshold, upper from {upper}"
-    return RankEnclosure(lo, hi, method, Certification.TWO_SIDED, {**certificate, "weyl_threshold": threshold})
+    lower = f"{built.V}x{built.V} eigvalsh above a Weyl threshold"
+    return RankInterval(lo, hi, lower, upper, False, {**certificate, "weyl_threshold": threshold})
 
 
-def exact_rank_enclosure(case: SoftmaxRow) -> RankEnclosure:
+def exact_rank_enclosure(case: SoftmaxRow) -> RankInterval:
     """rank J(p̂) on the exact instance: over the rationals with python-flint for V ≤ 48 (rows of
     probabilities), else :func:`interlacing_rank` on the exact row (the softmax of logits is positive)."""
     built = rebuilt(case)
@@ -644,32 +631,10 @@ def exact_rank_enclosure(case: SoftmaxRow) -> RankEnclosure:
         n = len(p)
         entries = [(pi if i == j else 0) - pi * pj for i, pi in enumerate(p) for j, pj in enumerate(p)]
         rank = flint.fmpq_mat(n, n, entries).rank()
-        return RankEnclosure(rank, rank, "exact-rational rank (python-flint)", Certification.EXACT)
+        how = "exact-rational rank (python-flint)"
+        return RankInterval(rank, rank, how, how, True)
     lo, hi, certificate = interlacing_rank(built.exact_row)
-    return RankEnclosure(
-        lo, hi, f"rank in [{lo}, {hi}] by interlacing on the exact row", Certification.EXACT, certificate
-    )
-
-
-def rank_sides(enclosure: RankEnclosure, value: int) -> tuple[Measurement, Judgement]:
-    """``rank J == value``: holds when the enclosure is the point ``value``; violated when either end
-    excludes it (that end alone proves it: one-sided); otherwise undecided."""
-    lo, hi, method, certificate = enclosure.lo, enclosure.hi, enclosure.method, enclosure.certificate
-    rhs = float(value)
-    if lo <= hi and (hi < value or lo > value):
-        end, side = (hi, "upper <") if hi < value else (lo, "lower >")
-        how = f"{method}; {side} {value}"
-        measured = Measurement(
-            float(end), rhs, 0.0, how, certificate, True, Certification.ONE_SIDED, proves=Status.VIOLATED
-        )
-        sign = (value > end) - (value < end)
-        return measured, Judgement(float(end), rhs, sign, how, 0.0, certificate, Certification.ONE_SIDED)
-    point = float(lo) if lo == hi else math.nan
-    measured = Measurement(point, rhs, 0.0, method, certificate, True, enclosure.certified_by)
-    if lo == hi:
-        return measured, Judgement(point, rhs, 0, method, 0.0, certificate, enclosure.certified_by)
-    reason = "the ends disagree" if lo > hi else f"the interval contains {value} but is not a point"
-    return measured, Judgement(point, rhs, None, f"{method}; undecided: {reason}", 0.0, certificate)
+    return RankInterval(lo, hi, "interlacing on the exact row", "zero rows and the kernel vector 1", True, certificate)
 
 
 def claimed_rank(built: Built, statement: str, exact_row: bool = False) -> int:
@@ -685,13 +650,13 @@ def claimed_rank(built: Built, statement: str, exact_row: bool = False) -> int:
 def measure_rank(case: SoftmaxRow, backend: Backend, factor: Fraction, statement: str = "support") -> Measurement:
     """rank J of the computed row (:func:`rank_enclosure`) against |supp p| − 1 (or V)."""
     built = build(case, backend)
-    return rank_sides(rank_enclosure(built, backend), claimed_rank(built, statement))[0]
+    return rank_enclosure(built, backend).sides(claimed_rank(built, statement), "equal")[0]
 
 
 def judge_rank(case: SoftmaxRow, factor: Fraction, statement: str = "support") -> Judgement:
     """rank J(p̂) of the exact row (:func:`exact_rank_enclosure`) against |supp p̂| − 1 (or V)."""
     value = claimed_rank(rebuilt(case), statement, exact_row=True)
-    return rank_sides(exact_rank_enclosure(case), value)[1]
+    return exact_rank_enclosure(case).sides(value, "equal")[1]
 
 
 # --------------------------------------------------------------------------- registration
