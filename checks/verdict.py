@@ -164,6 +164,10 @@ class RankInterval:
     upper: str
     exact: bool = False
     certificate: dict[str, Any] = field(default_factory=dict)
+    #: When the ends contradict (lo > hi): decide nothing (the default), or keep trusting the lower
+    #: end, which can still refute "value <= b" and "value == b" (for an upper end computed on a
+    #: nearby matrix, such as the exactly normalised p̂ in place of the float p).
+    trust_lower: bool = False
 
     @property
     def method(self) -> str:
@@ -213,6 +217,9 @@ class RankInterval:
         straddles the bound or the ends contradict each other."""
         b, lo, hi, method = float(bound), float(self.lo), float(self.hi), self.method
         if self.lo > self.hi:
+            if self.trust_lower and direction != "lower" and lo > b:
+                why = f"{method}; the ends contradict, and the lower end alone gives lower > {bound}"
+                return Judgement(lo, b, -1, why, certificate=self.json(), certified_by=Certification.ONE_SIDED)
             return Judgement(hi, lo, None, f"{method}: undecided, the certificates contradict", certificate=self.json())
         if direction == "upper":  # value <= b
             decided = [(hi, b, f"upper <= {bound}")] if hi <= b else [(lo, b, f"lower > {bound}")] if lo > b else []

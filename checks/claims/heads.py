@@ -1,19 +1,20 @@
 """Claims ``heads.*``: log-probability rank of alternative heads, and the rank of their Jacobian
 with respect to the hidden state (seed 001; seed 000 §2.3, Eq. 10).
 
-Every rank here is certified as an interval ``lo <= rank <= hi`` (:class:`RankInterval`): the lower
+Every rank here is certified as an interval ``lo <= rank <= hi``
+(:class:`rankwall.checks.verdict.RankInterval`, with ``trust_lower``): the lower
 end from the singular values above a Weyl margin (rounding of the matrix plus the SVD's backward
 error), the upper end from structure (a factorization whose residual is checked against a rounding
 bound, or an exact rank over the rationals, python-flint). A claim holds only when the interval
 settles it; it is violated when the interval excludes it; otherwise it is inconclusive. When the two
 ends contradict each other (``lo > hi``) the upper end is not trusted: only ``lo`` can still refute.
-A verdict that rests on one end is ``Certification.ONE_SIDED``; the Jacobian identity holds only when
-both ends meet (``TWO_SIDED``). ``--tighten F`` follows :func:`rankwall.checks.verdict.tightened_integer_bound`.
+A verdict that rests on one end is ``Certification.ONE_SIDED``; one on a rank pinned by both ends is
+``TWO_SIDED`` (the lower end is a rounding-model certificate). ``--tighten F`` follows
+:func:`rankwall.checks.verdict.tightened_integer_bound`.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
@@ -27,12 +28,11 @@ from hypothesis import strategies as st
 from rankwall.checks import exact, tolerance
 from rankwall.checks.verdict import (
     Case,
-    Certification,
     Family,
     Judgement,
     Measurement,
+    RankInterval,
     Relation,
-    Status,
     tightened_integer_bound,
 )
 from rankwall.theory import heads as hd
@@ -98,28 +98,6 @@ def contexts(case: HeadCase) -> tuple[hd.HeadParameters, np.ndarray]:
 # --------------------------------------------------------------------------- certified rank intervals
 
 
-@dataclass(frozen=True)
-class RankInterval:
-    """A certified enclosure ``lo <= rank <= hi``, with how each end was certified."""
-
-    lo: int
-    hi: int
-    lower: str
-    upper: str
-    certificate: dict[str, Any]
-
-    @property
-    def consistent(self) -> bool:
-        return self.lo <= self.hi
-
-    @property
-    def method(self) -> str:
-        return f"rank in [{self.lo}, {self.hi}]: lower from {self.lower}, upper from {self.upper}"
-
-    def json(self) -> dict[str, Any]:
-        return {"rank_lower": self.lo, "rank_upper": self.hi, **self.certificate}
-
-
 def certified_lower_rank(A: np.ndarray, entry_error: float) -> tuple[int, float]:
     """A certified lower bound on rank A and its Weyl margin (:func:`rankwall.checks.exact.weyl_rank_lower_bound`)."""
     rank, margin, _ = exact.weyl_rank_lower_bound(A, U, entry_error=entry_error)
@@ -139,57 +117,19 @@ def with_ones(W: np.ndarray) -> np.ndarray:
     return np.hstack([W, np.ones((W.shape[0], 1))])
 
 
-def _judged(interval: RankInterval, lhs: int, rhs: int, sign: int | None, note: str) -> Judgement:
-    """A judgement from the interval; a decided one rests on one end alone (one-sided)."""
-    return Judgement(
-        float(lhs),
-        float(rhs),
-        sign,
-        f"{interval.method}; {note}",
-        certificate=interval.json(),
-        certified_by=None if sign is None else Certification.ONE_SIDED,
-    )
-
-
-def _undecided(interval: RankInterval, side: str) -> str:
-    return "undecided: " + ("certificates disagree" if not interval.consistent else side)
-
-
 def decide_at_most(interval: RankInterval, bound: int) -> tuple[Measurement, Judgement]:
-    """``rank <= b``: holds when ``lo <= hi <= b`` (the upper end proves it); violated when ``lo > b``
-    (the lower end proves it); else undecided."""
-    lhs = float(interval.hi) if interval.consistent else math.nan
-    measured = Measurement(
-        lhs, float(bound), 0.0, interval.method, interval.json(), True, Certification.ONE_SIDED, Status.HOLDS
-    )
-    if interval.lo > bound:
-        return measured, _judged(interval, interval.lo, bound, -1, f"lower > {bound}")
-    return measured, _judged(interval, interval.hi, bound, None, _undecided(interval, f"interval straddles {bound}"))
+    """``rank <= b``: holds through the upper end, violated through the lower end (:meth:`RankInterval.sides`)."""
+    return interval.sides(bound, "upper")
 
 
 def decide_at_least(interval: RankInterval, bound: int) -> tuple[Measurement, Judgement]:
-    """``b <= rank``: holds when ``b <= lo <= hi`` (the lower end proves it); violated when
-    ``lo <= hi < b`` (the upper end proves it); else undecided."""
-    rhs = float(interval.lo) if interval.consistent else math.nan
-    measured = Measurement(
-        float(bound), rhs, 0.0, interval.method, interval.json(), True, Certification.ONE_SIDED, Status.HOLDS
-    )
-    if interval.consistent and interval.hi < bound:
-        return measured, _judged(interval, bound, interval.hi, -1, f"upper < {bound}")
-    return measured, _judged(interval, bound, interval.lo, None, _undecided(interval, f"interval straddles {bound}"))
+    """``b <= rank``: holds through the lower end, violated through the upper end."""
+    return interval.sides(bound, "lower")
 
 
 def decide_equal(interval: RankInterval, value: int) -> tuple[Measurement, Judgement]:
-    """``rank == r``: holds when ``lo == hi == r`` (both ends: two-sided); violated when ``lo > r`` or
-    ``lo <= hi < r`` (one end); else undecided."""
-    point = float(interval.lo) if interval.lo == interval.hi else math.nan
-    measured = Measurement(point, float(value), 0.0, interval.method, interval.json(), True, Certification.TWO_SIDED)
-    if interval.lo > value:
-        return measured, _judged(interval, interval.lo, value, -1, f"lower > {value}")
-    if interval.consistent and interval.hi < value:
-        return measured, _judged(interval, interval.hi, value, 1, f"upper < {value}")
-    note = _undecided(interval, f"interval contains {value} but is not a point")
-    return measured, _judged(interval, interval.lo, value, None, note)
+    """``rank == r``: holds when both ends meet at r, violated when either end excludes r."""
+    return interval.sides(value, "equal")
 
 
 # --------------------------------------------------------------------------- rank of log P
@@ -266,7 +206,9 @@ def log_probability_interval(case: HeadCase) -> RankInterval:
     L = np.asarray(hd.log_probabilities(case.head, theta, H))
     lo, margin = log_probability_lower(case, theta, H, L)
     hi, how, certificate = log_probability_upper(case, theta, H, L)
-    return RankInterval(lo, hi, "SVD + Weyl margin", how, {"weyl_margin": margin, **certificate})
+    return RankInterval(
+        lo, hi, "SVD + Weyl margin", how, certificate={"weyl_margin": margin, **certificate}, trust_lower=True
+    )
 
 
 def measure_bottleneck(case: HeadCase, backend: Any, factor: Fraction) -> Measurement:
@@ -434,16 +376,16 @@ def jacobian_interval(case: HeadCase) -> RankInterval:
     forming = tolerance.gamma(case.V + case.K * (case.d + 2) + 32, U)
     lo, margin = certified_lower_rank(J, forming * float(np.linalg.norm(jacobian_magnitude(case.head, theta, h))))
     hi, how = jacobian_upper(case.head, theta, h, np.asarray(hd.log_probabilities(case.head, theta, h)))
-    return RankInterval(lo, hi, "SVD of the autograd Jacobian + Weyl margin", how, {"weyl_margin": margin})
+    return RankInterval(
+        lo, hi, "SVD of the autograd Jacobian + Weyl margin", how, certificate={"weyl_margin": margin}, trust_lower=True
+    )
 
 
 def _jacobian_decision(case: HeadCase, claimed: ClaimedRank) -> tuple[Measurement, Judgement]:
     theta, H = contexts(case)
     value, how = claimed(case.head, theta, H[0])
     interval = jacobian_interval(case)
-    interval = RankInterval(
-        interval.lo, interval.hi, interval.lower, interval.upper, {**interval.certificate, "claimed": how}
-    )
+    interval = replace(interval, certificate={**interval.certificate, "claimed": how})
     return decide_equal(interval, value)
 
 
