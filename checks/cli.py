@@ -21,16 +21,16 @@ from collections import Counter
 from collections.abc import Sequence
 from fractions import Fraction
 from importlib import metadata
-from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 import rankwall.checks.claims  # noqa: F401  (fills the registry)
+from rankwall.checks.arguments import integer_in
 from rankwall.checks.backends import BACKENDS, DTYPES, BackendUnavailable, resolve
-from rankwall.checks.outputs import available_memory_bytes
+from rankwall.checks.experiments import experiments
+from rankwall.checks.outputs import available_memory_bytes, progress_bar
 from rankwall.checks.search import search
 from rankwall.checks.strategies import CI_SEARCH_BUDGET
 from rankwall.checks.verdict import REGISTRY, SEVERITY, Claim, Status, Verdict, worst
@@ -40,41 +40,13 @@ from rankwall.theory.softmax_jacobian import MAX_VOCABULARY
 EXIT_OK, EXIT_VIOLATED, EXIT_USAGE, EXIT_INCONCLUSIVE, EXIT_INTERNAL = 0, 1, 2, 3, 4
 #: A closed output pipe (``rankwall list --json | head``): the status a shell reports for SIGPIPE.
 EXIT_BROKEN_PIPE = 128 + 13
-EXPERIMENTS = {
-    "batch-rank": "rank of the logit gradient against batch size (seed 000, Figure 7)",
-    "spamlang": "learning to repeat a token through a rank-D head, V = 1,024 to 131,072 (seed 000, Figure 3)",
-    "lowrank-heads": "a small Transformer on tinyshakespeare with W = AB, D = 2^i (seed 000, Figure 2)",
-}
 #: The text ``spot`` reads when no ``--text`` is given (shipped with the package).
 SPOT_TEXT = "wikitext-2.valid.txt"
-#: batch-rank's default batch sizes (tokens per batch).
-BATCH_SIZES = (64, 256, 1024, 4096, 8192)
-#: The flags that only some experiments take.
-EXPERIMENT_FLAGS = {
-    "batch_sizes": ("--batch-sizes", {"batch-rank"}),
-    "steps": ("--steps", {"spamlang", "lowrank-heads"}),
-}
 STYLE = {Status.HOLDS: "green", Status.VIOLATED: "bold red", Status.INCONCLUSIVE: "yellow"}
 
 
 class UsageError(Exception):
     """A command-line argument that cannot be used, with the reason."""
-
-
-def _positive_int(low: int, high: int | None = None) -> Any:
-    """An argparse type: an integer in [low, high]. argparse prefixes the flag to the message."""
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-        if value < low or (high is not None and value > high):
-            upper = "" if high is None else f" and <= {high}"
-            raise argparse.ArgumentTypeError(f"{value} is out of range (need >= {low}{upper})")
-        return value
-
-    return parse
 
 
 #: ``--tighten`` factors outside this range are refused: the bound times F must stay a normal float64.
@@ -123,19 +95,19 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--backend", choices=BACKENDS, default="numpy")
         p.add_argument("--device", default=None, help="cpu or cuda (array-api-strict: a named device)")
         p.add_argument("--dtype", choices=DTYPES, default="float64")
-        p.add_argument("--seed", type=_positive_int(0), default=0, help="seed of random instances / the search")
+        p.add_argument("--seed", type=integer_in(0), default=0, help="seed of random instances / the search")
         p.add_argument("--json", action="store_true", help="machine-readable output")
 
     verify = add_command("verify", help="check claims on constructed and random instances")
     verify.add_argument("patterns", nargs="*", metavar="PATTERN", help="claim ids or shell patterns")
     verify.add_argument(
         "--V",
-        type=_positive_int(2, MAX_VOCABULARY),
+        type=integer_in(2, MAX_VOCABULARY),
         default=1024,
         dest="V",
         help="vocabulary size (default 1024)",
     )
-    verify.add_argument("--examples", type=_positive_int(0, 100_000), default=16, help="random instances per claim")
+    verify.add_argument("--examples", type=integer_in(0, 100_000), default=16, help="random instances per claim")
     backend_options(verify)
 
     hunt = add_command("search", help="hunt a counterexample with Hypothesis")
@@ -144,19 +116,19 @@ def build_parser() -> argparse.ArgumentParser:
     hunt.add_argument("--mutant", default=None, help="search a planted false variant instead")
     hunt.add_argument(
         "--budget",
-        type=_positive_int(1, 10_000_000),
+        type=integer_in(1, 10_000_000),
         default=CI_SEARCH_BUDGET,
         help=f"examples to try (default {CI_SEARCH_BUDGET}, the CI budget)",
     )
     backend_options(hunt)
 
     compress = add_command("compress", help="Eq. 1: share of the logit gradient destroyed by a head")
-    compress.add_argument("--V", type=_positive_int(2, MAX_VOCABULARY), default=131072, dest="V")
-    compress.add_argument("--D", type=_positive_int(1, 65536), default=576, dest="D")
-    compress.add_argument("--tokens", type=_positive_int(1, 10_000_000), default=4096)
+    compress.add_argument("--V", type=integer_in(2, MAX_VOCABULARY), default=131072, dest="V")
+    compress.add_argument("--D", type=integer_in(1, 65536), default=576, dest="D")
+    compress.add_argument("--tokens", type=integer_in(1, 10_000_000), default=4096)
     compress.add_argument("--head", choices=("random", "lowrank"), default="random")
-    compress.add_argument("--rank", type=_positive_int(1, 65536), default=None, help="lowrank: rank of W")
-    compress.add_argument("--seed", type=_positive_int(0), default=0)
+    compress.add_argument("--rank", type=integer_in(1, 65536), default=None, help="lowrank: rank of W")
+    compress.add_argument("--seed", type=integer_in(0), default=0)
     compress.add_argument("--json", action="store_true")
 
     argmax = add_command("argmax", help="the tokens of a head that no hidden state can make the argmax")
@@ -176,43 +148,21 @@ def build_parser() -> argparse.ArgumentParser:
         help="a Hugging Face model folder, a .gguf file, or smollm2 (default: SmolLM2-135M-Instruct)",
     )
     spot.add_argument("--text", default=None, help="UTF-8 text file (default: the shipped WikiText-2 validation split)")
-    spot.add_argument("--tokens", type=_positive_int(16, 65536), default=1024, help="predictions")
-    spot.add_argument("--context", type=_positive_int(2, 8192), default=512, help="tokens per forward pass")
+    spot.add_argument("--tokens", type=integer_in(16, 65536), default=1024, help="predictions")
+    spot.add_argument("--context", type=integer_in(2, 8192), default=512, help="tokens per forward pass")
     spot.add_argument("--no-argmax", action="store_true", help="skip the unargmaxable-token search (about a minute)")
     spot.add_argument("--out", default="spot-out", help="folder for spot.json and spot.png (default: spot-out)")
     spot.add_argument("--json", action="store_true")
 
     experiment = add_command("experiment", help="run an experiment and write JSON and PNG")
-    experiment.add_argument("name", choices=sorted(EXPERIMENTS), metavar="NAME", help=", ".join(sorted(EXPERIMENTS)))
-    experiment.add_argument("--out", default="out", help="folder for the JSON and PNG (default: out)")
-    experiment.add_argument("--seed", type=_positive_int(0), default=0)
-    experiment.add_argument(
-        "--batch-sizes",
-        type=_positive_int(1, 1_000_000),
-        nargs="+",
-        default=None,
-        help=f"batch-rank only: tokens per batch (default {' '.join(map(str, BATCH_SIZES))})",
-    )
-    experiment.add_argument(
-        "--steps",
-        type=_positive_int(1, 1_000_000),
-        default=None,
-        help="spamlang and lowrank-heads only: training steps",
-    )
-    experiment.add_argument("--json", action="store_true", help="print the records as JSON")
+    names = experiment.add_subparsers(dest="name", required=True, metavar="NAME", parser_class=_Parser)
+    for name, module in experiments().items():
+        runner = names.add_parser(name, help=module.SUMMARY, description=module.SUMMARY, parents=[common])
+        runner.add_argument("--out", default="out", help="folder for the JSON and PNG (default: out)")
+        runner.add_argument("--seed", type=integer_in(0), default=0)
+        runner.add_argument("--json", action="store_true", help="print the records as JSON")
+        module.add_arguments(runner)
     return parser
-
-
-def _progress(console: Console) -> Progress:
-    return Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-        transient=True,
-        disable=not console.is_terminal,
-    )
 
 
 def claim_json(claim: Claim) -> dict[str, Any]:
@@ -256,7 +206,7 @@ def run_verify(args: argparse.Namespace, out: Console, err: Console) -> int:
     numpy_backend = resolve("numpy", None, args.dtype)
     plan = [(c, c.witnesses(args.V) + c.random_instances(args.V, args.examples, args.seed)) for c in claims]
     results: list[dict[str, Any]] = []
-    with _progress(err) as progress:
+    with progress_bar(err) as progress:
         task = progress.add_task("verifying", total=sum(len(i) for _, i in plan))
         for claim, instances in plan:
             started = time.perf_counter()
@@ -358,7 +308,7 @@ def run_search(args: argparse.Namespace, out: Console, err: Console) -> int:
     if args.tighten != 1 and claim.bound is None:
         raise UsageError(f"--tighten: {claim.id} is an identity, it has no bound to tighten")
     backend = resolve(args.backend, args.device, args.dtype)
-    with _progress(err) as progress:
+    with progress_bar(err) as progress:
         task = progress.add_task(f"searching {claim.id}", total=args.budget)
         result = search(
             claim,
@@ -406,7 +356,7 @@ def run_compress(args: argparse.Namespace, out: Console, err: Console) -> int:
             f"but only {available / 2**30:.1f} GiB of memory is available"
         )
     started = time.perf_counter()
-    with _progress(err) as progress:
+    with progress_bar(err) as progress:
         task = progress.add_task("projecting the logit gradient", total=-(-args.tokens // cp.BLOCK_ROWS))
         result = cp.random_head_compression(
             args.V, args.D, args.tokens, args.seed, rank=rank, on_block=lambda: progress.advance(task)
@@ -454,7 +404,7 @@ def run_argmax(args: argparse.Namespace, out: Console, err: Console) -> int:
 
     W, b, name = load_head(args.head)
     started = time.perf_counter()
-    with _progress(err) as progress:
+    with progress_bar(err) as progress:
         task = progress.add_task("deciding argmaxable tokens", total=int(np.shape(W)[0]))
         result = ex.argmaxable(W, b, on_progress=lambda n: progress.advance(task, n))
     never = np.flatnonzero(result["never"])
@@ -509,7 +459,7 @@ def run_spot(args: argparse.Namespace, out: Console, err: Console) -> int:
         label, text = str(args.text), read_text_file(args.text, "--text")
     folder = writable_folder(args.out, "--out")
     steps = 5 if args.no_argmax else 6
-    with _progress(err) as progress:
+    with progress_bar(err) as progress:
         task = progress.add_task("loading the model", total=steps)
 
         def step(description: str) -> None:
@@ -583,102 +533,8 @@ def print_spot(record: dict[str, Any], out: Console) -> None:
 def run_experiment(args: argparse.Namespace, out: Console, err: Console) -> int:
     from rankwall.checks.outputs import writable_folder
 
-    for attribute, (flag, takers) in EXPERIMENT_FLAGS.items():
-        if getattr(args, attribute) is not None and args.name not in takers:
-            raise UsageError(f"{flag}: does not apply to {args.name} (only to {', '.join(sorted(takers))})")
     args.out = writable_folder(args.out, "--out")
-    runner = {"batch-rank": run_batch_rank, "spamlang": run_spamlang, "lowrank-heads": run_lowrank_heads}
-    return runner[args.name](args, out, err)
-
-
-def run_batch_rank(args: argparse.Namespace, out: Console, err: Console) -> int:
-    from rankwall.checks.experiments import batch_rank
-
-    sizes = tuple(args.batch_sizes or BATCH_SIZES)
-    with _progress(err) as progress:
-        task = progress.add_task("batch-rank", total=3 * len(sizes))
-
-        def step(description: str) -> None:
-            progress.update(task, description=description)
-            progress.advance(task)
-
-        records = batch_rank.run(sizes, seed=args.seed, on_step=step)
-    json_path, png_path = batch_rank.write(records, Path(args.out))
-    if args.json:
-        print(json.dumps(records, indent=2))
-        return EXIT_OK
-    table = Table(title="batch-rank: rank of the logit gradient G = diag(f)(P - Ñ^B)")
-    for column in ("language", "tokens", "contexts", "certified rank", "/ (V-1)", "70%", "99%", "99.9%"):
-        table.add_column(column, no_wrap=column != "language", overflow="fold")
-    for r in records:
-        table.add_row(
-            r["language"],
-            str(r["batch_tokens"]),
-            str(r["contexts"]),
-            str(r["certified_rank"]),
-            f"{r['rank_share_of_V_minus_1']:.3f}",
-            *(str(r["components"][str(s)]) for s in batch_rank.SHARES),
-        )
-    out.print(table)
-    out.print(f"wrote {json_path} and {png_path}")
-    return EXIT_OK
-
-
-def run_spamlang(args: argparse.Namespace, out: Console, err: Console) -> int:
-    from rankwall.checks.experiments import spamlang
-
-    steps = args.steps or spamlang.STEPS
-    runs = 2 * len(spamlang.VOCABULARIES) + 2
-    with _progress(err) as progress:
-        task = progress.add_task("spamlang: training", total=runs * spamlang.logs_per_run(steps))
-        records = spamlang.run(steps=steps, seed=args.seed, on_log=lambda: progress.advance(task))
-    json_path, png_path = spamlang.write(records, Path(args.out))
-    if args.json:
-        print(json.dumps(records, indent=2))
-        return EXIT_OK
-    table = Table(title=f"SpamLang: training loss after {steps} steps (log V at the start)")
-    for column in ("V", "D", "head", "role", "log V", "final loss", "final / log V", "sightings per token"):
-        table.add_column(column, justify="right")
-    for r in records:
-        table.add_row(
-            f"{r['V']:,}",
-            str(r["D"]),
-            "tied" if r["tied"] else "untied",
-            r["role"],
-            f"{r['initial_loss_log_V']:.2f}",
-            f"{r['final_loss']:.3g}",
-            f"{r['final_loss'] / r['initial_loss_log_V']:.3f}",
-            f"{r['sightings_per_token']:.2f}",
-        )
-    out.print(table)
-    out.print(f"wrote {json_path} and {png_path}")
-    return EXIT_OK
-
-
-def run_lowrank_heads(args: argparse.Namespace, out: Console, err: Console) -> int:
-    from rankwall.checks.experiments import lowrank_heads
-
-    steps = args.steps or lowrank_heads.STEPS
-    runs = len(lowrank_heads.BPE_DIMENSIONS) + len(lowrank_heads.CHAR_DIMENSIONS)
-    with _progress(err) as progress:
-        task = progress.add_task("lowrank-heads: training", total=lowrank_heads.evaluations(steps, runs))
-        result = lowrank_heads.run(steps=steps, seed=args.seed, on_eval=lambda: progress.advance(task))
-    json_path, png_path = lowrank_heads.write(result, Path(args.out))
-    if args.json:
-        print(json.dumps(result, indent=2))
-        return EXIT_OK
-    table = Table(title=f"Low-rank heads W = AB: validation loss after {steps * result['tokens_per_step']:,} tokens")
-    for column in ("tokens", "V", "D", "rank bound", "final validation loss"):
-        table.add_column(column, justify="right")
-    for name in ("bpe", "characters"):
-        for r in result[name]["runs"]:
-            table.add_row(name, f"{r['V']:,}", str(r["D"]), str(r["head_rank_bound"]), f"{r['valid_loss'][-1]:.4f}")
-    out.print(table)
-    for name in ("bpe", "characters"):
-        factor = result[name]["speedup_largest_over_smallest_D"]
-        shown = f"x{factor:.2f}" if factor is not None else "never reached"
-        out.print(f"{name}: largest D reaches the smallest D's final loss {shown} sooner")
-    out.print(f"wrote {json_path} and {png_path}")
+    experiments()[args.name].main(args, out, err)
     return EXIT_OK
 
 

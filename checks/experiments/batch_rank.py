@@ -10,20 +10,30 @@ dense SVD with a Weyl margin, and the number of singular components needed to ho
 
 from __future__ import annotations
 
+import argparse
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sparse
+from rich.console import Console
+from rich.table import Table
 
 from rankwall.checks import exact, tolerance
+from rankwall.checks.arguments import integer_in
 from rankwall.checks.data import characters, read_corpus, words
-from rankwall.checks.outputs import write_outputs
+from rankwall.checks.outputs import progress_bar, write_outputs
 from rankwall.theory import error_rank as er
 
 SHARES = (0.7, 0.99, 0.999)
 U = tolerance.unit_roundoff(np.float64)
+
+
+NAME = "batch-rank"
+SUMMARY = "rank of the logit gradient against batch size (seed 000, Figure 7)"
+BATCH_SIZES = (64, 256, 1024, 4096, 8192)
 
 
 def components_for(sigma: np.ndarray, share: float) -> int:
@@ -120,3 +130,44 @@ def plot(records: list[dict[str, Any]], path: Path) -> None:
 def write(records: list[dict[str, Any]], out: Path) -> tuple[Path, Path]:
     """Write ``batch_rank.json`` and ``batch_rank.png`` into ``out``."""
     return write_outputs(records, out, "batch_rank", plot)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--batch-sizes",
+        type=integer_in(1, 1_000_000),
+        nargs="+",
+        default=list(BATCH_SIZES),
+        help=f"tokens per batch (default {' '.join(map(str, BATCH_SIZES))})",
+    )
+
+
+def main(args: argparse.Namespace, out: Console, err: Console) -> None:
+    """``rankwall experiment batch-rank``: run, write JSON and PNG, print a table (or the JSON)."""
+    sizes = tuple(args.batch_sizes)
+    with progress_bar(err) as progress:
+        task = progress.add_task("batch-rank", total=3 * len(sizes))
+
+        def step(description: str) -> None:
+            progress.update(task, description=description)
+            progress.advance(task)
+
+        records = run(sizes, seed=args.seed, on_step=step)
+    json_path, png_path = write(records, Path(args.out))
+    if args.json:
+        print(json.dumps(records, indent=2))
+        return
+    table = Table(title="batch-rank: rank of the logit gradient G = diag(f)(P - Ñ^B)")
+    for column in ("language", "tokens", "contexts", "certified rank", "/ (V-1)", "70%", "99%", "99.9%"):
+        table.add_column(column, no_wrap=column != "language", overflow="fold")
+    for r in records:
+        table.add_row(
+            r["language"],
+            str(r["batch_tokens"]),
+            str(r["contexts"]),
+            str(r["certified_rank"]),
+            f"{r['rank_share_of_V_minus_1']:.3f}",
+            *(str(r["components"][str(s)]) for s in SHARES),
+        )
+    out.print(table)
+    out.print(f"wrote {json_path} and {png_path}")

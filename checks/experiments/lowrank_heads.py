@@ -15,6 +15,8 @@ and the essay predicts no effect of D.
 
 from __future__ import annotations
 
+import argparse
+import json
 import math
 import time
 from collections.abc import Callable
@@ -22,9 +24,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from rich.console import Console
+from rich.table import Table
 
+from rankwall.checks.arguments import integer_in
 from rankwall.checks.data import read_corpus
-from rankwall.checks.outputs import peak_memory_mb, write_outputs
+from rankwall.checks.outputs import peak_memory_mb, progress_bar, write_outputs
 
 WIDTH = 128
 LAYERS = 2
@@ -38,6 +43,10 @@ LEARNING_RATE = 3e-3
 BPE_VOCABULARY = 4096
 BPE_DIMENSIONS = (4, 16, 64, 128)
 CHAR_DIMENSIONS = (128, 512)
+
+
+NAME = "lowrank-heads"
+SUMMARY = "a small Transformer on tinyshakespeare with W = AB, D = 2^i (seed 000, Figure 2)"
 
 
 def bpe_ids(text: str, vocabulary: int, seed: int) -> tuple[np.ndarray, int]:
@@ -204,3 +213,34 @@ def plot(result: dict[str, Any], path: Path) -> None:
 def write(result: dict[str, Any], out: Path) -> tuple[Path, Path]:
     """Write ``lowrank_heads.json`` and ``lowrank_heads.png`` into ``out``."""
     return write_outputs(result, out, "lowrank_heads", plot)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--steps", type=integer_in(1, 1_000_000), default=STEPS, help=f"training steps (default {STEPS})"
+    )
+
+
+def main(args: argparse.Namespace, out: Console, err: Console) -> None:
+    """``rankwall experiment lowrank-heads``: run, write JSON and PNG, print a table (or the JSON)."""
+    steps = args.steps
+    runs = len(BPE_DIMENSIONS) + len(CHAR_DIMENSIONS)
+    with progress_bar(err) as progress:
+        task = progress.add_task("lowrank-heads: training", total=evaluations(steps, runs))
+        result = run(steps=steps, seed=args.seed, on_eval=lambda: progress.advance(task))
+    json_path, png_path = write(result, Path(args.out))
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return
+    table = Table(title=f"Low-rank heads W = AB: validation loss after {steps * result['tokens_per_step']:,} tokens")
+    for column in ("tokens", "V", "D", "rank bound", "final validation loss"):
+        table.add_column(column, justify="right")
+    for name in ("bpe", "characters"):
+        for r in result[name]["runs"]:
+            table.add_row(name, f"{r['V']:,}", str(r["D"]), str(r["head_rank_bound"]), f"{r['valid_loss'][-1]:.4f}")
+    out.print(table)
+    for name in ("bpe", "characters"):
+        factor = result[name]["speedup_largest_over_smallest_D"]
+        shown = f"x{factor:.2f}" if factor is not None else "never reached"
+        out.print(f"{name}: largest D reaches the smallest D's final loss {shown} sooner")
+    out.print(f"wrote {json_path} and {png_path}")

@@ -15,14 +15,19 @@ means fewer sightings per token; the record reports them so the two effects are 
 
 from __future__ import annotations
 
+import argparse
+import json
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from rich.console import Console
+from rich.table import Table
 
-from rankwall.checks.outputs import peak_memory_mb, write_outputs
+from rankwall.checks.arguments import integer_in
+from rankwall.checks.outputs import peak_memory_mb, progress_bar, write_outputs
 
 VOCABULARIES = (1024, 4096, 16384, 65536, 131072)
 D = 64
@@ -30,6 +35,10 @@ STEPS = 150
 BATCH = 512
 LEARNING_RATE = 3e-3
 LOG_EVERY = 10
+
+
+NAME = "spamlang"
+SUMMARY = "learning to repeat a token through a rank-D head, V = 1,024 to 131,072 (seed 000, Figure 3)"
 
 
 def make_model(V: int, D: int, tied: bool, seed: int) -> Any:
@@ -145,3 +154,38 @@ def plot(records: list[dict[str, Any]], path: Path) -> None:
 def write(records: list[dict[str, Any]], out: Path) -> tuple[Path, Path]:
     """Write ``spamlang.json`` and ``spamlang.png`` into ``out``."""
     return write_outputs(records, out, "spamlang", plot)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--steps", type=integer_in(1, 1_000_000), default=STEPS, help=f"training steps (default {STEPS})"
+    )
+
+
+def main(args: argparse.Namespace, out: Console, err: Console) -> None:
+    """``rankwall experiment spamlang``: run, write JSON and PNG, print a table (or the JSON)."""
+    steps = args.steps
+    runs = 2 * len(VOCABULARIES) + 2
+    with progress_bar(err) as progress:
+        task = progress.add_task("spamlang: training", total=runs * logs_per_run(steps))
+        records = run(steps=steps, seed=args.seed, on_log=lambda: progress.advance(task))
+    json_path, png_path = write(records, Path(args.out))
+    if args.json:
+        print(json.dumps(records, indent=2))
+        return
+    table = Table(title=f"SpamLang: training loss after {steps} steps (log V at the start)")
+    for column in ("V", "D", "head", "role", "log V", "final loss", "final / log V", "sightings per token"):
+        table.add_column(column, justify="right")
+    for r in records:
+        table.add_row(
+            f"{r['V']:,}",
+            str(r["D"]),
+            "tied" if r["tied"] else "untied",
+            r["role"],
+            f"{r['initial_loss_log_V']:.2f}",
+            f"{r['final_loss']:.3g}",
+            f"{r['final_loss'] / r['initial_loss_log_V']:.3f}",
+            f"{r['sightings_per_token']:.2f}",
+        )
+    out.print(table)
+    out.print(f"wrote {json_path} and {png_path}")
