@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from fractions import Fraction
 from typing import Any
 
 import flint
@@ -48,6 +49,16 @@ def rational(x: float) -> flint.fmpq:
     """The float ``x`` as the exact rational it is."""
     n, d = float(x).as_integer_ratio()
     return flint.fmpq(n, d)
+
+
+def fmpq_of(q: Fraction) -> flint.fmpq:
+    """A Python Fraction as a python-flint rational."""
+    return flint.fmpq(q.numerator, q.denominator)
+
+
+def planted_exactly(value: Any, factor: Fraction) -> Any:
+    """:func:`rankwall.checks.verdict.planted_side` for an exact rational or a ball: F·(v + 1) − 1."""
+    return value if factor == 1 else fmpq_of(factor) * (value + 1) - 1
 
 
 def ball(x: float) -> flint.arb:

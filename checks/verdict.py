@@ -293,7 +293,8 @@ class Claim:
 
     ``measure(instance, backend, factor)`` and ``judge_exactly(instance, factor)`` return
     both sides; ``factor`` multiplies the bound (the right side of an upper bound, the left
-    side of a lower bound) for ``rankwall search --tighten``. ``witnesses(V)`` lists the
+    side of a lower bound) for ``rankwall search --tighten``; for an identity it moves the stated
+    side, a test hook only (:meth:`check_planted`). ``witnesses(V)`` lists the
     constructed instances at vocabulary size V; ``random_instances(V, n, seed)`` adds drawn
     ones; ``strategy()`` is the Hypothesis strategy that hunts counterexamples."""
 
@@ -325,6 +326,13 @@ class Claim:
         undecided: the verdict is ``inconclusive`` and names the failure."""
         if factor != 1 and self.bound is None:
             raise ValueError(f"{self.id}: an identity has no bound to tighten")
+        return self.check_planted(instance, backend, factor)
+
+    def check_planted(self, instance: AnyInstance, backend: Any, factor: Fraction) -> Verdict:
+        """:meth:`check` with the stated side moved by ``factor`` in every route, identities included:
+        the meta-tests' hook for planting a wrong measured value. A bound is multiplied by F; the
+        stated side of an identity is multiplied by F, or moved to :func:`planted_side` where it
+        can be zero by its form (a count of failures, J·1 = 0)."""
         try:
             measured = self.measure(instance, backend, factor)
             return decide(self, instance, measured, lambda: self.judge_exactly(instance, factor))
@@ -334,6 +342,19 @@ class Claim:
             reason = f"{NUMERICAL_FAILURE}: {type(error).__name__}: {str(error).splitlines()[0][:200]}"
             nan = math.nan
             return Verdict(self.id, Status.INCONCLUSIVE, nan, nan, nan, nan, reason, instance)
+
+
+def planted_side(value: Any, factor: Fraction) -> Any:
+    """The stated side v of an identity moved by F (the meta-tests' hook; F = 1 leaves it):
+    F·(v + 1) − 1, which differs from v for every F ≠ 1 and v ≠ −1, so that a side that is zero by
+    its form moves too. Exact for integers and Fractions (an integer stays one for an integer F);
+    a float is moved in floating point."""
+    if factor == 1:
+        return value
+    if isinstance(value, float):
+        return float(factor) * (value + 1) - 1
+    moved = factor * (value + 1) - 1
+    return int(moved) if isinstance(value, int) and moved.denominator == 1 else moved
 
 
 def tightened_integer_bound(bound: int, factor: Fraction, direction: str) -> int:

@@ -1,9 +1,12 @@
 """Registry-wide meta-tests (issue 11): they enumerate the registry, not a family, so a claim
 added later is held to the same standard. Every claim states a bound direction or is an
-identity, has a mutant, and can fail: its bound, halved or doubled, is refuted by the search."""
+identity, has a mutant, and can fail: its bound, halved or doubled, is refuted by the search, and a
+wrong measured value planted through a test hook (a bound past the measurement, an identity's stated
+side moved) is never reported to hold."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from fractions import Fraction
 
@@ -12,7 +15,7 @@ import pytest
 from rankwall.checks.backends import resolve
 from rankwall.checks.search import search
 from rankwall.checks.strategies import CI_SEARCH_BUDGET
-from rankwall.checks.verdict import REGISTRY, Relation, Status, tightened_integer_bound
+from rankwall.checks.verdict import REGISTRY, Judgement, Relation, Status, tightened_integer_bound
 
 NUMPY = resolve("numpy")
 CLAIMS = list(REGISTRY)
@@ -115,3 +118,47 @@ def test_a_planted_bound_below_the_measurement_never_holds(claim):
     assert planted, f"{claim.id}: no witness at V = 64 whose bound moves with the factor"
     held = [(i.to_json(), str(f)) for i, f, v in planted if v.status is Status.HOLDS]
     assert not held, held[:2]
+
+
+IDENTITIES = [c for c in CLAIMS if c.bound is None]
+#: The test hook's factor for an identity: its stated side v becomes 2v, or 2v + 1 (``planted_side``).
+PLANTED = Fraction(2)
+
+
+def same_sides(a, b) -> bool:
+    """Whether two measurements report the same sides (NaN equal to NaN)."""
+    return all(x == y or (math.isnan(x) and math.isnan(y)) for x, y in ((a.lhs, b.lhs), (a.rhs, b.rhs)))
+
+
+def planted_identity_verdicts(claim) -> list:
+    """The verdicts of ``claim`` with its stated side moved through the test hook (``check_planted``,
+    in the float measurement and in the exact judgement alike), on the witnesses at V = 64 where the
+    move changed the measured sides."""
+    planted = []
+    for instance in claim.witnesses(64):
+        if same_sides(claim.measure(instance, NUMPY, Fraction(1)), claim.measure(instance, NUMPY, PLANTED)):
+            continue  # the stated side is 0 and only scaled: nothing was planted
+        planted.append(claim.check_planted(instance, NUMPY, PLANTED))
+    return planted
+
+
+@pytest.mark.parametrize("claim", IDENTITIES, ids=lambda c: c.id)
+def test_a_planted_identity_side_never_holds(claim):
+    """(c) for every identity: a wrong stated side is never reported to hold."""
+    planted = planted_identity_verdicts(claim)
+    assert planted, f"{claim.id}: no witness at V = 64 whose stated side moves with the hook"
+    held = [v.instance.to_json() for v in planted if v.status is Status.HOLDS]
+    assert not held, held[:2]
+
+
+def test_the_planted_identity_test_catches_a_judge_by_fiat():
+    """The meta-test can fail: a judge that answers "equal" whatever the sides lets a planted side hold."""
+    claim = REGISTRY["compression.pythagoras"]
+    by_fiat = dataclasses.replace(claim, judge_exactly=lambda i, F: Judgement(1.0, 1.0, 0, "fiat"))
+    assert any(v.status is Status.HOLDS for v in planted_identity_verdicts(by_fiat))
+
+
+def test_an_identity_refuses_a_tightening_factor():
+    """The hook is for tests: ``check`` (and so ``search --tighten``) still refuses a factor on an identity."""
+    with pytest.raises(ValueError, match="identity"):
+        IDENTITIES[0].check(IDENTITIES[0].witnesses(64)[0], NUMPY, PLANTED)

@@ -24,7 +24,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from rankwall.checks import tolerance
-from rankwall.checks.verdict import Case, Certification, Family, Judgement, Measurement, Relation
+from rankwall.checks.verdict import Case, Certification, Family, Judgement, Measurement, Relation, planted_side
 from rankwall.theory import compression as cp
 
 # --------------------------------------------------------------------------- cases and strategies
@@ -98,6 +98,12 @@ class Enclosure:
     def scaled(self, factor: float) -> Enclosure:
         """Times a nonnegative factor."""
         return Enclosure.outward(self.value * factor, self.lo * factor, self.hi * factor)
+
+    def planted(self, factor: Fraction) -> Enclosure:
+        """The enclosed side of an identity moved by ``factor`` (:func:`planted_side`, monotone in v)."""
+        if factor == 1:
+            return self
+        return Enclosure.outward(*(planted_side(x, factor) for x in (self.value, self.lo, self.hi)))
 
     def squared(self) -> Enclosure:
         """The square of a nonnegative quantity."""
@@ -249,7 +255,7 @@ def measure_pythagoras(case: BatchGradient, backend: Any, factor: Fraction, powe
     G, _, Q = gradient(case)
     c, r = eq1_shares(G, Q)
     lhs = c.squared() + r.squared() if power == 2 else c + r
-    one = Enclosure(1.0, 1.0, 1.0)
+    one = Enclosure(1.0, 1.0, 1.0).planted(factor)
     return _measurement(lhs, one, "float64 QR projection, lost and kept enclosed apart", rank_W=Q.shape[1])
 
 
@@ -286,7 +292,7 @@ def measure_ky_fan_attained(case: BatchGradient, backend: Any, factor: Fraction,
     head's alignment, true only to the SVD's backward error, leaves (:func:`alignment_slack`)."""
     G, W, Q = gradient(case)
     c2 = eq1_shares(G, Q)[0].squared()
-    share = top_share(G, Q.shape[1] - drop)
+    share = top_share(G, Q.shape[1] - drop).planted(factor)
     slack = alignment_slack(G, W, Q)
     method = "float64 QR projection vs SVD share (Weyl), aligned to backward error"
     return _measurement(c2, share, method, slack, rank_W=Q.shape[1], alignment_slack=slack)

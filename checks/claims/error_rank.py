@@ -46,6 +46,7 @@ from rankwall.checks.verdict import (
     Measurement,
     RankInterval,
     Relation,
+    planted_side,
     tightened_integer_bound,
 )
 from rankwall.theory import error_rank as er
@@ -514,12 +515,12 @@ def predicted_rank(case: StochasticPattern, mutant: bool) -> int:
 
 def measure_attracting(case: StochasticPattern, backend: Any, factor: Fraction, mutant: bool = False) -> Measurement:
     """rank(I - P_T) == n - a, both sides exact."""
-    return measurement(attracting_bounds(case), predicted_rank(case, mutant), "equal")
+    return measurement(attracting_bounds(case), planted_side(predicted_rank(case, mutant), factor), "equal")
 
 
 def judge_attracting(case: StochasticPattern, factor: Fraction, mutant: bool = False) -> Judgement:
     """rank(I - P_T) == n - a, re-decided on the same exact sides."""
-    return judgement(attracting_bounds(case), predicted_rank(case, mutant), "equal")
+    return judgement(attracting_bounds(case), planted_side(predicted_rank(case, mutant), factor), "equal")
 
 
 def wcdd_matrix(case: WcddPattern, leaks: int | None = None) -> np.ndarray:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any, ClassVar
 
@@ -36,7 +36,7 @@ import scipy.special
 from hypothesis import strategies as st
 
 from rankwall.checks import exact, tolerance
-from rankwall.checks.verdict import Case, Certification, Family, Judgement, Measurement, Relation
+from rankwall.checks.verdict import Case, Certification, Family, Judgement, Measurement, Relation, planted_side
 from rankwall.theory import error_rank as er
 from rankwall.theory import expressivity as ex
 
@@ -640,11 +640,26 @@ def bound_claim(decision: Decision, **options: Any) -> dict[str, Any]:
 
 
 def count_claim(decision: Decision, **options: Any) -> dict[str, Any]:
-    """``measure`` and ``judge_exactly`` of an identity "failures = 0" (no factor to apply)."""
+    """``measure`` and ``judge_exactly`` of an identity "failures = 0". ``F`` (the meta-tests' hook)
+    moves the expected count to :func:`planted_side` (0, F) = F − 1: the counted failures, measured
+    as before, are then compared with that count in both routes."""
     return {
-        "measure": lambda i, backend, F: decision(i, **options)[0],
-        "judge_exactly": lambda i, F: decision(i, **options)[1](),
+        "measure": lambda i, backend, F: expecting(decision(i, **options)[0], F),
+        "judge_exactly": lambda i, F: expecting(decision(i, **options)[1](), F),
     }
+
+
+def expecting(decided: Measurement | Judgement, factor: Fraction) -> Measurement | Judgement:
+    """A count's measurement or judgement against the expected count F − 1 in place of 0: the sign of
+    ``expected − count`` where the count is known (an undecided judgement stays undecided)."""
+    expected = planted_side(0, factor)
+    if factor == 1:
+        return decided
+    if isinstance(decided, Measurement):
+        return replace(decided, rhs=float(expected))
+    known = decided.sign is not None and math.isfinite(decided.lhs)
+    sign = ((expected > decided.lhs) - (expected < decided.lhs)) if known else None
+    return replace(decided, rhs=float(expected), sign=sign)
 
 
 FAMILY = Family("expressivity", array_api=False, random_instances=lambda V, n, seed: [])

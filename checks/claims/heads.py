@@ -33,6 +33,7 @@ from rankwall.checks.verdict import (
     Measurement,
     RankInterval,
     Relation,
+    planted_side,
     tightened_integer_bound,
 )
 from rankwall.theory import heads as hd
@@ -381,23 +382,23 @@ def jacobian_interval(case: HeadCase) -> RankInterval:
     )
 
 
-def _jacobian_decision(case: HeadCase, claimed: ClaimedRank) -> tuple[Measurement, Judgement]:
+def _jacobian_decision(case: HeadCase, claimed: ClaimedRank, factor: Fraction) -> tuple[Measurement, Judgement]:
     theta, H = contexts(case)
     value, how = claimed(case.head, theta, H[0])
     interval = jacobian_interval(case)
     interval = replace(interval, certificate={**interval.certificate, "claimed": how})
-    return decide_equal(interval, value)
+    return decide_equal(interval, planted_side(value, factor))
 
 
 def measure_jacobian(
     case: HeadCase, backend: Any, factor: Fraction, claimed: ClaimedRank = claimed_jacobian_rank
 ) -> Measurement:
-    """rank ∂ log p/∂h against its claimed exact value (an identity: ``factor`` is never 1 here)."""
-    return _jacobian_decision(case, claimed)[0]
+    """rank ∂ log p/∂h against its claimed exact value (``factor``: the meta-tests' planted value)."""
+    return _jacobian_decision(case, claimed, factor)[0]
 
 
 def judge_jacobian(case: HeadCase, factor: Fraction, claimed: ClaimedRank = claimed_jacobian_rank) -> Judgement:
-    return _jacobian_decision(case, claimed)[1]
+    return _jacobian_decision(case, claimed, factor)[1]
 
 
 # --------------------------------------------------------------------------- witnesses and strategies

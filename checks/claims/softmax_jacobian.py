@@ -31,7 +31,16 @@ from hypothesis import strategies as st
 
 from rankwall.checks import exact, exact_softmax, tolerance
 from rankwall.checks.backends import Backend, to_numpy
-from rankwall.checks.verdict import Case, Certification, Family, Judgement, Measurement, RankInterval, Relation
+from rankwall.checks.verdict import (
+    Case,
+    Certification,
+    Family,
+    Judgement,
+    Measurement,
+    RankInterval,
+    Relation,
+    planted_side,
+)
 from rankwall.theory import softmax_jacobian as sj
 
 # --------------------------------------------------------------------------- cases
@@ -451,7 +460,7 @@ def measure_variance(case: SoftmaxRow, backend: Backend, factor: Fraction, centr
     built = build(case, backend)
     lhs = _scalar(sj.quadratic_form(built.rows, built.direction))
     second = _scalar(backend.xp.sum(built.rows.p * built.direction**2))
-    rhs = _scalar(sj.variance(built.rows, built.direction)) if centred else second
+    rhs = planted_side(_scalar(sj.variance(built.rows, built.direction)) if centred else second, factor)
     tol = tolerance.quadratic_form_tolerance(built.V, _u(built), second)
     return Measurement(
         lhs, rhs, tol, f"{backend.dtype_name} matrix form vs {'two-pass variance' if centred else 'E_p[u^2]'}"
@@ -484,7 +493,7 @@ def judge_variance(case: SoftmaxRow, factor: Fraction, centred: bool = True) -> 
     def sides() -> tuple[Any, Any, bool]:
         _, p, u, is_exact = _exact_direction(case)
         form, variance, second = _exact_moments(p, u, flint.fmpq(0) if is_exact else flint.arb(0))
-        return form, variance if centred else second, is_exact
+        return form, exact.planted_exactly(variance if centred else second, factor), is_exact
 
     return judge_sides(sides)
 
@@ -522,7 +531,7 @@ def measure_kernel(case: SoftmaxRow, backend: Backend, factor: Fraction, directi
     product = sj.jvp(built.rows, _kernel_direction(xp, built.rows.p, direction))
     residual = _scalar(xp.max(xp.abs(product)))
     tol = tolerance.gamma(built.V + 2, _u(built)) * _scalar(built.rows.top)
-    return Measurement(residual, 0.0, tol, f"{backend.dtype_name} O(V) product J·u")
+    return Measurement(residual, planted_side(0.0, factor), tol, f"{backend.dtype_name} O(V) product J·u")
 
 
 def judge_kernel(case: SoftmaxRow, factor: Fraction, direction: str = "ones") -> Judgement:
@@ -533,12 +542,15 @@ def judge_kernel(case: SoftmaxRow, factor: Fraction, direction: str = "ones") ->
         zero = flint.fmpq(0) if is_exact else flint.arb(0)
         u = [zero + 1 for _ in p] if direction == "ones" else p
         worst_entry = max((abs(x) for x in exact_jvp(p, u, zero)), key=exact.to_float)
-        return worst_entry, 0 * worst_entry, is_exact
+        return worst_entry, exact.planted_exactly(0 * worst_entry, factor), is_exact
 
     return judge_sides(sides)
 
 
-def _trace_sides(case: SoftmaxRow, backend: Backend, other: Callable[[Any], Any]) -> Measurement:
+def _trace_sides(
+    case: SoftmaxRow, backend: Backend, other: Callable[[Any], Any], factor: Fraction = Fraction(1)
+) -> Measurement:
+    """tr J (eigenvalues summed, or the diagonal) against ``other`` of the row, moved by ``factor``."""
     built = build(case, backend)
     xp = backend.xp
     u = _u(built)
@@ -552,13 +564,13 @@ def _trace_sides(case: SoftmaxRow, backend: Backend, other: Callable[[Any], Any]
         lhs = _scalar(sj.trace(built.rows))
         tol = 0.0
         method = f"{backend.dtype_name} diagonal sum"
-    rhs = _scalar(other(built.rows))
+    rhs = planted_side(_scalar(other(built.rows)), factor)
     tol += 2 * tolerance.sum_tolerance(built.V, u, max(lhs, rhs, 0.0), extra_operations=3)
     return Measurement(lhs, rhs, tol, method)
 
 
 def measure_trace(case: SoftmaxRow, backend: Backend, factor: Fraction) -> Measurement:
-    return _trace_sides(case, backend, sj.collision_complement)
+    return _trace_sides(case, backend, sj.collision_complement, factor)
 
 
 def judge_trace(case: SoftmaxRow, factor: Fraction) -> Judgement:
@@ -566,7 +578,7 @@ def judge_trace(case: SoftmaxRow, factor: Fraction) -> Judgement:
         p, is_exact = exact_entries(rebuilt(case))
         zero = flint.fmpq(0) if is_exact else flint.arb(0)
         trace = sum((pi * (1 - pi) for pi in p), start=zero)
-        return trace, 1 - sum((pi * pi for pi in p), start=zero), is_exact
+        return trace, exact.planted_exactly(1 - sum((pi * pi for pi in p), start=zero), factor), is_exact
 
     return judge_sides(sides)
 
@@ -650,12 +662,12 @@ def claimed_rank(built: Built, statement: str, exact_row: bool = False) -> int:
 def measure_rank(case: SoftmaxRow, backend: Backend, factor: Fraction, statement: str = "support") -> Measurement:
     """rank J of the computed row (:func:`rank_enclosure`) against |supp p| − 1 (or V)."""
     built = build(case, backend)
-    return rank_enclosure(built, backend).sides(claimed_rank(built, statement), "equal")[0]
+    return rank_enclosure(built, backend).sides(planted_side(claimed_rank(built, statement), factor), "equal")[0]
 
 
 def judge_rank(case: SoftmaxRow, factor: Fraction, statement: str = "support") -> Judgement:
     """rank J(p̂) of the exact row (:func:`exact_rank_enclosure`) against |supp p̂| − 1 (or V)."""
-    value = claimed_rank(rebuilt(case), statement, exact_row=True)
+    value = planted_side(claimed_rank(rebuilt(case), statement, exact_row=True), factor)
     return exact_rank_enclosure(case).sides(value, "equal")[1]
 
 
