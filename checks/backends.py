@@ -55,6 +55,18 @@ def to_numpy(x: Any) -> np.ndarray:
     return np.from_dlpack(x)
 
 
+def singular_values(x: Any) -> np.ndarray:
+    """The singular values of a matrix, computed in its own namespace, dtype and device
+    (``linalg.svdvals`` of the array API), returned as float64 NumPy in descending order."""
+    xp = array_api_compat.array_namespace(x)
+    return to_numpy(xp.linalg.svdvals(x)).astype(np.float64)
+
+
+def float64_copy(x: Any) -> np.ndarray:
+    """A float64 NumPy copy of a backend array: the same values, read exactly (every float32 is a float64)."""
+    return to_numpy(x).astype(np.float64)
+
+
 def installed(name: str) -> bool:
     """Whether the library behind a backend name can be imported."""
     module = {"array-api-strict": "array_api_strict"}.get(name, name)

@@ -205,7 +205,7 @@ def test_a_planted_wrong_certificate_never_holds(monkeypatch, claim_id, instance
 
 def test_a_failed_factorization_leaves_only_the_shape(monkeypatch):
     """When the residual of [H_eff, -z][W, 1]^T exceeds its rounding bound, no rank ≤ d + 1 is certified."""
-    monkeypatch.setattr(hc, "factorization_residual", lambda L, H_eff, W, K: (1.0, 0.5))
+    monkeypatch.setattr(hc, "factorization_residual", lambda *args: (1.0, 0.5))
     verdict = REGISTRY["heads.softmax-moc-rank"].check(head_instance("softmax"), NUMPY)
     assert verdict.status is Status.INCONCLUSIVE and "the shape" in verdict.method, verdict.to_json()
 
@@ -259,7 +259,7 @@ def test_the_factorization_residual_separates_softmax_of_one_state_from_sigsoftm
     """The upper bound d + 1 is certified only when L - [H_eff, -z][W, 1]^T is within its rounding bound."""
     theta, H = hc.contexts(head_instance(head))
     H_eff = hd.effective_hidden("moc" if head == "moc" else "softmax", theta, H)
-    residual, bound = hc.factorization_residual(hd.log_probabilities(head, theta, H), H_eff, theta.W, 3)
+    residual, bound = hc.factorization_residual(hd.log_probabilities(head, theta, H), H_eff, theta.W, 3, hc.U)
     assert (residual <= bound) is factorizes and (residual < 1e-2 * bound or residual > 1e6 * bound)
 
 
@@ -271,3 +271,16 @@ def test_witnesses_exist_wherever_the_claims_can_be_tested():
     }
     assert all(min(n) > 0 for n in counts.values()), counts
     assert [len(REGISTRY["heads.nonlinear-heads-exceed"].witnesses(V)) > 0 for V in (2, 3, 64)] == [False, True, True]
+
+
+@pytest.mark.parametrize("claim_id", ["heads.softmax-moc-rank", "heads.nonlinear-heads-exceed"])
+def test_rank_of_log_probabilities_is_computed_in_the_backend_and_its_dtype(claim_id):
+    """On array-api-strict float32 the head and its SVD run there, and the Weyl margin carries float32's unit
+    roundoff: 2^29 times float64's, up to the slightly different log-probabilities it multiplies."""
+    strict = resolve("array-api-strict", "no_float64", "float32")
+    instance = REGISTRY[claim_id].witnesses(64)[-1]
+    single, double = (REGISTRY[claim_id].check(instance, backend) for backend in (strict, NUMPY))
+    assert single.status is double.status is Status.HOLDS, (single.to_json(), double.to_json())
+    assert "(array-api-strict float32)" in single.method and "(numpy float64)" in double.method
+    ratio = single.certificate["weyl_margin"] / double.certificate["weyl_margin"]
+    assert 0.9 * 2**29 < ratio < 1.1 * 2**29, ratio

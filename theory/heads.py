@@ -73,6 +73,13 @@ def _log_softmax(xp: Any, z: Any) -> Any:
     return z - _lse(xp, z, -1)
 
 
+def log_softmax(z: Any) -> Any:
+    """:math:`z - \\operatorname{lse}(z)` along the last axis, shifted by the maximum, in z's namespace."""
+    xp, z = as_array(z, "z")
+    check_real_floating(xp, z, "z")
+    return _log_softmax(xp, z)
+
+
 def _log_sigmoid(xp: Any, z: Any) -> Any:
     """:math:`\\log\\sigma(z) = -(\\max(-z, 0) + \\log(1 + e^{-|z|}))`, stable for every z."""
     return -(xp.maximum(-z, xp.zeros_like(z)) + xp.log1p(xp.exp(-xp.abs(z))))

@@ -11,10 +11,18 @@ ends contradict each other (``lo > hi``) the upper end is not trusted: only ``lo
 A verdict that rests on one end is ``Certification.ONE_SIDED``; one on a rank pinned by both ends is
 ``TWO_SIDED`` (the lower end is a rounding-model certificate). ``--tighten F`` follows
 :func:`rankwall.checks.verdict.tightened_integer_bound`.
+
+Backends: the two rank(log P) claims follow ``--backend``: the parameters and contexts are rounded to
+the backend's dtype, the log-probabilities, the factorization residual and the singular values are
+computed there, and every margin uses that dtype's unit roundoff; the exact ranks read the rounded
+parameters back as rationals, and an interval the measurement leaves open is re-decided in NumPy
+float64. ``jacobian-rank`` stays NumPy float64 (``array_api=False``): its Jacobian comes from torch's
+forward-mode autograd, which array-api-strict and CuPy lack, and its magnitude bound is NumPy.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
@@ -26,6 +34,7 @@ import scipy.special
 from hypothesis import strategies as st
 
 from rankwall.checks import exact, tolerance
+from rankwall.checks.backends import Backend, float64_copy, resolve, singular_values
 from rankwall.checks.verdict import (
     Case,
     Family,
@@ -96,13 +105,47 @@ def contexts(case: HeadCase) -> tuple[hd.HeadParameters, np.ndarray]:
     return theta, H
 
 
+@dataclass(frozen=True)
+class Built:
+    """A case computed in a backend: the parameters and contexts rounded to its dtype (``theta``, ``H``,
+    backend arrays), the log-probabilities ``L`` computed there, the same parameters read back as float64
+    NumPy (``theta_np``: what the exact ranks read), the backend's unit roundoff and a label."""
+
+    theta: hd.HeadParameters
+    H: Any
+    L: Any
+    theta_np: hd.HeadParameters
+    u: float
+    label: str
+
+
+def build(case: HeadCase, backend: Backend) -> Built:
+    """The case's parameters, contexts and log-probabilities in the backend's namespace, dtype and device."""
+    theta, H = contexts(case)
+    on = hd.HeadParameters(backend.asarray(theta.W), backend.asarray(theta.P), backend.asarray(theta.U))
+    H_on = backend.asarray(H)
+    L = hd.log_probabilities(case.head, on, H_on)
+    used = hd.HeadParameters(float64_copy(on.W), float64_copy(on.P), float64_copy(on.U))
+    label = f"{backend.name} {backend.dtype_name}"
+    return Built(on, H_on, L, used, tolerance.unit_roundoff(backend.dtype), label)
+
+
+@functools.lru_cache(maxsize=1)
+def _numpy_float64() -> Backend:
+    """NumPy float64: the default backend, where the judgement re-decides what a measurement left open."""
+    return resolve("numpy")
+
+
 # --------------------------------------------------------------------------- certified rank intervals
 
 
-def certified_lower_rank(A: np.ndarray, entry_error: float) -> tuple[int, float]:
-    """A certified lower bound on rank A and its Weyl margin (:func:`rankwall.checks.exact.weyl_rank_lower_bound`)."""
-    rank, margin, _ = exact.weyl_rank_lower_bound(A, U, entry_error=entry_error)
-    return rank, margin
+def certified_lower_rank(A: Any, entry_error: float, u: float) -> tuple[int, float]:
+    """A certified lower bound on rank A and its Weyl margin m = ``entry_error`` (a Frobenius bound on the
+    error of A) + :func:`rankwall.checks.tolerance.svd_rank_margin` at unit roundoff u: the number of
+    singular values of A, computed in A's namespace and dtype, above m."""
+    sigma = singular_values(A)
+    margin = entry_error + tolerance.svd_rank_margin(tuple(A.shape), u, 0.0, float(sigma.max(initial=0.0)))
+    return int(np.sum(sigma > margin)), margin
 
 
 def exact_rank(rows: Sequence[Sequence[Any]], columns: int) -> int:
@@ -142,13 +185,14 @@ def single_state(head: str, theta: hd.HeadParameters) -> bool:
     return head == "moc" or (head == "mos" and theta.P.shape[0] == 1)
 
 
-def effective_states(head: str, theta: hd.HeadParameters, H: np.ndarray) -> np.ndarray | None:
-    """The states whose logits ``W h_eff`` the head is a softmax of: H for softmax, the mixed state for
-    MoC, the single latent for MoS with K = 1 (its prior is log 1 = 0); ``None`` for the other heads."""
+def effective_states(head: str, theta: hd.HeadParameters, H: Any) -> Any:
+    """The states whose logits ``W h_eff`` the head is a softmax of, in H's namespace: H for softmax, the
+    mixed state for MoC, the single latent for MoS with K = 1 (its prior is log 1 = 0); ``None`` for the
+    other heads."""
     if head in ("softmax", "moc"):
-        return np.asarray(hd.effective_hidden(head, theta, H))
+        return hd.effective_hidden(head, theta, H)
     if single_state(head, theta):  # MoS with K = 1
-        return np.asarray(hd.latents(theta, H)[0][:, 0, :])
+        return hd.latents(theta, H)[0][:, 0, :]
     return None
 
 
@@ -157,79 +201,86 @@ def log_softmax_rows(Z: np.ndarray) -> np.ndarray:
     return scipy.special.log_softmax(Z, axis=1)
 
 
-def factorization_residual(L: np.ndarray, H_eff: np.ndarray, W: np.ndarray, K: int) -> tuple[float, float]:
-    """``(‖L - [H_eff, -z][W, 1]^T‖_F, bound)``, z = lse(H_eff W^T) recomputed here. The bound adds the
-    error of the computed L (:func:`rankwall.checks.tolerance.head_log_probability_error`) and that of the
-    recomputation: the product's γ_{d+2}|H_eff||W|^T, through the log-softmax (Lipschitz: an entry moves
-    by its own error plus at most the row's largest), and :func:`rankwall.checks.tolerance.log_softmax_error`."""
+def logit_magnitude(W: np.ndarray, H: np.ndarray) -> float:
+    """R = max_i Σ_j |W_ij| · max(max |H|, 1), a bound on |logit| for states bounded by max(max |H|, 1)."""
+    return float(np.abs(W).sum(axis=1).max()) * max(float(np.abs(H).max()), 1.0)
+
+
+def factorization_residual(L: Any, H_eff: Any, W: Any, K: int, u: float) -> tuple[float, float]:
+    """``(‖L - [H_eff, -z][W, 1]^T‖_F, bound)``, z = lse(H_eff W^T) recomputed in L's namespace and dtype
+    (unit roundoff u). The bound adds the error of the computed L
+    (:func:`rankwall.checks.tolerance.head_log_probability_error`) and that of the recomputation: the
+    product's γ_{d+2}|H_eff||W|^T, through the log-softmax (Lipschitz: an entry moves by its own error
+    plus at most the row's largest), and :func:`rankwall.checks.tolerance.log_softmax_error`."""
     Z = H_eff @ W.T
-    recomputed = log_softmax_rows(Z)
-    product_error = tolerance.gamma(W.shape[1] + 2, U) * (np.abs(H_eff) @ np.abs(W).T)
+    recomputed = hd.log_softmax(Z)
+    H_np, W_np, L_np = float64_copy(H_eff), float64_copy(W), float64_copy(L)
+    product_error = tolerance.gamma(W_np.shape[1] + 2, u) * (np.abs(H_np) @ np.abs(W_np).T)
     through = product_error + product_error.max(axis=1, keepdims=True)
-    logit_bound = float(np.abs(W).sum(axis=1).max()) * max(float(np.abs(H_eff).max()), 1.0)
     bound = (
-        tolerance.head_log_probability_error(L, logit_bound, K, U)
-        + tolerance.log_softmax_error(Z, recomputed, U)
+        tolerance.head_log_probability_error(L_np, logit_magnitude(W_np, H_np), K, u)
+        + tolerance.log_softmax_error(float64_copy(Z), float64_copy(recomputed), u)
         + float(np.linalg.norm(through))
     )
-    return float(np.linalg.norm(L - recomputed)), bound
+    return float(np.linalg.norm(float64_copy(L - recomputed))), bound
 
 
-def log_probability_lower(case: HeadCase, theta: hd.HeadParameters, H: np.ndarray, L: np.ndarray) -> tuple[int, float]:
-    """Certified lower bound on rank(log P): SVD + Weyl margin, with the head's rounding bound."""
-    logit_bound = float(np.abs(theta.W).sum(axis=1).max()) * max(float(np.abs(H).max()), 1.0)
-    entry_error = tolerance.head_log_probability_error(L, logit_bound, case.K, U)
-    return certified_lower_rank(L, entry_error)
+def log_probability_lower(case: HeadCase, built: Built) -> tuple[int, float]:
+    """Certified lower bound on rank(log P): the backend's SVD + Weyl margin, with the head's rounding
+    bound at the backend's unit roundoff."""
+    logit_bound = logit_magnitude(built.theta_np.W, float64_copy(built.H))
+    entry_error = tolerance.head_log_probability_error(float64_copy(built.L), logit_bound, case.K, built.u)
+    return certified_lower_rank(built.L, entry_error, built.u)
 
 
-def log_probability_upper(
-    case: HeadCase, theta: hd.HeadParameters, H: np.ndarray, L: np.ndarray
-) -> tuple[int, str, dict[str, Any]]:
+def log_probability_upper(case: HeadCase, built: Built) -> tuple[int, str, dict[str, Any]]:
     """Certified upper bound on rank(log P). For a head that is a softmax of one state, log P =
-    [H_eff, -z][W, 1]^T, of rank at most min(N, rank_Q [W, 1]) ≤ d + 1 (exact rank over Q), once the
-    residual of that factorization is within its rounding bound; otherwise the shape, min(N, V)."""
-    N, V = L.shape
-    H_eff = effective_states(case.head, theta, H)
+    [H_eff, -z][W, 1]^T, of rank at most min(N, rank_Q [W, 1]) ≤ d + 1 (exact rank over Q of the W the
+    backend used), once the residual of that factorization is within its rounding bound; otherwise the
+    shape, min(N, V)."""
+    N, V = built.L.shape
+    H_eff = effective_states(case.head, built.theta, built.H)
     if H_eff is not None:
-        residual, bound = factorization_residual(L, H_eff, theta.W, case.K)
+        residual, bound = factorization_residual(built.L, H_eff, built.theta.W, case.K, built.u)
         certificate = {"factorization_residual": residual, "residual_bound": bound}
         if residual <= bound:
-            rank_w1 = exact_rank(with_ones(theta.W).tolist(), theta.d + 1)
+            rank_w1 = exact_rank(with_ones(built.theta_np.W).tolist(), case.d + 1)
             how = f"the factorization [H_eff, -z][W, 1]^T (residual within rounding; exact rank [W, 1] = {rank_w1})"
             return min(N, rank_w1), how, certificate
         return min(N, V), "the shape (the factorization residual exceeds its rounding bound)", certificate
     return min(N, V), "the shape (no factorization through d + 1 columns)", {}
 
 
-def log_probability_interval(case: HeadCase) -> RankInterval:
-    """Both certified ends of rank(log P) over the case's N contexts."""
-    theta, H = contexts(case)
-    L = np.asarray(hd.log_probabilities(case.head, theta, H))
-    lo, margin = log_probability_lower(case, theta, H, L)
-    hi, how, certificate = log_probability_upper(case, theta, H, L)
-    return RankInterval(
-        lo, hi, "SVD + Weyl margin", how, certificate={"weyl_margin": margin, **certificate}, trust_lower=True
-    )
+def log_probability_interval(case: HeadCase, backend: Backend | None = None) -> RankInterval:
+    """Both certified ends of rank(log P) over the case's N contexts, computed in the backend (NumPy
+    float64 by default)."""
+    built = build(case, _numpy_float64() if backend is None else backend)
+    lo, margin = log_probability_lower(case, built)
+    hi, how, certificate = log_probability_upper(case, built)
+    lower = f"SVD + Weyl margin ({built.label})"
+    return RankInterval(lo, hi, lower, how, certificate={"weyl_margin": margin, **certificate}, trust_lower=True)
 
 
-def measure_bottleneck(case: HeadCase, backend: Any, factor: Fraction) -> Measurement:
+def measure_bottleneck(case: HeadCase, backend: Backend, factor: Fraction) -> Measurement:
     """rank(log P) ≤ d + 1 for softmax and MoC (tightened: ≤ ⌈F (d + 1)⌉ - 1)."""
     bound = tightened_integer_bound(case.d + 1, factor, "upper")
-    return decide_at_most(log_probability_interval(case), bound)[0]
+    return decide_at_most(log_probability_interval(case, backend), bound)[0]
 
 
 def judge_bottleneck(case: HeadCase, factor: Fraction) -> Judgement:
+    """The same interval re-computed in NumPy float64."""
     bound = tightened_integer_bound(case.d + 1, factor, "upper")
     return decide_at_most(log_probability_interval(case), bound)[1]
 
 
-def measure_exceeds(case: HeadCase, backend: Any, factor: Fraction) -> Measurement:
+def measure_exceeds(case: HeadCase, backend: Backend, factor: Fraction) -> Measurement:
     """d + 2 ≤ rank(log P) for the nonlinear heads (tightened: ⌊F (d + 2)⌋ + 1 ≤ rank)."""
     bound = tightened_integer_bound(case.d + 2, factor, "lower")
-    return decide_at_least(log_probability_interval(case), bound)[0]
+    return decide_at_least(log_probability_interval(case, backend), bound)[0]
 
 
 def judge_exceeds(case: HeadCase, factor: Fraction) -> Judgement:
+    """The same interval re-computed in NumPy float64."""
     bound = tightened_integer_bound(case.d + 2, factor, "lower")
     return decide_at_least(log_probability_interval(case), bound)[1]
 
@@ -375,10 +426,15 @@ def jacobian_interval(case: HeadCase) -> RankInterval:
     h = H[0]
     J = autograd_jacobian(case.head, theta, h)
     forming = tolerance.gamma(case.V + case.K * (case.d + 2) + 32, U)
-    lo, margin = certified_lower_rank(J, forming * float(np.linalg.norm(jacobian_magnitude(case.head, theta, h))))
+    lo, margin = certified_lower_rank(J, forming * float(np.linalg.norm(jacobian_magnitude(case.head, theta, h))), U)
     hi, how = jacobian_upper(case.head, theta, h, np.asarray(hd.log_probabilities(case.head, theta, h)))
     return RankInterval(
-        lo, hi, "SVD of the autograd Jacobian + Weyl margin", how, certificate={"weyl_margin": margin}, trust_lower=True
+        lo,
+        hi,
+        "SVD of the float64 autograd Jacobian + Weyl margin",
+        how,
+        certificate={"weyl_margin": margin},
+        trust_lower=True,
     )
 
 
@@ -444,6 +500,7 @@ bottleneck = FAMILY.claim(
     domain="Gaussian heads, K = 1..8 latents, logit scale 0.3 to 10, W with or without a constant column",
     relation=Relation.AT_MOST,
     bound="upper",
+    array_api=True,
     measure=measure_bottleneck,
     judge_exactly=judge_bottleneck,
     witnesses=lambda V: _witnesses(V, ("softmax", "moc"), (1, 3), gap=1, constant=True),
@@ -457,6 +514,7 @@ mos = FAMILY.claim(
     domain="generic Gaussian heads, N, V ≥ d + 2, logit scale 1 to 10 (a generic statement, not a universal one)",
     relation=Relation.AT_MOST,
     bound="lower",
+    array_api=True,
     measure=measure_exceeds,
     judge_exactly=judge_exceeds,
     witnesses=lambda V: [
