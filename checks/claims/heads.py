@@ -34,7 +34,7 @@ import scipy.special
 from hypothesis import strategies as st
 
 from rankwall.checks import exact, tolerance
-from rankwall.checks.backends import Backend, float64_copy, resolve, singular_values
+from rankwall.checks.backends import Backend, certified_rank_lower_bound, float64_copy, resolve
 from rankwall.checks.verdict import (
     Case,
     Family,
@@ -140,12 +140,9 @@ def _numpy_float64() -> Backend:
 
 
 def certified_lower_rank(A: Any, entry_error: float, u: float) -> tuple[int, float]:
-    """A certified lower bound on rank A and its Weyl margin m = ``entry_error`` (a Frobenius bound on the
-    error of A) + :func:`rankwall.checks.tolerance.svd_rank_margin` at unit roundoff u: the number of
-    singular values of A, computed in A's namespace and dtype, above m."""
-    sigma = singular_values(A)
-    margin = entry_error + tolerance.svd_rank_margin(tuple(A.shape), u, 0.0, float(sigma.max(initial=0.0)))
-    return int(np.sum(sigma > margin)), margin
+    """A certified lower bound on rank A and its Weyl margin, from A's singular values computed in its
+    namespace (:func:`rankwall.checks.backends.certified_rank_lower_bound`)."""
+    return certified_rank_lower_bound(A, u, entry_error)
 
 
 def exact_rank(rows: Sequence[Sequence[Any]], columns: int) -> int:
