@@ -11,14 +11,17 @@ see ``docs/cli.md``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
+import itertools
 import json
 import os
 import sys
+import tempfile
 import time
 import traceback
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from fractions import Fraction
 from importlib import metadata
 from typing import Any
@@ -29,9 +32,10 @@ from rich.table import Table
 import rankwall.checks.claims  # noqa: F401  (fills the registry)
 from rankwall.checks.arguments import integer_in
 from rankwall.checks.backends import BACKENDS, DTYPES, BackendUnavailable, resolve
+from rankwall.checks.distributed import ClusterUnavailable, check_all, connect, first_found, search_all, worker_count
 from rankwall.checks.experiments import experiments
 from rankwall.checks.outputs import available_memory_bytes, progress_bar
-from rankwall.checks.search import search
+from rankwall.checks.search import SearchResult, search
 from rankwall.checks.strategies import CI_SEARCH_BUDGET
 from rankwall.checks.verdict import REGISTRY, SEVERITY, Claim, Status, Verdict, worst
 from rankwall.theory._validation import InputError
@@ -98,6 +102,13 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--seed", type=integer_in(0), default=0, help="seed of random instances / the search")
         p.add_argument("--json", action="store_true", help="machine-readable output")
 
+    def cluster_options(p: argparse.ArgumentParser) -> None:
+        where = p.add_mutually_exclusive_group()
+        where.add_argument(
+            "--workers", type=integer_in(1, 1024), default=None, help="run on a local Dask cluster of N processes"
+        )
+        where.add_argument("--scheduler", metavar="ADDRESS", default=None, help="run on the Dask cluster at ADDRESS")
+
     verify = add_command("verify", help="check claims on constructed and random instances")
     verify.add_argument("patterns", nargs="*", metavar="PATTERN", help="claim ids or shell patterns")
     verify.add_argument(
@@ -109,6 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     verify.add_argument("--examples", type=integer_in(0, 100_000), default=16, help="random instances per claim")
     backend_options(verify)
+    cluster_options(verify)
 
     hunt = add_command("search", help="hunt a counterexample with Hypothesis")
     hunt.add_argument("claim", metavar="CLAIM")
@@ -120,7 +132,14 @@ def build_parser() -> argparse.ArgumentParser:
         default=CI_SEARCH_BUDGET,
         help=f"examples to try (default {CI_SEARCH_BUDGET}, the CI budget)",
     )
+    hunt.add_argument(
+        "--database",
+        metavar="DIR",
+        default=None,
+        help="Hypothesis example database folder: replay stored counterexamples, store the one found",
+    )
     backend_options(hunt)
+    cluster_options(hunt)
 
     compress = add_command("compress", help="Eq. 1: share of the logit gradient destroyed by a head")
     compress.add_argument("--V", type=integer_in(2, MAX_VOCABULARY), default=131072, dest="V")
@@ -208,14 +227,21 @@ def run_verify(args: argparse.Namespace, out: Console, err: Console) -> int:
     results: list[dict[str, Any]] = []
     with progress_bar(err) as progress:
         task = progress.add_task("verifying", total=sum(len(i) for _, i in plan))
+        remote = iter(_verify_on_cluster(args, plan, lambda: progress.advance(task))) if _on_cluster(args) else None
         for claim, instances in plan:
             started = time.perf_counter()
             verdicts = []
             used = backend if claim.array_api else numpy_backend
-            for instance in instances:
-                progress.update(task, description=claim.id)
-                verdicts.append(claim.check(instance, used))
-                progress.advance(task)
+            if remote is None:
+                for instance in instances:
+                    progress.update(task, description=claim.id)
+                    verdicts.append(claim.check(instance, used))
+                    progress.advance(task)
+                seconds = time.perf_counter() - started
+            else:  # the seconds the workers spent on the claim's instances
+                timed = list(itertools.islice(remote, len(instances)))
+                verdicts = [verdict for verdict, _ in timed]
+                seconds = sum(spent for _, spent in timed)
             sizes = [i.vocabulary for i in instances if i.vocabulary is not None]
             results.append(
                 {
@@ -224,7 +250,7 @@ def run_verify(args: argparse.Namespace, out: Console, err: Console) -> int:
                     "verdict": worst(verdicts) if verdicts else None,
                     "counts": Counter(v.status.value for v in verdicts),
                     "certified_by": Counter(v.certified_by.value for v in verdicts if v.certified_by is not None),
-                    "seconds": time.perf_counter() - started,
+                    "seconds": seconds,
                     "backend": used,
                 }
             )
@@ -242,6 +268,34 @@ def run_verify(args: argparse.Namespace, out: Console, err: Console) -> int:
     checked = [r["verdict"] for r in results if r["verdict"] is not None]
     severity = max((SEVERITY[v.status] for v in checked), default=0)
     return {0: EXIT_OK, 1: EXIT_INCONCLUSIVE, 2: EXIT_VIOLATED}[severity]
+
+
+def _on_cluster(args: argparse.Namespace) -> bool:
+    return args.workers is not None or args.scheduler is not None
+
+
+@contextlib.contextmanager
+def _cluster(args: argparse.Namespace) -> Iterator[Any]:
+    """The Dask client of ``--workers`` / ``--scheduler``; no dask, or no cluster there, is a usage error."""
+    try:
+        with connect(args.workers, args.scheduler) as client:
+            yield client
+    except ClusterUnavailable as error:
+        raise UsageError(str(error)) from None
+
+
+def _backend_spec(args: argparse.Namespace, claim: Claim) -> tuple[str, str | None, str]:
+    """The backend a worker resolves for ``claim``: NumPy for a claim that is not array-API."""
+    return (args.backend, args.device, args.dtype) if claim.array_api else ("numpy", None, args.dtype)
+
+
+def _verify_on_cluster(
+    args: argparse.Namespace, plan: list[tuple[Claim, list[Any]]], on_done: Callable[[], None]
+) -> list[tuple[Verdict, float]]:
+    """Every (claim, instance) of the plan checked on the cluster: verdicts and seconds, in plan order."""
+    jobs = [(claim.id, instance, _backend_spec(args, claim)) for claim, instances in plan for instance in instances]
+    with _cluster(args) as client:
+        return check_all(client, jobs, on_done)
 
 
 def _verify_json(result: dict[str, Any], V: int) -> dict[str, Any]:
@@ -308,19 +362,38 @@ def run_search(args: argparse.Namespace, out: Console, err: Console) -> int:
     if args.tighten != 1 and claim.bound is None:
         raise UsageError(f"--tighten: {claim.id} is an identity, it has no bound to tighten")
     backend = resolve(args.backend, args.device, args.dtype)
-    with progress_bar(err) as progress:
-        task = progress.add_task(f"searching {claim.id}", total=args.budget)
-        result = search(
-            claim,
-            backend,
-            tighten=args.tighten,
-            budget=args.budget,
-            seed=args.seed,
-            on_example=lambda: progress.advance(task),
-        )
+    if args.database is not None:
+        from rankwall.checks.outputs import writable_folder
+
+        args.database = str(writable_folder(args.database, "--database"))
+    searches: list[SearchResult] = []
+    if _on_cluster(args):
+        result, searches = _search_on_cluster(args, claim, err)
+    else:
+        with progress_bar(err) as progress:
+            task = progress.add_task(f"searching {claim.id}", total=args.budget)
+            result = search(
+                claim,
+                backend,
+                tighten=args.tighten,
+                budget=args.budget,
+                seed=args.seed,
+                on_example=lambda: progress.advance(task),
+                database=args.database,
+            )
     if args.json:
-        print(json.dumps(result.to_json(), indent=2))
+        record = result.to_json()
+        if searches:
+            record["searches"] = [_search_summary(r) for r in searches]
+        print(json.dumps(record, indent=2))
         return EXIT_VIOLATED if result.counterexample is not None else EXIT_OK
+    if searches:
+        found = [r.seed for r in searches if r.counterexample is not None]
+        out.print(
+            f"{len(searches)} searches (seeds {searches[0].seed}-{searches[-1].seed}, "
+            f"{sum(r.examples for r in searches)} examples in all); counterexamples from seeds {found or 'none'}; "
+            f"reporting seed {result.seed}"
+        )
     tried = f"{result.examples} examples of a budget of {result.budget}"
     if result.rejected:
         tried += f" ({result.rejected} drawn instances rejected as invalid)"
@@ -337,6 +410,39 @@ def run_search(args: argparse.Namespace, out: Console, err: Console) -> int:
     out.print(f"  instance  {json.dumps(v.instance.to_json())}")
     out.print(f"  lhs {v.lhs!r}  rhs {v.rhs!r}  margin {v.margin!r}  ({v.method})")
     return EXIT_VIOLATED
+
+
+def _search_on_cluster(args: argparse.Namespace, claim: Claim, err: Console) -> tuple[SearchResult, list[SearchResult]]:
+    """One seeded search per worker on a shared example database (``--database``, else a temporary
+    folder): the result to report (:func:`first_found`) and every search's result, by seed."""
+    with _cluster(args) as client, tempfile.TemporaryDirectory(prefix="rankwall-search-") as scratch:
+        seeds = range(args.seed, args.seed + worker_count(client))
+        with progress_bar(err) as progress:
+            task = progress.add_task(f"searching {claim.id} with {len(seeds)} seeds", total=len(seeds))
+            searches = search_all(
+                client,
+                args.claim,
+                args.mutant,
+                _backend_spec(args, claim),
+                tighten=args.tighten,
+                budget=args.budget,
+                seeds=seeds,
+                database=args.database or scratch,
+                on_done=lambda: progress.advance(task),
+            )
+    return first_found(searches), searches
+
+
+def _search_summary(result: SearchResult) -> dict[str, Any]:
+    """One seed's line in ``search --json``'s ``searches`` (a cluster run)."""
+    return {
+        "seed": result.seed,
+        "found": result.counterexample is not None,
+        "examples": result.examples,
+        "rejected": result.rejected,
+        "shrink_steps": result.shrink_steps,
+        "seconds": round(result.seconds, 3),
+    }
 
 
 def run_compress(args: argparse.Namespace, out: Console, err: Console) -> int:

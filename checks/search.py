@@ -4,10 +4,17 @@ Each example is checked with :meth:`Claim.check` (so a reported counterexample i
 confirmed in exact or ball arithmetic), and ``target()`` is told how close the example came:
 minus the relative margin for an inequality, the relative discrepancy for an identity. When
 a violation is found Hypothesis shrinks it to a minimal instance before it is reported.
+
+With a ``database`` folder the search keeps its shrunk counterexamples in a Hypothesis
+:class:`~hypothesis.database.DirectoryBasedExampleDatabase` (one subfolder per claim, factor and
+backend: :func:`database_folder`) and replays what is stored there before it generates anything,
+so searches that share the folder (another seed, another worker, a later run) replay each other's finds.
 """
 
 from __future__ import annotations
 
+import hashlib
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -16,6 +23,7 @@ from typing import Any
 
 from hypothesis import Phase, given, reject, settings, target
 from hypothesis import seed as hypothesis_seed
+from hypothesis.database import DirectoryBasedExampleDatabase
 
 from rankwall.checks.strategies import _QUIET
 from rankwall.checks.verdict import Claim, Instance, Relation, Status, Verdict
@@ -64,6 +72,13 @@ def closeness(verdict: Verdict, relation: Relation) -> float:
     return abs(verdict.relative_margin)
 
 
+def database_folder(root: str | os.PathLike[str], claim: Claim, backend: Any, tighten: Fraction) -> str:
+    """The subfolder of ``root`` that holds the examples of one search: a counterexample is one
+    only for its claim (or mutant), its factor and the backend it was judged on."""
+    identity = f"{claim.id} {tighten} {sorted(backend.describe().items())}"
+    return os.path.join(os.fspath(root), hashlib.sha256(identity.encode()).hexdigest()[:24])
+
+
 def search(
     claim: Claim,
     backend: Any,
@@ -72,8 +87,10 @@ def search(
     budget: int = 300,
     seed: int = 0,
     on_example: Callable[[], None] | None = None,
+    database: str | os.PathLike[str] | None = None,
 ) -> SearchResult:
-    """Search ``claim`` (with its bound multiplied by ``tighten``) for a counterexample."""
+    """Search ``claim`` (with its bound multiplied by ``tighten``) for a counterexample; with a
+    ``database`` folder, replay the counterexamples stored there first and store the one found."""
     if tighten <= 0:
         raise ValueError("--tighten: the factor must be positive")
     if tighten != 1 and claim.bound is None:
@@ -84,11 +101,13 @@ def search(
 
     @settings(
         max_examples=budget,
-        database=None,
+        database=None
+        if database is None
+        else DirectoryBasedExampleDatabase(database_folder(database, claim, backend, tighten)),
         deadline=None,
         derandomize=False,
         suppress_health_check=_QUIET,
-        phases=[Phase.explicit, Phase.generate, Phase.target, Phase.shrink],
+        phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink],
         report_multiple_bugs=False,
         print_blob=False,
     )

@@ -1,0 +1,164 @@
+"""Beyond one machine: ``verify`` and ``search`` on a Dask cluster (``--workers N`` starts a
+``dask.distributed`` LocalCluster of N worker processes, ``--scheduler ADDRESS`` joins a running one).
+
+``verify`` maps one task per (claim, instance) with :meth:`distributed.Client.map` and gathers the
+verdicts in submission order, so its output is the serial one (timings aside). ``search`` runs one
+seeded search per worker (seed, seed + 1, ...) on a shared Hypothesis example database and reports
+the lowest seed that found a counterexample. Dask is optional (``pip install -e '.[dask]'``); without
+it :func:`connect` raises :class:`ClusterUnavailable`, which names the flag and the install command.
+Tasks carry claim ids and backend names, never claims or backends: each worker rebuilds them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import time
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from fractions import Fraction
+from typing import Any
+
+from rankwall.checks.backends import Backend, resolve
+from rankwall.checks.search import SearchResult, search
+from rankwall.checks.verdict import REGISTRY, Claim, Instance, Verdict
+
+INSTALL = "pip install -e '.[dask]'"
+#: Seconds to wait for a ``--scheduler`` to answer and to have a worker.
+CONNECT_TIMEOUT = 30
+#: A backend as the command line names it: (name, device, dtype).
+BackendSpec = tuple[str, str | None, str]
+
+
+class ClusterUnavailable(RuntimeError):
+    """Dask is not installed, or the cluster cannot be reached; the message names the flag."""
+
+
+def _distributed(flag: str) -> Any:
+    try:
+        import distributed
+    except ImportError:
+        raise ClusterUnavailable(f"{flag} needs dask.distributed, which is not installed: {INSTALL}") from None
+    return distributed
+
+
+@contextlib.contextmanager
+def connect(workers: int | None = None, scheduler: str | None = None) -> Iterator[Any]:
+    """A ``distributed.Client`` on a new LocalCluster of ``workers`` processes (one thread each),
+    or on the running cluster whose scheduler listens at ``scheduler``; closed on exit."""
+    if (workers is None) == (scheduler is None):
+        raise ValueError("give exactly one of workers and scheduler")
+    distributed = _distributed("--workers" if scheduler is None else "--scheduler")
+    if scheduler is None:
+        with (
+            distributed.LocalCluster(
+                n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None
+            ) as cluster,
+            distributed.Client(cluster) as client,
+        ):
+            yield client
+        return
+    try:
+        client = distributed.Client(scheduler, timeout=CONNECT_TIMEOUT)
+        client.wait_for_workers(1, timeout=CONNECT_TIMEOUT)
+    except (OSError, TimeoutError, ValueError) as error:
+        raise ClusterUnavailable(f"--scheduler {scheduler}: cannot use the cluster ({error})") from None
+    with client:
+        yield client
+
+
+def worker_count(client: Any) -> int:
+    """How many workers the client's cluster has now."""
+    return len(client.nthreads())
+
+
+@functools.cache
+def _backend(spec: BackendSpec) -> Backend:
+    return resolve(*spec)
+
+
+def _claim(claim_id: str, mutant: str | None = None) -> Claim:
+    import rankwall.checks.claims  # noqa: F401  (fills the registry in a fresh worker)
+
+    claim = REGISTRY[claim_id]
+    return claim if mutant is None else claim.mutants[mutant]
+
+
+def _check(claim_id: str, instance: Instance, spec: BackendSpec) -> tuple[Verdict, float]:
+    """One task of ``verify``: the verdict on one instance and the seconds it took."""
+    started = time.perf_counter()
+    verdict = _claim(claim_id).check(instance, _backend(spec))
+    return verdict, time.perf_counter() - started
+
+
+def check_all(
+    client: Any, jobs: Sequence[tuple[str, Instance, BackendSpec]], on_done: Callable[[], None] | None = None
+) -> list[tuple[Verdict, float]]:
+    """The verdict and seconds of each (claim id, instance, backend) job, in the order of ``jobs``."""
+    if not jobs:
+        return []
+    distributed = _distributed("--workers")
+    futures = client.map(_check, *zip(*jobs, strict=True), pure=False)
+    for _ in distributed.as_completed(futures):
+        if on_done is not None:
+            on_done()
+    return client.gather(futures)
+
+
+def _search(
+    seed: int,
+    claim_id: str,
+    mutant: str | None,
+    spec: BackendSpec,
+    tighten: Fraction,
+    budget: int,
+    database: str,
+) -> SearchResult:
+    """One task of ``search``: a whole seeded search on the shared database."""
+    from hypothesis.errors import HypothesisDeprecationWarning
+
+    with warnings.catch_warnings():
+        # The worker's own threads draw from the global ``random`` while a strategy runs, which
+        # Hypothesis takes for the strategy's doing; the search's randomness is its seed alone.
+        warnings.filterwarnings("ignore", "Do not use the `random` module", HypothesisDeprecationWarning)
+        return search(
+            _claim(claim_id, mutant), _backend(spec), tighten=tighten, budget=budget, seed=seed, database=database
+        )
+
+
+def search_all(
+    client: Any,
+    claim_id: str,
+    mutant: str | None,
+    spec: BackendSpec,
+    *,
+    tighten: Fraction,
+    budget: int,
+    seeds: Sequence[int],
+    database: str,
+    on_done: Callable[[], None] | None = None,
+) -> list[SearchResult]:
+    """One search per seed, spread over the cluster's workers, sharing the ``database`` folder
+    (which every worker must be able to read and write); the results in the order of ``seeds``."""
+    distributed = _distributed("--workers")
+    futures = client.map(
+        _search,
+        list(seeds),
+        claim_id=claim_id,
+        mutant=mutant,
+        spec=spec,
+        tighten=tighten,
+        budget=budget,
+        database=database,
+        pure=False,
+    )
+    for _ in distributed.as_completed(futures):
+        if on_done is not None:
+            on_done()
+    return client.gather(futures)
+
+
+def first_found(results: Sequence[SearchResult]) -> SearchResult:
+    """The result to report: the lowest seed that found a counterexample, else the lowest seed."""
+    found = [r for r in results if r.counterexample is not None]
+    return min(found or results, key=lambda r: r.seed)

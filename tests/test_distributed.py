@@ -1,0 +1,141 @@
+"""Beyond one machine: ``verify`` and ``search`` on a Dask cluster give the serial answers, share
+their counterexamples through one example database, and fail clearly where dask is missing."""
+
+from __future__ import annotations
+
+import json
+import sys
+from fractions import Fraction
+
+import pytest
+
+from rankwall.checks import distributed as dist
+from rankwall.checks.backends import resolve
+from rankwall.checks.cli import EXIT_OK, EXIT_USAGE, EXIT_VIOLATED, main
+from rankwall.checks.search import SearchResult, database_folder, search
+from rankwall.checks.verdict import REGISTRY
+
+NUMPY = resolve("numpy")
+#: A planted mutant that a fresh search at budget 1 does not refute, so refuting it there is a replay.
+MUTANT = ("softmax-jacobian.lower-bound", "factor-1.1")
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def without_seconds(records):
+    return [{k: v for k, v in r.items() if k != "seconds"} for r in records]
+
+
+@pytest.mark.parametrize("flag", [("--workers", "2"), ("--scheduler", "tcp://127.0.0.1:1")])
+@pytest.mark.parametrize("command", [("verify", "softmax-jacobian.trace"), ("search", "softmax-jacobian.trace")])
+def test_without_dask_the_flags_are_usage_errors(capsys, monkeypatch, command, flag):
+    """Dask is optional: its flags say what to install instead of crashing."""
+    monkeypatch.setitem(sys.modules, "distributed", None)  # import distributed raises ImportError
+    code, out, err = run(capsys, *command, *flag)
+    assert code == EXIT_USAGE and out == ""
+    assert flag[0] in err and dist.INSTALL in err
+
+
+def test_workers_and_scheduler_exclude_each_other(capsys):
+    code, _, err = run(capsys, "verify", "softmax-jacobian.trace", "--workers", "2", "--scheduler", "tcp://x:1")
+    assert code == EXIT_USAGE and "not allowed with" in err
+
+
+def test_the_lowest_seed_that_found_one_is_reported():
+    """The reported search does not depend on which worker finished first."""
+    found = search(REGISTRY[MUTANT[0]].mutants[MUTANT[1]], NUMPY, seed=3)
+    missed = SearchResult("c", Fraction(1), 1, 0, 1, 0, 0, 0.0, None)
+    other = SearchResult("c", Fraction(1), 1, 5, 1, 0, 0, 0.0, found.counterexample)
+    assert dist.first_found([other, missed, found]) is found
+    assert dist.first_found([missed]) is missed
+
+
+def test_the_database_separates_claims_factors_and_backends():
+    claim = REGISTRY["softmax-jacobian.upper-bound"]
+    folders = {
+        database_folder("/db", c, b, f)
+        for c in (claim, claim.mutants["constant-1.9"])
+        for b in (NUMPY, resolve("numpy", None, "float32"))
+        for f in (Fraction(1), Fraction(1, 2))
+    }
+    assert len(folders) == 8
+
+
+def test_a_stored_counterexample_is_replayed_first(tmp_path):
+    """Searches that share a database replay each other's finds before generating anything."""
+    mutant = REGISTRY[MUTANT[0]].mutants[MUTANT[1]]
+    assert search(mutant, NUMPY, seed=10, budget=1).counterexample is None
+    first = search(mutant, NUMPY, seed=0, database=tmp_path)
+    replay = search(mutant, NUMPY, seed=10, budget=1, database=tmp_path)
+    assert replay.examples == 1 and replay.counterexample == first.counterexample
+
+
+def test_verify_on_two_workers_is_the_serial_run(capsys):
+    """Claims x instances spread over a local cluster give the serial JSON, timings aside."""
+    pytest.importorskip("distributed")
+    argv = ("verify", "softmax-jacobian.*", "--V", "64", "--json")
+    serial_code, serial, _ = run(capsys, *argv)
+    code, spread, _ = run(capsys, *argv, "--workers", "2")
+    assert code == serial_code == EXIT_OK
+    assert without_seconds(json.loads(spread)) == without_seconds(json.loads(serial))
+
+
+def test_search_on_two_workers_finds_the_mutant_and_shares_it(capsys, tmp_path):
+    """One search per worker; the lowest seed that found one is reported, and the shared
+    database then holds the counterexample, so another search replays it at once."""
+    pytest.importorskip("distributed")
+    claim_id, name = MUTANT
+    code, out, _ = run(
+        capsys, "search", claim_id, "--mutant", name, "--workers", "2", "--database", str(tmp_path), "--json"
+    )
+    result = json.loads(out)
+    assert code == EXIT_VIOLATED and result["found"]
+    assert [s["seed"] for s in result["searches"]] == [0, 1]
+    assert result["seed"] == min(s["seed"] for s in result["searches"] if s["found"])
+    assert result["counterexample"]["status"] == "violated"
+    code, out, _ = run(
+        capsys,
+        "search",
+        claim_id,
+        "--mutant",
+        name,
+        "--seed",
+        "10",
+        "--budget",
+        "1",
+        "--json",
+        "--database",
+        str(tmp_path),
+    )
+    replay = json.loads(out)  # seed 10 alone finds nothing in one example (the test above)
+    assert code == EXIT_VIOLATED and replay["examples"] == 1 and replay["counterexample"]["status"] == "violated"
+
+
+def test_search_on_a_running_cluster(capsys):
+    """--scheduler joins a cluster that is already up; a true claim gives exit 0 on every seed."""
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        code, out, _ = run(
+            capsys,
+            "search",
+            "softmax-jacobian.trace",
+            "--budget",
+            "30",
+            "--json",
+            "--scheduler",
+            cluster.scheduler_address,
+        )
+    result = json.loads(out)
+    assert code == EXIT_OK and not result["found"]
+    assert [(s["seed"], s["found"], s["examples"]) for s in result["searches"]] == [(0, False, 30), (1, False, 30)]
+
+
+def test_an_unreachable_scheduler_is_a_usage_error(capsys, monkeypatch):
+    pytest.importorskip("distributed")
+    monkeypatch.setattr(dist, "CONNECT_TIMEOUT", 1)
+    code, _, err = run(capsys, "search", "softmax-jacobian.trace", "--scheduler", "tcp://127.0.0.1:9")
+    assert code == EXIT_USAGE and "--scheduler tcp://127.0.0.1:9" in err
