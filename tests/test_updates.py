@@ -225,7 +225,9 @@ class TestRankClaimsAreCertified:
     def test_a_planted_full_rank_update_never_holds(self, monkeypatch, claim_id, kind, integers):
         """The measured update planted as update + G (rank 30 > 2D = 6): the certificates refute it."""
         real = uc.update_matrix
-        monkeypatch.setattr(uc, "update_matrix", lambda i, k: (real(i, k)[0] + uc.step(i)[2], real(i, k)[1]))
+        monkeypatch.setattr(
+            uc, "update_matrix", lambda i, k, b=None: (real(i, k, b)[0] + uc.step(i)[2], real(i, k, b)[1])
+        )
         verdict = REGISTRY[claim_id].check(step_instance(integers, kind), NUMPY)
         assert verdict.status is Status.VIOLATED and verdict.lhs == 30, verdict.to_json()
 
@@ -234,7 +236,9 @@ class TestRankClaimsAreCertified:
         """A full-rank planted update seen by an SVD that finds nothing: a lower bound of 0 proves no
         'rank ≤ 2D', and the factorization residual exceeds its bound, so the verdict is inconclusive."""
         real = uc.update_matrix
-        monkeypatch.setattr(uc, "update_matrix", lambda i, k: (real(i, k)[0] + uc.step(i)[2], real(i, k)[1]))
+        monkeypatch.setattr(
+            uc, "update_matrix", lambda i, k, b=None: (real(i, k, b)[0] + uc.step(i)[2], real(i, k, b)[1])
+        )
         monkeypatch.setattr(np.linalg, "svd", lambda a, compute_uv=True, **_: np.zeros(min(a.shape)))
         verdict = REGISTRY[claim_id].check(step_instance(False, kind), NUMPY)
         assert verdict.status is Status.INCONCLUSIVE, verdict.to_json()
@@ -284,7 +288,7 @@ class TestEckartYoungClaims:
     def test_a_planted_wrong_side_is_violated(self, monkeypatch, claim_id, planted):
         """Δ planted as G itself (rank 30 > 2D: residual 0 below the tail), or as 0 (residual ‖G‖ above it)."""
 
-        def delta(i):
+        def delta(i, backend=None):
             G = uc.step(i)[2].astype(float)
             return (G if planted == "G" else np.zeros_like(G)), G
 
@@ -314,3 +318,22 @@ class TestEckartYoungClaims:
         ):
             verdict = REGISTRY[claim_id].check(step_instance(False, delta), NUMPY)
             assert verdict.status is Status.HOLDS and verdict.certified_by is Certification.TWO_SIDED
+
+
+@pytest.mark.parametrize(
+    ("claim_id", "delta"),
+    [("updates.first-order-rank", "first-order"), ("updates.eckart-young", "exact-step")],
+)
+def test_gaussian_steps_are_computed_in_the_backend_and_its_dtype(claim_id, delta):
+    """On array-api-strict float32 the step runs there and its tolerance carries float32's unit roundoff:
+    about 2^29 times float64's (the rank's Weyl margin, or the residual comparison's tolerance)."""
+    strict = resolve("array-api-strict", "no_float64", "float32")
+    instance = step_instance(False, delta)
+    single, double = (REGISTRY[claim_id].check(instance, backend) for backend in (strict, NUMPY))
+    assert single.status is double.status is Status.HOLDS, (single.to_json(), double.to_json())
+    assert "array-api-strict float32" in single.method and "numpy float64" in double.method
+    if claim_id.endswith("rank"):
+        ratio = single.certificate["weyl_margin"] / double.certificate["weyl_margin"]
+    else:
+        ratio = single.tolerance / double.tolerance
+    assert 0.9 * 2**29 < ratio < 1.1 * 2**29, ratio

@@ -21,7 +21,9 @@ products, and returned as object arrays of Python ints (Fractions when a matrix 
 is a non-integer rational): an int8 or int64 input never wraps around. An integer or Fraction
 step size keeps exact inputs exact; a float step size, or any float matrix, takes the float path
 (exact matrices are then read as float64, float matrices keep their dtype). Booleans, strings,
-ragged lists and non-finite values are refused with :class:`InputError`.
+ragged lists and non-finite values are refused with :class:`InputError`. A float matrix of another
+array-API namespace (PyTorch, CuPy, array-api-strict) is computed in its own namespace, dtype and
+device, and so are the singular values, truncations and residuals below.
 """
 
 from __future__ import annotations
@@ -31,15 +33,40 @@ from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
 
+import array_api_compat
 import flint
 import numpy as np
 
-from rankwall.theory._validation import InputError, as_numeric_array, as_real_scalar, check_size, is_exact
+from rankwall.theory._validation import (
+    InputError,
+    as_array,
+    as_numeric_array,
+    as_real_scalar,
+    check_finite,
+    check_real_floating,
+    check_size,
+    is_exact,
+)
 
 
-def _matrix(x: Any, name: str) -> np.ndarray:
+def _foreign(x: Any) -> bool:
+    """Whether ``x`` is an array of an array-API namespace other than NumPy's."""
+    return array_api_compat.is_array_api_obj(x) and not isinstance(x, np.ndarray | np.generic)
+
+
+def _matrix(x: Any, name: str) -> Any:
     """A finite, non-empty 2-D real array; integers, and object arrays of Python ints or
-    Fractions, are kept as they are, for exact arithmetic."""
+    Fractions, are kept as they are, for exact arithmetic; a float array of another array-API
+    namespace stays in that namespace."""
+    if _foreign(x):
+        xp, array = as_array(x, name)
+        check_real_floating(xp, array, name)
+        if array.ndim != 2:
+            raise InputError(f"{name}: expected a 2-D array, got ndim={array.ndim}")
+        if 0 in array.shape:
+            raise InputError(f"{name}: the array is empty (shape {tuple(array.shape)})")
+        check_finite(xp, array, name)
+        return array
     array = as_numeric_array(x, name, ndim=2)
     if array.size == 0:
         raise InputError(f"{name}: the array is empty (shape {array.shape})")
@@ -95,19 +122,28 @@ class _Exact:
         return _Exact(scalar * self.matrix)
 
 
-def _evaluate(formula: Callable[..., Any], H: np.ndarray, W: np.ndarray, G: np.ndarray, eta: Any) -> np.ndarray:
-    """``formula(H, W, G, eta)`` exactly (python-flint) when every input is exact, else in floats."""
-    if is_exact(H) and is_exact(W) and is_exact(G) and not isinstance(eta, float):
+def _exact_input(m: Any) -> bool:
+    return not _foreign(m) and is_exact(m)
+
+
+def _float_matrix(m: Any) -> Any:
+    """An exact NumPy matrix read as float64; a float matrix as it is (any namespace)."""
+    return m.astype(np.float64) if _exact_input(m) else m
+
+
+def _evaluate(formula: Callable[..., Any], H: Any, W: Any, G: Any, eta: Any) -> Any:
+    """``formula(H, W, G, eta)`` exactly (python-flint) when every input is exact, else in floats
+    (in the inputs' namespace)."""
+    if _exact_input(H) and _exact_input(W) and _exact_input(G) and not isinstance(eta, float):
         rational = isinstance(eta, Fraction) or any(
             m.dtype == object and any(isinstance(v, Fraction) for v in m.flat) for m in (H, W, G)
         )
         scalar = flint.fmpq(eta.numerator, eta.denominator) if rational else flint.fmpz(eta)
         return formula(*(_Exact.of(m, rational) for m in (H, W, G)), scalar).to_numpy(rational)
-    H, W, G = (m.astype(np.float64) if is_exact(m) else m for m in (H, W, G))
-    return formula(H, W, G, float(eta))
+    return formula(*(_float_matrix(m) for m in (H, W, G)), float(eta))
 
 
-def validated_step(H: Any, W: Any, G: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def validated_step(H: Any, W: Any, G: Any) -> tuple[Any, Any, Any]:
     """Check that H (C x D), W (V x D) and G (C x V) fit together, with D <= V."""
     H, W, G = _matrix(H, "H"), _matrix(W, "W"), _matrix(G, "G")
     if H.shape[1] != W.shape[1]:
@@ -119,7 +155,7 @@ def validated_step(H: Any, W: Any, G: Any) -> tuple[np.ndarray, np.ndarray, np.n
     return H, W, G
 
 
-def first_order_update(H: Any, W: Any, G: Any, eta: Any = 1) -> np.ndarray:
+def first_order_update(H: Any, W: Any, G: Any, eta: Any = 1) -> Any:
     """:math:`-\\eta\\,(GWW^\\top + HH^\\top G)`, the logit change to first order in :math:`\\eta`."""
     return _evaluate(_first_order, *validated_step(H, W, G), _step_size(eta))
 
@@ -128,7 +164,7 @@ def _first_order(H: Any, W: Any, G: Any, eta: Any) -> Any:
     return -eta * (G @ W @ W.T + H @ (H.T @ G))
 
 
-def exact_step(H: Any, W: Any, G: Any, eta: Any = 1) -> np.ndarray:
+def exact_step(H: Any, W: Any, G: Any, eta: Any = 1) -> Any:
     """:math:`H'W'^\\top - HW^\\top` for :math:`H' = H - \\eta GW`, :math:`W' = W - \\eta G^\\top H`."""
     return _evaluate(_step, *validated_step(H, W, G), _step_size(eta))
 
@@ -138,36 +174,44 @@ def _step(H: Any, W: Any, G: Any, eta: Any) -> Any:
     return H_next @ W_next.T - H @ W.T
 
 
+def _float_namespace(x: Any, name: str) -> tuple[Any, Any]:
+    """``(xp, x)``: a validated matrix as floats (exact NumPy ones read as float64) and its namespace."""
+    x = _float_matrix(_matrix(x, name))
+    return array_api_compat.array_namespace(x), x
+
+
 def tail_norm(G: Any, rank: int) -> float:
     """:math:`(\\sum_{i > r} \\sigma_i(G)^2)^{1/2}`: the Eckart-Young residual of the best rank-r fit."""
-    G = _matrix(G, "G").astype(np.float64)
+    xp, G = _float_namespace(G, "G")
     rank = check_size(rank, "rank", 0, min(G.shape))
-    sigma = np.linalg.svd(G, compute_uv=False)
-    return float(np.sqrt(np.sum(sigma[rank:] ** 2)))
+    sigma = xp.linalg.svdvals(G)
+    return float(xp.linalg.vector_norm(sigma[rank:]))
 
 
-def truncated_svd(G: Any, rank: int) -> np.ndarray:
+def truncated_svd(G: Any, rank: int) -> Any:
     """:math:`G_r`, the best approximation of rank at most r (the witness that attains Prop. A.6)."""
-    G = _matrix(G, "G").astype(np.float64)
+    xp, G = _float_namespace(G, "G")
     rank = check_size(rank, "rank", 0, min(G.shape))
-    U, sigma, Vt = np.linalg.svd(G, full_matrices=False)
-    return (U[:, :rank] * sigma[:rank]) @ Vt[:rank]
+    U, sigma, Vt = xp.linalg.svd(G, full_matrices=False)
+    return (U[:, :rank] * sigma[None, :rank]) @ Vt[:rank, :]
 
 
 def best_scale(delta: Any, G: Any) -> float:
     """The scalar c minimising :math:`\\lVert c\\Delta - G\\rVert_F`:
     :math:`\\langle\\Delta, G\\rangle / \\lVert\\Delta\\rVert_F^2` (0 for :math:`\\Delta = 0`)."""
-    delta, G = _matrix(delta, "delta").astype(np.float64), _matrix(G, "G").astype(np.float64)
+    xp, delta = _float_namespace(delta, "delta")
+    _, G = _float_namespace(G, "G")
     if delta.shape != G.shape:
-        raise InputError(f"delta: shape {delta.shape} differs from G's {G.shape}")
-    norm2 = float(np.sum(delta * delta))
-    return float(np.sum(delta * G) / norm2) if norm2 > 0 else 0.0
+        raise InputError(f"delta: shape {tuple(delta.shape)} differs from G's {tuple(G.shape)}")
+    norm2 = float(xp.sum(delta * delta))
+    return float(xp.sum(delta * G)) / norm2 if norm2 > 0 else 0.0
 
 
 def residual(delta: Any, G: Any) -> float:
     """:math:`\\min_c \\lVert c\\Delta - G\\rVert_F` at the best scale."""
     c = best_scale(delta, G)
-    return float(np.linalg.norm(c * np.asarray(delta, dtype=np.float64) - np.asarray(G, dtype=np.float64)))
+    xp, delta = _float_namespace(delta, "delta")
+    return float(xp.linalg.vector_norm(c * delta - _float_namespace(G, "G")[1]))
 
 
 def construct_step(

@@ -17,9 +17,15 @@ exact step, for η = p/q) and its rank computed over the integers with python-fl
 
 An interval that straddles b is ``inconclusive``.
 
-Residuals (``updates.eckart-young``, ``.eckart-young-attained``) are compared in float64 with a
-named tolerance (two-sided) and re-decided with 50-digit SVDs (mpmath) when the margin is inside
-it; the mpmath judgement is a rounding-model margin at 50 digits (two-sided).
+Residuals (``updates.eckart-young``, ``.eckart-young-attained``) are compared in the backend's
+dtype with a named tolerance at its unit roundoff (two-sided) and re-decided with 50-digit SVDs
+(mpmath) when the margin is inside it; the mpmath judgement is a rounding-model margin at 50 digits
+(two-sided).
+
+Backends: every claim follows ``--backend``. A Gaussian step is rounded to the backend's dtype and its
+update, factorization, residuals and singular values are computed there (margins at that dtype's unit
+roundoff); an interval left open is re-decided in NumPy float64 and the residuals in mpmath, from the
+case's float64 definition. Integer steps are exact (python-flint) whatever the backend.
 
 Tightening (``--tighten F``, :func:`rankwall.checks.verdict.tightened_integer_bound`). An integer upper
 bound b tightened by F < 1 asks rank ≤ ⌈F·b⌉ − 1, strictly below F·b (so F = 1/2 asks rank < D);
@@ -29,16 +35,19 @@ The Eckart-Young tail, a real lower bound on the residual, is multiplied by F as
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any, ClassVar, Literal
 
+import array_api_compat
 import mpmath
 import numpy as np
 from hypothesis import strategies as st
 
 from rankwall.checks import exact, tolerance
+from rankwall.checks.backends import Backend, certified_rank_lower_bound, resolve
 from rankwall.checks.verdict import (
     Case,
     Certification,
@@ -91,7 +100,6 @@ def step_instances(draw: Any, delta: DeltaKind | Literal["any"]) -> Step:
 
 
 SEED_000 = "seed 000"  # "Lost in Backpropagation: The LM Head is a Gradient Bottleneck"
-U = tolerance.unit_roundoff(np.float64)
 
 #: Digits of the mpmath escalation, and the relative margin below which it stays undecided.
 MP_DIGITS = 50
@@ -104,13 +112,41 @@ def step(case: Step) -> tuple[np.ndarray, np.ndarray, np.ndarray, Fraction]:
     return H, W, G, Fraction(case.eta_num, case.eta_den)
 
 
-def update_matrix(case: Step, kind: str) -> tuple[np.ndarray, bool]:
-    """The first-order update or the exact step; for integer instances scaled to integers
-    (q * first order, q^2 * exact step, for eta = p/q), with Python ints (no overflow)."""
+@dataclass(frozen=True)
+class Built:
+    """A Gaussian step in a backend: H, W, G rounded to its dtype, η as a float, the unit roundoff u of
+    that dtype and a label naming where it ran."""
+
+    H: Any
+    W: Any
+    G: Any
+    eta: float
+    u: float
+    label: str
+
+
+def built_step(case: Step, backend: Backend | None = None) -> Built:
+    """The case's matrices in the backend's namespace, dtype and device (NumPy float64 by default)."""
+    backend = _numpy_float64() if backend is None else backend
     H, W, G, eta = step(case)
+    H, W, G = (backend.asarray(m) for m in (H, W, G))
+    return Built(H, W, G, float(eta), tolerance.unit_roundoff(backend.dtype), f"{backend.name} {backend.dtype_name}")
+
+
+@functools.lru_cache(maxsize=1)
+def _numpy_float64() -> Backend:
+    """NumPy float64: the default backend, where the judgements re-decide what a measurement left open."""
+    return resolve("numpy")
+
+
+def update_matrix(case: Step, kind: str, backend: Backend | None = None) -> tuple[Any, bool]:
+    """The first-order update or the exact step, in the backend; for integer instances scaled to integers
+    (q * first order, q^2 * exact step, for eta = p/q), with Python ints (no overflow, no backend)."""
     if not case.integers:
+        b = built_step(case, backend)
         call = up.first_order_update if kind == "first-order" else up.exact_step
-        return call(H, W, G, float(eta)), False
+        return call(b.H, b.W, b.G, b.eta), False
+    H, W, G, eta = step(case)
     H, W, G = (m.astype(object) for m in (H, W, G))
     p, q = eta.numerator, eta.denominator
     if kind == "first-order":
@@ -121,55 +157,54 @@ def update_matrix(case: Step, kind: str) -> tuple[np.ndarray, bool]:
 # --------------------------------------------------------------------------- certified ranks
 
 
-def factorization(
-    H: np.ndarray, W: np.ndarray, G: np.ndarray, eta: float, kind: str
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(L, R, B)``: the update is L Rᵀ with 2D inner columns, −η(GWWᵀ + HHᵀG) = [−ηGW, −ηH][W, GᵀH]ᵀ
-    or H'W'ᵀ − HWᵀ = [H', −H][W', W]ᵀ; B ≥ 0 bounds, entrywise, the magnitudes that every entry of
-    the update and of L Rᵀ is summed from (|η|(|G||W||W|ᵀ + |H||H|ᵀ|G|), or A_H A_Wᵀ + |H||W|ᵀ with
-    A_H = |H| + |η||G||W| and A_W = |W| + |η||G|ᵀ|H|)."""
-    aH, aW, aG, a_eta = np.abs(H), np.abs(W), np.abs(G), abs(eta)
+def factorization(H: Any, W: Any, G: Any, eta: float, kind: str) -> tuple[Any, Any, Any]:
+    """``(L, R, B)`` in the inputs' namespace: the update is L Rᵀ with 2D inner columns,
+    −η(GWWᵀ + HHᵀG) = [−ηGW, −ηH][W, GᵀH]ᵀ or H'W'ᵀ − HWᵀ = [H', −H][W', W]ᵀ; B ≥ 0 bounds, entrywise,
+    the magnitudes that every entry of the update and of L Rᵀ is summed from (|η|(|G||W||W|ᵀ + |H||H|ᵀ|G|),
+    or A_H A_Wᵀ + |H||W|ᵀ with A_H = |H| + |η||G||W| and A_W = |W| + |η||G|ᵀ|H|)."""
+    xp = array_api_compat.array_namespace(H, W, G)
+    aH, aW, aG, a_eta = xp.abs(H), xp.abs(W), xp.abs(G), abs(eta)
     if kind == "first-order":
-        L = np.hstack([-eta * (G @ W), -eta * H])
-        R = np.hstack([W, G.T @ H])
+        L = xp.concat([-eta * (G @ W), -eta * H], axis=1)
+        R = xp.concat([W, G.T @ H], axis=1)
         return L, R, a_eta * ((aG @ aW) @ aW.T + aH @ (aH.T @ aG))
-    L = np.hstack([H - eta * (G @ W), -H])
-    R = np.hstack([W - eta * (G.T @ H), W])
+    L = xp.concat([H - eta * (G @ W), -H], axis=1)
+    R = xp.concat([W - eta * (G.T @ H), W], axis=1)
     return L, R, (aH + a_eta * (aG @ aW)) @ (aW + a_eta * (aG.T @ aH)).T + aH @ aW.T
 
 
-def update_error(B: np.ndarray, D: int) -> float:
-    """γ_n‖B‖_F with n = C + V + 2D + 8: a Frobenius bound on the distance from the exact update of
-    the float inputs to the computed update, and to the computed product L Rᵀ (each entry is a
-    product of depth at most C + V + 2D plus a few scalings, additions and the rounding of B)."""
+def frobenius(A: Any) -> float:
+    """‖A‖_F, computed in A's namespace."""
+    return float(array_api_compat.array_namespace(A).linalg.vector_norm(A))
+
+
+def update_error(B: Any, D: int, u: float) -> float:
+    """γ_n‖B‖_F with n = C + V + 2D + 8 at unit roundoff u: a Frobenius bound on the distance from the exact
+    update of the rounded inputs to the computed update, and to the computed product L Rᵀ (each entry is
+    a product of depth at most C + V + 2D plus a few scalings, additions and the rounding of B)."""
     C, V = B.shape
-    return tolerance.gamma(C + V + 2 * D + 8, U) * float(np.linalg.norm(B))
+    return tolerance.gamma(C + V + 2 * D + 8, u) * frobenius(B)
 
 
-def certified_lower_rank(matrix: np.ndarray, entry_error: float) -> tuple[int, float]:
-    """A certified lower bound on the rank and its Weyl margin (:func:`rankwall.checks.exact.weyl_rank_lower_bound`)."""
-    rank, margin, _ = exact.weyl_rank_lower_bound(matrix, U, entry_error=entry_error)
-    return rank, margin
-
-
-def rank_interval(case: Step, kind: str) -> RankInterval:
-    """The rank of the update: exact for integer instances, else the interval of the module docstring."""
-    matrix, is_integer = update_matrix(case, kind)
+def rank_interval(case: Step, kind: str, backend: Backend | None = None) -> RankInterval:
+    """The rank of the update: exact for integer instances, else the interval of the module docstring,
+    computed in the backend (NumPy float64 by default)."""
+    matrix, is_integer = update_matrix(case, kind, backend)
     if is_integer:
         rank, method = exact.exact_rank(matrix)
         return RankInterval(rank, rank, method, method, exact=True, certificate={"rank": rank})
-    H, W, G, eta = step(case)
+    b = built_step(case, backend)
     D = case.D
-    L, R, B = factorization(H, W, G, float(eta), kind)
-    error = update_error(B, D)
-    residual = float(np.linalg.norm(matrix - L @ R.T))
+    L, R, B = factorization(b.H, b.W, b.G, b.eta, kind)
+    error = update_error(B, D, b.u)
+    residual = frobenius(matrix - L @ R.T)
     shape = min(matrix.shape)
     factored = residual <= 2 * error
     hi = min(2 * D, shape) if factored else shape
-    lo, margin = certified_lower_rank(matrix, error)
+    lo, margin = certified_rank_lower_bound(matrix, b.u, error)
     upper = f"the factorization through {2 * D} columns" if factored else "the shape (residual beyond its bound)"
     certificate = {"factorization_residual": residual, "residual_bound": 2 * error, "weyl_margin": margin}
-    return RankInterval(lo, hi, "SVD + Weyl", upper, exact=False, certificate=certificate)
+    return RankInterval(lo, hi, f"SVD + Weyl ({b.label})", upper, exact=False, certificate=certificate)
 
 
 def two_d(D: int) -> int:
@@ -177,22 +212,24 @@ def two_d(D: int) -> int:
     return 2 * D
 
 
-def rank_sides(case: Step, factor: Fraction, kind: str, claimed: Callable[[int], int]) -> tuple[Measurement, Judgement]:
+def rank_sides(
+    case: Step, factor: Fraction, kind: str, claimed: Callable[[int], int], backend: Backend | None = None
+) -> tuple[Measurement, Judgement]:
     """``rank <= b`` with b = claimed(D) tightened by F, decided from the certified interval
     (:meth:`RankInterval.sides`): the upper end proves it holds, the lower end that it is violated."""
     bound = tightened_integer_bound(claimed(case.D), factor, "upper")
-    return rank_interval(case, kind).sides(bound, "upper")
+    return rank_interval(case, kind, backend).sides(bound, "upper")
 
 
 def measure_rank(
-    case: Step, backend: Any, factor: Fraction, kind: str, claimed: Callable[[int], int] = two_d
+    case: Step, backend: Backend, factor: Fraction, kind: str, claimed: Callable[[int], int] = two_d
 ) -> Measurement:
-    """rank of the update against claimed(D) tightened by F (see :func:`rank_sides`)."""
-    return rank_sides(case, factor, kind, claimed)[0]
+    """rank of the update, computed in the backend, against claimed(D) tightened by F (see :func:`rank_sides`)."""
+    return rank_sides(case, factor, kind, claimed, backend)[0]
 
 
 def judge_rank(case: Step, factor: Fraction, kind: str, claimed: Callable[[int], int] = two_d) -> Judgement:
-    """The same comparison as a judgement (:meth:`RankInterval.sides`)."""
+    """The same comparison as a judgement, re-computed in NumPy float64 (:meth:`RankInterval.sides`)."""
     return rank_sides(case, factor, kind, claimed)[1]
 
 
@@ -205,33 +242,38 @@ def truncation_rank(case: Step, shape: tuple[int, int], kind: DeltaKind) -> int:
     return min(D if kind == "rank-D-svd" else 2 * D, *shape)
 
 
-def delta_for(case: Step) -> tuple[np.ndarray, np.ndarray]:
-    """(Delta, G): the candidate update of rank <= 2D and the gradient it should follow."""
-    H, W, G, eta = step(case)
-    G = G.astype(np.float64)
+def delta_for(case: Step, backend: Backend | None = None) -> tuple[Any, Any]:
+    """(Delta, G) in the backend (NumPy float64 by default): the candidate update of rank <= 2D and the
+    gradient it should follow."""
+    b = built_step(case, backend)
     kind = case.delta
-    rank = truncation_rank(case, G.shape, kind)
+    rank = truncation_rank(case, tuple(b.G.shape), kind)
     if kind == "first-order":
-        return up.first_order_update(H.astype(float), W.astype(float), G, float(eta)), G
+        return up.first_order_update(b.H, b.W, b.G, b.eta), b.G
     if kind == "exact-step":
-        return up.exact_step(H.astype(float), W.astype(float), G, float(eta)), G
+        return up.exact_step(b.H, b.W, b.G, b.eta), b.G
     if kind in ("truncated-svd", "rank-D-svd"):
-        return up.truncated_svd(G, rank), G
+        return up.truncated_svd(b.G, rank), b.G
     rng = np.random.default_rng(case.seed + 1)
-    return rng.standard_normal((G.shape[0], rank)) @ rng.standard_normal((rank, G.shape[1])), G
+    left, right = rng.standard_normal((b.G.shape[0], rank)), rng.standard_normal((rank, b.G.shape[1]))
+    xp = array_api_compat.array_namespace(b.G)
+    on = functools.partial(xp.asarray, dtype=b.G.dtype, device=array_api_compat.device(b.G))
+    return on(left) @ on(right), b.G
 
 
-def measure_eckart_young(case: Step, backend: Any, factor: Fraction, extra: int = 0) -> Measurement:
-    """F·(tail beyond the rank-r truncation) against the residual of Delta at its best scale."""
-    delta, G = delta_for(case)
+def measure_eckart_young(case: Step, backend: Backend, factor: Fraction, extra: int = 0) -> Measurement:
+    """F·(tail beyond the rank-r truncation) against the residual of Delta at its best scale, both computed
+    in the backend, with the SVD's margin at its unit roundoff."""
+    delta, G = delta_for(case, backend)
+    u = tolerance.unit_roundoff(G.dtype)
     r = max(min(2 * case.D, *G.shape) - extra, 0)
     tail = float(factor) * up.tail_norm(G, r)
     fit = up.residual(delta, G)
-    margin = tolerance.svd_rank_margin(G.shape, U, float(np.linalg.norm(G)), float(np.linalg.norm(G)))
+    norm = frobenius(G)
+    margin = tolerance.svd_rank_margin(tuple(G.shape), u, norm, norm)
     certificate = {"best_scale": up.best_scale(delta, G), "tail_rank": r}
-    return Measurement(
-        tail, fit, 2 * (float(factor) + 1) * margin, "float64 SVD tail vs least-squares residual", certificate
-    )
+    method = f"{backend.name} {backend.dtype_name} SVD tail vs least-squares residual"
+    return Measurement(tail, fit, 2 * (float(factor) + 1) * margin, method, certificate)
 
 
 def exact_delta(case: Step, Gm: Any) -> Any:
@@ -263,7 +305,7 @@ def exact_delta(case: Step, Gm: Any) -> Any:
 def judge_eckart_young(case: Step, factor: Fraction, extra: int = 0) -> Judgement:
     """Both sides at 50 digits (mpmath): F times the tail of G's singular values, and the residual of
     Delta rebuilt from its definition at the best c (a rounding-model margin: two-sided)."""
-    _, G = delta_for(case)
+    G = step(case)[2].astype(np.float64)
     r = max(min(2 * case.D, *G.shape) - extra, 0)
     with mpmath.workdps(MP_DIGITS):
         Gm = mpmath.matrix(G.tolist())
@@ -283,7 +325,7 @@ def judge_eckart_young(case: Step, factor: Fraction, extra: int = 0) -> Judgemen
         return Judgement(float(tail), float(fit), sign, method, radius, certified_by=kind)
 
 
-def measure_attained(case: Step, backend: Any, factor: Fraction, delta: DeltaKind = "truncated-svd") -> Measurement:
+def measure_attained(case: Step, backend: Backend, factor: Fraction, delta: DeltaKind = "truncated-svd") -> Measurement:
     """The tail against the residual of the truncated SVD (``delta``: its rank-D version for the mutant)."""
     return measure_eckart_young(replace(case, delta=delta), backend, factor)
 
@@ -309,9 +351,7 @@ def _witnesses(V: int, deltas: tuple[DeltaKind, ...]) -> list[Step]:
     return rows
 
 
-FAMILY = Family(
-    "updates", bound=None, array_api=False, random_instances=lambda V, n, seed: [], source=f"{SEED_000}, Eq. 7 (§2.2)"
-)
+FAMILY = Family("updates", bound=None, random_instances=lambda V, n, seed: [], source=f"{SEED_000}, Eq. 7 (§2.2)")
 
 
 first_order_rank = FAMILY.claim(
