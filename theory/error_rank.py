@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import array_api_compat
 import networkx as nx
 import numpy as np
 import scipy.sparse as sparse
@@ -38,11 +39,13 @@ import scipy.special
 
 from rankwall.theory._validation import (
     InputError,
+    as_array,
     as_count_array,
     as_index_array,
     as_numeric_array,
     as_real_array,
     check_probability,
+    check_real_floating,
     check_size,
     validated_probabilities,
 )
@@ -318,8 +321,16 @@ def is_weakly_chained_diagonally_dominant(matrix: Any) -> bool:
     return len(reached) == m.shape[0]
 
 
-def log_softmax(A: Any) -> np.ndarray:
-    """Row-wise :math:`\\log\\operatorname{softmax}`: :math:`A_{ij} - \\operatorname{lse}(A_i)`."""
+def log_softmax(A: Any) -> Any:
+    """Row-wise :math:`\\log\\operatorname{softmax}`: :math:`A_{ij} - \\operatorname{lse}(A_i)`, shifted by the
+    row maximum; a float array of another array-API namespace is computed there, in its dtype."""
+    if array_api_compat.is_array_api_obj(A) and not isinstance(A, np.ndarray):
+        xp, A = as_array(A, "A")
+        check_real_floating(xp, A, "A")
+        if A.ndim != 2 or not bool(xp.all(xp.isfinite(A))):
+            raise InputError("A: expected a finite 2-D array")
+        top = xp.max(A, axis=1, keepdims=True)
+        return A - (top + xp.log(xp.sum(xp.exp(A - top), axis=1, keepdims=True)))
     A = as_real_array(A, "A")
     if A.ndim != 2 or not np.all(np.isfinite(A)):
         raise InputError("A: expected a finite 2-D array")

@@ -27,16 +27,18 @@ one). Conclusions are measured, never assumed.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any, ClassVar
 
+import array_api_compat
 import numpy as np
 from hypothesis import strategies as st
-from scipy.special import logsumexp
 
 from rankwall.checks import exact, tolerance
+from rankwall.checks.backends import Backend, certified_rank_lower_bound, float64_copy, resolve
 from rankwall.checks.data import characters, read_corpus, words
 from rankwall.checks.verdict import (
     Case,
@@ -691,26 +693,30 @@ def low_rank_matrix(case: LowRank | RowShift) -> np.ndarray:
     return er.construct_low_rank_integers(case.rows, case.columns, case.rank, case.seed, spread=case.spread)
 
 
-def factorization_residual(Z: np.ndarray, L: np.ndarray) -> tuple[float, float]:
-    """``(‖L - Z - c1ᵀ‖_F, bound)`` with c = -lse(Z) recomputed by SciPy: zero in exact arithmetic
-    (L = Z - lse(Z)1ᵀ). The bound adds the computed L's error (:func:`tolerance.log_softmax_error`),
-    the recomputed lse's (γ_{V+4}(1 + max|Z_i| + |c_i|) per row) and the two subtractions
-    (γ_2 (|L| + |Z| + |c|) per entry)."""
-    c = -logsumexp(Z, axis=1)
+def factorization_residual(Z: Any, L: Any) -> tuple[float, float]:
+    """``(‖L - Z - c1ᵀ‖_F, bound)`` with c = -lse(Z) recomputed in Z's namespace and dtype (unit roundoff
+    u of L's dtype): zero in exact arithmetic (L = Z - lse(Z)1ᵀ). The bound adds the computed L's error
+    (:func:`tolerance.log_softmax_error`), the recomputed lse's (γ_{V+4}(1 + max|Z_i| + |c_i|) per row) and
+    the two subtractions (γ_2 (|L| + |Z| + |c|) per entry)."""
+    xp = array_api_compat.array_namespace(Z, L)
+    u = tolerance.unit_roundoff(L.dtype)
+    top = xp.max(Z, axis=1, keepdims=True)
+    c = -(top + xp.log(xp.sum(xp.exp(Z - top), axis=1, keepdims=True)))
     V = Z.shape[1]
-    residual = float(np.linalg.norm(L - Z - c[:, None]))
-    per_row = tolerance.gamma(V + 4, U) * (1 + np.abs(Z).max(axis=1) + np.abs(c))
-    per_entry = tolerance.gamma(2, U) * (np.abs(L) + np.abs(Z) + np.abs(c)[:, None])
-    bound = tolerance.log_softmax_error(Z, L, U) + math.sqrt(V) * float(np.linalg.norm(per_row))
+    residual = float(xp.linalg.vector_norm(L - Z - c))
+    Z, L, c = float64_copy(Z), float64_copy(L), float64_copy(c)[:, 0]
+    per_row = tolerance.gamma(V + 4, u) * (1 + np.abs(Z).max(axis=1) + np.abs(c))
+    per_entry = tolerance.gamma(2, u) * (np.abs(L) + np.abs(Z) + np.abs(c)[:, None])
+    bound = tolerance.log_softmax_error(Z, L, u) + math.sqrt(V) * float(np.linalg.norm(per_row))
     return residual, bound + float(np.linalg.norm(per_entry))
 
 
-def log_probability_bounds(Z: np.ndarray, L: np.ndarray, entry_error: float, right: np.ndarray) -> RankInterval:
-    """rank(log softmax Z) for the real Z. Lower: SVD + Weyl margin (``entry_error`` bounds the
-    computed L's error). Upper: L = [·, -z] ``right``ᵀ, so rank <= min(rows, rank_Q ``right``) (an
-    integer matrix, exact), once the computed L passes the factorization residual check; an L that
-    fails it is not within its rounding bound of the real one, so neither end is trusted."""
-    lo, margin = certified_rank_lower(L, entry_error)
+def log_probability_bounds(Z: Any, L: Any, entry_error: float, right: np.ndarray) -> RankInterval:
+    """rank(log softmax Z) for the real Z. Lower: SVD + Weyl margin in L's namespace and dtype
+    (``entry_error`` bounds the computed L's error). Upper: L = [·, -z] ``right``ᵀ, so rank <= min(rows,
+    rank_Q ``right``) (an integer matrix, exact), once the computed L passes the factorization residual
+    check; an L that fails it is not within its rounding bound of the real one, so neither end is trusted."""
+    lo, margin = certified_rank_lower_bound(L, tolerance.unit_roundoff(L.dtype), entry_error)
     residual, bound = factorization_residual(Z, L)
     certificate = {"weyl_margin": margin, "factorization_residual": residual, "residual_bound": bound}
     if not residual <= bound:
@@ -718,57 +724,83 @@ def log_probability_bounds(Z: np.ndarray, L: np.ndarray, entry_error: float, rig
         return RankInterval(0, min(L.shape), untrusted, "the shape", False, certificate)
     rank_right, how = exact.exact_rank(right)
     upper = f"the factorization through {right.shape[1]} columns (residual within rounding; {how} {rank_right})"
-    return RankInterval(lo, min(L.shape[0], rank_right), "SVD + Weyl margin", upper, False, certificate)
+    lower = f"SVD + Weyl margin ({_label(L)})"
+    return RankInterval(lo, min(L.shape[0], rank_right), lower, upper, False, certificate)
 
 
-def log_softmax_decision(case: LowRank, factor: Fraction, drop: int) -> tuple[Measurement, Judgement]:
-    """rank(log softmax A) <= rank(A) + 1 (minus ``drop`` for the mutant), tightened; rank(A) exact.
-    The right factor is [Aᵀ, 1]: L = A - z1ᵀ = [A, -z][I, 1]ᵀ has rows in rowspace(A) + span(1)."""
+def _label(x: Any) -> str:
+    """Where an array was computed: its namespace's library and its dtype (``numpy float64``)."""
+    library = array_api_compat.array_namespace(x).__name__.split(".")[-1].replace("_", "-")
+    return f"{library} {tolerance.dtype_name(x.dtype)}"
+
+
+@functools.lru_cache(maxsize=1)
+def _numpy_float64() -> Backend:
+    """NumPy float64: the default backend, where the judgements re-decide."""
+    return resolve("numpy")
+
+
+def log_softmax_decision(
+    case: LowRank, factor: Fraction, drop: int, backend: Backend | None = None
+) -> tuple[Measurement, Judgement]:
+    """rank(log softmax A) <= rank(A) + 1 (minus ``drop`` for the mutant), tightened; rank(A) exact, and
+    log softmax A computed in the backend (NumPy float64 by default). The right factor is [Aᵀ, 1]:
+    L = A - z1ᵀ = [A, -z][I, 1]ᵀ has rows in rowspace(A) + span(1)."""
+    backend = _numpy_float64() if backend is None else backend
     A = low_rank_matrix(case) * case.scale
     rank_A, _ = exact.exact_rank(A)
-    Z = A.astype(np.float64)
+    Z = backend.asarray(A)
+    if not np.array_equal(float64_copy(Z), A):
+        raise InputError(f"instance: A has an integer that {backend.dtype_name} cannot hold exactly")
     L = er.log_softmax(Z)
     right = np.vstack([A, np.ones((1, A.shape[1]), dtype=np.int64)]).T
-    bounds = log_probability_bounds(Z, L, tolerance.log_softmax_error(Z, L, U), right)
+    u = tolerance.unit_roundoff(backend.dtype)
+    bounds = log_probability_bounds(Z, L, tolerance.log_softmax_error(float64_copy(Z), float64_copy(L), u), right)
     bounds = replace(bounds, certificate={**bounds.certificate, "rank_A": rank_A})
     bound = tightened_integer_bound(rank_A + 1 - drop, factor, "upper")
     return measurement(bounds, bound, "upper"), judgement(bounds, bound, "upper")
 
 
-def measure_log_softmax(case: LowRank, backend: Any, factor: Fraction, drop: int = 0) -> Measurement:
-    """rank(log softmax A) <= rank(A) + 1 (see :func:`log_softmax_decision`)."""
-    return log_softmax_decision(case, factor, drop)[0]
+def measure_log_softmax(case: LowRank, backend: Backend, factor: Fraction, drop: int = 0) -> Measurement:
+    """rank(log softmax A) <= rank(A) + 1, computed in the backend (see :func:`log_softmax_decision`)."""
+    return log_softmax_decision(case, factor, drop, backend)[0]
 
 
 def judge_log_softmax(case: LowRank, factor: Fraction, drop: int = 0) -> Judgement:
-    """rank(log softmax A) <= rank(A) + 1, re-decided (see :func:`log_softmax_decision`)."""
+    """rank(log softmax A) <= rank(A) + 1, re-decided in NumPy float64 (see :func:`log_softmax_decision`)."""
     return log_softmax_decision(case, factor, drop)[1]
 
 
-def bottleneck_decision(case: Factors, factor: Fraction, extra: int) -> tuple[Measurement, Judgement]:
-    """rank(log softmax(HWᵀ)) <= d + 1 (plus ``extra``: negative for the mutant), tightened. The
-    right factor is [W, 1] read exactly (rows of dyadic rationals, scaled to integers)."""
+def bottleneck_decision(
+    case: Factors, factor: Fraction, extra: int, backend: Backend | None = None
+) -> tuple[Measurement, Judgement]:
+    """rank(log softmax(HWᵀ)) <= d + 1 (plus ``extra``: negative for the mutant), tightened, with H and W
+    rounded to the backend's dtype and Z, L computed there (NumPy float64 by default). The right factor
+    is the rounded [W, 1] read exactly (rows of dyadic rationals, scaled to integers)."""
+    backend = _numpy_float64() if backend is None else backend
     rng = np.random.default_rng(case.seed)
-    H = case.scale * rng.standard_normal((case.rows, case.rank))
-    W = rng.standard_normal((case.columns, case.rank))
+    H = backend.asarray(case.scale * rng.standard_normal((case.rows, case.rank)))
+    W = backend.asarray(rng.standard_normal((case.columns, case.rank)))
     Z = H @ W.T
     L = er.log_softmax(Z)
-    product = tolerance.gamma(case.rank + 2, U) * (np.abs(H) @ np.abs(W).T)  # |fl(z_ij) - z_ij|
+    u = tolerance.unit_roundoff(backend.dtype)
+    H_np, W_np = float64_copy(H), float64_copy(W)
+    product = tolerance.gamma(case.rank + 2, u) * (np.abs(H_np) @ np.abs(W_np).T)  # |fl(z_ij) - z_ij|
     through = product + product.max(axis=1, keepdims=True)  # an error in z_i moves L_ij and lse(z_i)
-    entry_error = tolerance.log_softmax_error(Z, L, U) + float(np.linalg.norm(through))
-    right = integer_rows(np.hstack([W, np.ones((W.shape[0], 1))]))
+    entry_error = tolerance.log_softmax_error(float64_copy(Z), float64_copy(L), u) + float(np.linalg.norm(through))
+    right = integer_rows(np.hstack([W_np, np.ones((W_np.shape[0], 1))]))
     bounds = log_probability_bounds(Z, L, entry_error, right)
     bound = tightened_integer_bound(case.rank + 1 + extra, factor, "upper")
     return measurement(bounds, bound, "upper"), judgement(bounds, bound, "upper")
 
 
-def measure_bottleneck(case: Factors, backend: Any, factor: Fraction, extra: int = 0) -> Measurement:
-    """rank(log softmax(HWᵀ)) <= d + 1 (see :func:`bottleneck_decision`)."""
-    return bottleneck_decision(case, factor, extra)[0]
+def measure_bottleneck(case: Factors, backend: Backend, factor: Fraction, extra: int = 0) -> Measurement:
+    """rank(log softmax(HWᵀ)) <= d + 1, computed in the backend (see :func:`bottleneck_decision`)."""
+    return bottleneck_decision(case, factor, extra, backend)[0]
 
 
 def judge_bottleneck(case: Factors, factor: Fraction, extra: int = 0) -> Judgement:
-    """rank(log softmax(HWᵀ)) <= d + 1, re-decided (see :func:`bottleneck_decision`)."""
+    """rank(log softmax(HWᵀ)) <= d + 1, re-decided in NumPy float64 (see :func:`bottleneck_decision`)."""
     return bottleneck_decision(case, factor, extra)[1]
 
 
@@ -798,7 +830,7 @@ def judge_row_shift(case: RowShift, factor: Fraction, allowed: int = 1) -> Judge
 # --------------------------------------------------------------------------- registration
 
 
-#: Sparse counts and graphs: these families compute in NumPy only.
+#: NumPy only by default: sparse counts, graphs and exact ranks (the log-softmax ranks opt in).
 _SHARED = {"bound": None, "array_api": False, "random_instances": lambda V, n, seed: []}
 ERROR_RANK = Family("error-rank", **_SHARED)
 LOGPROB_RANK = Family("logprob-rank", **_SHARED)
@@ -898,6 +930,7 @@ log_softmax_rank = LOGPROB_RANK.claim(
     domain="integer matrices A of chosen rank (exact rank by python-flint), times an integer scale",
     relation=Relation.AT_MOST,
     bound="upper",
+    array_api=True,
     measure=measure_log_softmax,
     judge_exactly=judge_log_softmax,
     witnesses=lambda V: [
@@ -934,6 +967,7 @@ bottleneck = LOGPROB_RANK.claim(
     domain="Gaussian factors, scales 0.1 to 30",
     relation=Relation.AT_MOST,
     bound="upper",
+    array_api=True,
     measure=measure_bottleneck,
     judge_exactly=judge_bottleneck,
     witnesses=lambda V: [
