@@ -136,26 +136,33 @@ def ngram_counts(tokens: Sequence[int] | np.ndarray, order: int, V: int) -> tupl
 
 @dataclass(frozen=True)
 class LogitRows:
-    """Rows of logits :math:`z_c = W h_c` given by factors, never materialised as C x V."""
+    """Rows of logits :math:`z_c = W h_c` given by factors, never materialised as C x V. The factors
+    may live in any array-API namespace; the logits and probabilities are computed there."""
 
-    H: np.ndarray  # (C, D)
-    W: np.ndarray  # (V, D)
+    H: Any  # (C, D)
+    W: Any  # (V, D)
 
     @property
     def shape(self) -> tuple[int, int]:
         return self.H.shape[0], self.W.shape[0]
 
-    def block(self, rows: slice | np.ndarray) -> np.ndarray:
+    def block(self, rows: slice | np.ndarray) -> Any:
         """Logits of some rows, (r, V)."""
-        return self.H[rows] @ self.W.T
+        return self.H[rows, ...] @ self.W.T
 
-    def probabilities(self, rows: slice | np.ndarray) -> np.ndarray:
+    def probabilities(self, rows: slice | np.ndarray) -> Any:
         """Softmax of some rows (log-sum-exp stabilised)."""
-        return scipy.special.softmax(self.block(rows), axis=1)
+        z = self.block(rows)
+        if isinstance(z, np.ndarray):
+            return scipy.special.softmax(z, axis=1)
+        xp = array_api_compat.array_namespace(z)
+        e = xp.exp(z - xp.max(z, axis=1, keepdims=True))
+        return e / xp.sum(e, axis=1, keepdims=True)
 
-    def row_blocks(self, rows: np.ndarray) -> list[np.ndarray]:
+    def row_blocks(self, count: int) -> list[slice]:
+        """Slices of the first ``count`` rows holding about :data:`STREAM_BLOCK_ENTRIES` entries each."""
         step = max(1, STREAM_BLOCK_ENTRIES // self.shape[1])
-        return [rows[i : i + step] for i in range(0, len(rows), step)]
+        return [slice(i, min(i + step, count)) for i in range(0, count, step)]
 
 
 def construct_unique_continuation(
@@ -226,22 +233,23 @@ def sample_batch(counts: Any, tokens: int, seed: int) -> sparse.csr_matrix:
 # --------------------------------------------------------------------------- quantities
 
 
-def dominance_margins(logits: LogitRows, tokens: np.ndarray) -> np.ndarray:
+def dominance_margins(logits: LogitRows, tokens: np.ndarray) -> Any:
     """:math:`\\alpha_j = \\sum_{v \\notin T} P_{jv}` for each context j, computed from the logits
     as :math:`\\exp(\\operatorname{lse}(z_{j, \\notin T}) - \\operatorname{lse}(z_j))` (no
-    cancellation), streaming blocks of rows: memory O(block x V), never C x V."""
+    cancellation), streaming blocks of rows: memory O(block x V), never C x V; in the factors' namespace
+    and dtype."""
     C, V = logits.shape
     tokens = as_index_array(tokens, "tokens", V)
     if len(tokens) != C:
         raise InputError(f"tokens: {len(tokens)} tokens for {C} contexts")
     outside = np.ones(V, dtype=bool)
     outside[tokens] = False
+    xp = array_api_compat.array_namespace(logits.H)
     if not outside.any():
-        return np.zeros(C)
-    margins = np.empty(C)
-    for block in logits.row_blocks(np.arange(C)):
-        margins[block] = logits.probabilities(block)[:, outside].sum(axis=1)
-    return margins
+        return xp.zeros(C, dtype=logits.H.dtype, device=array_api_compat.device(logits.H))
+    columns = xp.asarray(np.flatnonzero(outside), device=array_api_compat.device(logits.H))
+    blocks = [xp.sum(xp.take(logits.probabilities(b), columns, axis=1), axis=1) for b in logits.row_blocks(C)]
+    return xp.concat(blocks)
 
 
 def varah_bound(margins: np.ndarray) -> float:

@@ -20,6 +20,14 @@ Tightening. ``--tighten F`` on an integer bound b is strict
 an upper bound b becomes rank <= ⌈F b⌉ - 1 (F < 1), so that F = 1.0001 already asks for more than
 b; F = 1 leaves b as it is.
 
+Backends. ``unique-continuation`` (its dominance margins, positivity floor and dense SVD), ``log-softmax``
+and ``bottleneck`` (log softmax, factorization residual, SVD) follow ``--backend``: the float factors are
+rounded to its dtype and every float route runs there, with margins at its unit roundoff; the exact and
+ball escalations re-decide on the float64 instance. ``attracting-components``, ``wcdd``, ``mini-batch``
+and ``row-shift`` have no float route to port (exact ranks with python-flint, networkx graphs, sparse
+counts and exact rationals) and keep ``array_api=False``, as does the ``float-rows`` mutant, whose
+domain is the float64 P̂ itself.
+
 Domains. An instance outside a proposition's hypothesis is not an instance of it: measuring one
 raises :class:`InputError` naming the hypothesis that fails (the search rejects it; no witness is
 one). Conclusions are measured, never assumed.
@@ -272,7 +280,6 @@ def row_shift_instances(draw: Any) -> RowShift:
 
 SEED_000 = "seed 000"  # "Lost in Backpropagation: The LM Head is a Gradient Bottleneck"
 SEED_001 = "seed 001"  # "Breaking the softmax bottleneck: your output layer is a rank-d wall"
-U = tolerance.unit_roundoff(np.float64)
 
 #: Largest k x V for which the dense SVD route (route 3) runs.
 DENSE_ENTRIES = 1 << 18
@@ -305,27 +312,22 @@ def integer_rows(M: np.ndarray) -> np.ndarray:
     return digits << shifts
 
 
-def certified_rank_lower(M: np.ndarray, entry_error: float) -> tuple[int, float]:
-    """A certified lower bound on rank M and its Weyl margin (:func:`rankwall.checks.exact.weyl_rank_lower_bound`)."""
-    rank, margin, _ = exact.weyl_rank_lower_bound(M, U, entry_error=entry_error)
-    return rank, margin
-
-
 # --------------------------------------------------------------------------- instances
 
 
 def unique_instance(case: UniqueCase) -> tuple[er.LogitRows, np.ndarray]:
-    """(logits, tokens) of a unique-continuation case, synthetic or from a corpus."""
+    """(logits, tokens) of a unique-continuation case, synthetic or from a corpus (NumPy float64)."""
     match case:
         case UniqueContinuation():
-            return er.construct_unique_continuation(case.V, case.k, case.D, case.seed, scale=case.scale)
+            logits, tokens = er.construct_unique_continuation(case.V, case.k, case.D, case.seed, scale=case.scale)
         case CorpusContinuations():
             stream = corpus_stream(case.corpus, case.level)
             counts, _ = er.ngram_counts(stream.ids, case.order, stream.V)
             _, tokens = er.unique_continuations(counts)
             logits, _ = er.construct_unique_continuation(stream.V, len(tokens), case.D, case.seed, scale=case.scale)
-            return logits, tokens
-    raise InputError(f"instance: unknown family {case.family!r}")
+        case _:
+            raise InputError(f"instance: unknown family {case.family!r}")
+    return logits, tokens
 
 
 _STREAMS: dict[tuple[str, str], Any] = {}
@@ -345,28 +347,37 @@ def corpus_stream(corpus: str, level: str) -> Any:
 
 def logit_error(logits: er.LogitRows) -> np.ndarray:
     """Per context, a bound E_c on the error of the computed z_cv - max_v z_cv over v: γ_D S_c for
-    the product and 2u(1 + γ_D) S_c for the subtraction, so γ_{D+3} S_c, with
-    S_c = Σ_i |h_ci| max_v |w_vi| >= max_v |h_c|·|w_v| (O((k + V) D), never k x V)."""
-    D = logits.H.shape[1]
-    return tolerance.gamma(D + 3, U) * (np.abs(logits.H) @ np.abs(logits.W).max(axis=0))
+    the product and 2u(1 + γ_D) S_c for the subtraction, so γ_{D+3} S_c at the factors' unit roundoff u,
+    with S_c = Σ_i |h_ci| max_v |w_vi| >= max_v |h_c|·|w_v| (O((k + V) D), never k x V)."""
+    H, W = float64_copy(logits.H), float64_copy(logits.W)
+    return tolerance.gamma(H.shape[1] + 3, tolerance.unit_roundoff(logits.H.dtype)) * (
+        np.abs(H) @ np.abs(W).max(axis=0)
+    )
 
 
 def dense_rank_lower(logits: er.LogitRows, tokens: np.ndarray) -> tuple[int, float]:
-    """Route 3: singular values of the computed P - Ñ above a Weyl margin. Each logit is off by E_c
-    at most, which moves log P_cv by 2E_c; exp, the sum and the division add γ = γ_{V+4}; so a
-    computed entry differs from the real one by at most e^{4E_c + 3γ} - 1 times itself (the real
-    entry is at most e^{2E_c + 2γ} times the computed one). The SVD adds its backward error."""
+    """Route 3: singular values of the computed P - Ñ (in the factors' namespace and dtype, unit roundoff
+    u) above a Weyl margin. Each logit is off by E_c at most, which moves log P_cv by 2E_c; exp, the sum
+    and the division add γ = γ_{V+4}; so a computed entry differs from the real one by at most
+    e^{4E_c + 3γ} - 1 times itself (the real entry is at most e^{2E_c + 2γ} times the computed one).
+    The SVD adds its backward error."""
     P = logits.probabilities(slice(None))
-    M = P.copy()
-    M[np.arange(len(tokens)), tokens] -= 1
-    V = P.shape[1]
-    relative = np.expm1(4 * logit_error(logits) + 3 * tolerance.gamma(V + 4, U))
-    entry_error = float(np.linalg.norm(relative[:, None] * P)) + U * float(np.linalg.norm(M))
-    return certified_rank_lower(M, entry_error)
+    xp = array_api_compat.array_namespace(P)
+    k, V = P.shape
+    chosen = np.zeros((k, V))
+    chosen[np.arange(k), tokens] = 1
+    M = P - xp.asarray(chosen, dtype=P.dtype, device=array_api_compat.device(P))
+    u = tolerance.unit_roundoff(P.dtype)
+    relative = np.expm1(4 * logit_error(logits) + 3 * tolerance.gamma(V + 4, u))
+    entry_error = float(np.linalg.norm(relative[:, None] * float64_copy(P))) + u * float(
+        np.linalg.norm(float64_copy(M))
+    )
+    return certified_rank_lower_bound(M, u, entry_error)
 
 
 def float_bounds(logits: er.LogitRows, tokens: np.ndarray) -> RankInterval:
-    """rank(P - Ñ) over the k unique rows, for the real P = softmax(HWᵀ), from floats.
+    """rank(P - Ñ) over the k unique rows, for the real P = softmax(HWᵀ), from floats computed in the
+    factors' namespace and dtype (unit roundoff u).
 
     Upper (exact): k rows, and (P - Ñ)1 = 0, so rank <= min(k, V - 1). Lower: route 1, k < V:
     the k x k submatrix is strictly diagonally dominant with margins α_j (the mass outside T),
@@ -374,16 +385,17 @@ def float_bounds(logits: er.LogitRows, tokens: np.ndarray) -> RankInterval:
     one; k = V: every entry of P is at least exp(floor) > 0, so P_T is a positive stochastic matrix
     and rank(I - P_T) = V - 1. Route 3 when k V is small: the SVD with a Weyl margin."""
     k, V = len(tokens), logits.shape[1]
+    u = tolerance.unit_roundoff(logits.H.dtype)
     upper = min(k, V - 1)
     routes: dict[str, Any] = {}
     if k < V:
-        margins = er.dominance_margins(logits, tokens)
-        certified = bool(np.all(margins > 0)) and tolerance.gamma(V + logits.H.shape[1] + 8, U) < 1
+        margins = float64_copy(er.dominance_margins(logits, tokens))
+        certified = bool(np.all(margins > 0)) and tolerance.gamma(V + logits.H.shape[1] + 8, u) < 1
         routes["dominance"] = k if certified else 0
         routes["smallest_margin"] = float(margins.min())
         routes["varah_sigma_min_bound"] = er.varah_bound(margins)
     else:
-        floor = er.log_probability_floor(logits)
+        floor = er.log_probability_floor(er.LogitRows(float64_copy(logits.H), float64_copy(logits.W)))
         routes["positivity"] = V - 1 if math.isfinite(floor) else 0
         routes["log_probability_floor"] = floor
     names = ["strict diagonal dominance" if k < V else "positivity (one attracting class)"]
@@ -392,7 +404,8 @@ def float_bounds(logits: er.LogitRows, tokens: np.ndarray) -> RankInterval:
         routes["svd_weyl"], routes["weyl_margin"] = dense_rank_lower(logits, tokens)
         names.append("SVD + Weyl margin")
         lower = max(lower, routes["svd_weyl"])
-    return RankInterval(lower, upper, " / ".join(names), "rows and (P - Ñ)1 = 0", False, routes)
+    how = f"{' / '.join(names)} ({_label(logits.H)})"
+    return RankInterval(lower, upper, how, "rows and (P - Ñ)1 = 0", False, routes)
 
 
 def float_rows_bounds(logits: er.LogitRows, tokens: np.ndarray) -> RankInterval | None:
@@ -443,12 +456,14 @@ def unique_bound(case: UniqueCase, factor: Fraction, extra: int) -> int:
     return tightened_integer_bound(min(k + extra, V - 1 + extra), factor, "lower")
 
 
-def unique_bounds(case: UniqueCase, bound: int, escalate: bool) -> RankInterval:
-    """rank(P - Ñ) from the float routes; with ``escalate``, when they leave ``bound`` undecided,
-    from the exact instance P̂ (route 2, when it is strictly positive, so inside the domain, and
-    small) and then from the margins in ball arithmetic (route 1 for underflowed rows, k < V)."""
+def unique_bounds(case: UniqueCase, bound: int, escalate: bool, backend: Backend | None = None) -> RankInterval:
+    """rank(P - Ñ) from the float routes in the backend (NumPy float64 by default); with ``escalate``,
+    when they leave ``bound`` undecided, from the exact instance P̂ (route 2, when it is strictly
+    positive, so inside the domain, and small) and then from the margins in ball arithmetic (route 1
+    for underflowed rows, k < V), both on the float64 instance."""
     logits, tokens = unique_instance(case)
-    bounds = float_bounds(logits, tokens)
+    on = logits if backend is None else er.LogitRows(backend.asarray(logits.H), backend.asarray(logits.W))
+    bounds = float_bounds(on, tokens)
     if not escalate or bounds.lo >= bound or bounds.hi < bound:
         return bounds
     small = len(tokens) * logits.shape[1] <= EXACT_ENTRIES
@@ -459,10 +474,10 @@ def unique_bounds(case: UniqueCase, bound: int, escalate: bool) -> RankInterval:
     return bounds
 
 
-def measure_unique(case: UniqueCase, backend: Any, factor: Fraction, extra: int = 0) -> Measurement:
-    """b <= rank(P - Ñ), b = min(k, V - 1) tightened, from the float routes."""
+def measure_unique(case: UniqueCase, backend: Backend, factor: Fraction, extra: int = 0) -> Measurement:
+    """b <= rank(P - Ñ), b = min(k, V - 1) tightened, from the float routes in the backend."""
     bound = unique_bound(case, factor, extra)
-    return measurement(unique_bounds(case, bound, escalate=False), bound, "lower")
+    return measurement(unique_bounds(case, bound, escalate=False, backend=backend), bound, "lower")
 
 
 def judge_unique(case: UniqueCase, factor: Fraction, extra: int = 0) -> Judgement:
@@ -868,6 +883,7 @@ unique_continuation = ERROR_RANK.claim(
     domain="P = softmax(HWᵀ) (strictly positive in exact arithmetic); any V, k, D",
     relation=Relation.AT_MOST,
     bound="lower",
+    array_api=True,
     measure=measure_unique,
     judge_exactly=judge_unique,
     witnesses=_unique_witnesses,
@@ -990,6 +1006,7 @@ unique_continuation.with_mutant(
     statement="rank(P̂ − Ñ) ≥ min(k, V − 1) for the computed float rows P̂, zeros from underflow included  "
     "(false: underflow splits the graph of P̂_T into several attracting classes)",
     domain="P̂ = the float64 softmax(HWᵀ) read exactly, k V ≤ 2^14",
+    array_api=False,
     measure=measure_float_rows,
     judge_exactly=judge_float_rows,
     witnesses=lambda V: [UniqueContinuation(V=min(V, 6), k=min(V, 6), D=2, seed=0, scale=1e4)],
