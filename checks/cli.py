@@ -46,6 +46,8 @@ EXIT_OK, EXIT_VIOLATED, EXIT_USAGE, EXIT_INCONCLUSIVE, EXIT_INTERNAL = 0, 1, 2, 
 EXIT_BROKEN_PIPE = 128 + 13
 #: The text ``spot`` reads when no ``--text`` is given (shipped with the package).
 SPOT_TEXT = "wikitext-2.valid.txt"
+#: The backend a claim that does not follow ``--backend`` runs on, whatever is asked: NumPy float64.
+NUMPY_ONLY = ("numpy", None, "float64")
 STYLE = {Status.HOLDS: "green", Status.VIOLATED: "bold red", Status.INCONCLUSIVE: "yellow"}
 
 
@@ -222,7 +224,7 @@ def matched_claims(patterns: Sequence[str]) -> list[Claim]:
 def run_verify(args: argparse.Namespace, out: Console, err: Console) -> int:
     claims = matched_claims(args.patterns)
     backend = resolve(args.backend, args.device, args.dtype)
-    numpy_backend = resolve("numpy", None, args.dtype)
+    numpy_backend = resolve(*NUMPY_ONLY)
     plan = [(c, c.witnesses(args.V) + c.random_instances(args.V, args.examples, args.seed)) for c in claims]
     results: list[dict[str, Any]] = []
     with progress_bar(err) as progress:
@@ -286,7 +288,7 @@ def _cluster(args: argparse.Namespace) -> Iterator[Any]:
 
 def _backend_spec(args: argparse.Namespace, claim: Claim) -> tuple[str, str | None, str]:
     """The backend a worker resolves for ``claim``: NumPy for a claim that is not array-API."""
-    return (args.backend, args.device, args.dtype) if claim.array_api else ("numpy", None, args.dtype)
+    return (args.backend, args.device, args.dtype) if claim.array_api else NUMPY_ONLY
 
 
 def _verify_on_cluster(
@@ -314,6 +316,7 @@ def _verify_json(result: dict[str, Any], V: int) -> dict[str, Any]:
         "seconds": round(result["seconds"], 3),
         "V": V,
         "largest_V": result["largest_V"],
+        "array_api": result["claim"].array_api,
         **result["backend"].describe(),
     }
 
