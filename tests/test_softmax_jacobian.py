@@ -10,6 +10,7 @@ import math
 from fractions import Fraction
 
 import flint
+import mpmath
 import numpy as np
 import pytest
 import sympy
@@ -173,11 +174,101 @@ class TestComplementWithoutCancellation:
         assert float(rows.complement[0]) > 0
         assert float(sj.spectral_norm(rows)) <= float(sj.upper_bound(rows)) * (1 + 8 * U64)
 
-    def test_underflow_below_gap_745_is_reported_as_a_one_hot_row(self):
-        """In float64 exp(-745) underflows: the float row is one-hot and its norm is 0."""
+    def test_a_one_hot_float_row_has_norm_zero(self):
+        """In float64 exp(-746) underflows: as probabilities the row is one-hot, and its norm is 0."""
         rows = sj.softmax_rows(sj.construct_logits(10, 746.0, tail_gap=0.0))
         assert float(rows.complement[0]) == 0.0
-        assert float(sj.spectral_norm(rows)) == 0.0
+        assert float(sj.spectral_norm(np.asarray(rows.p)[0])) == 0.0
+
+
+def wide_tail_norm(gap: float, tail: int) -> float:
+    """||J|| for one logit ``gap`` above ``tail`` equal ones, in 200-digit arithmetic: with
+    m = 1/S and equal atoms e = exp(-gap)/S the norm is (tail + 1) m e (the 2x2 block of the
+    spread-tail proof, whose discriminant is ((tail + 1) m e)^2 here)."""
+    with mpmath.workdps(200):
+        w = mpmath.exp(-mpmath.mpf(gap))
+        total = 1 + tail * w
+        return float((tail + 1) * w / total**2)
+
+
+class TestTailBelowTheNormalRangeFromLogits:
+    """Issue 13 item 5: from logits the scaled tail exp(z_i - z_(2)) and log sigma are kept, so a
+    tail whose probabilities underflow still gives its norm (subnormal, but representable)."""
+
+    #: The answer is subnormal, so its rounding is absolute: half a subnormal spacing, plus the
+    #: log-space product exp(log sigma + log1p(y)), relatively |log sigma| u ~ 1e-13 (far below one
+    #: spacing at 1e-321): one spacing on each side.
+    SUBNORMAL_SLACK = 2 * float(np.finfo(np.float64).smallest_subnormal)
+
+    @pytest.mark.parametrize("gap", [744.0, 744.5, 745.0, 746.0])
+    def test_gap_past_744_with_a_999_token_tail(self, gap):
+        """The old route returned 0.0 at gap 746 (true norm 1.04e-321) and lost 29-93% at 744-745."""
+        z = sj.construct_logits(1000, gap, runners=999, tail_gap=0.0)
+        got = float(sj.spectral_norm(sj.softmax_rows(z)))
+        true = wide_tail_norm(gap, 999)
+        assert true > 0 and abs(got - true) <= self.SUBNORMAL_SLACK, (gap, got, true)
+
+    def test_gap_746_is_not_reported_as_zero(self):
+        z = sj.construct_logits(1000, 746.0, runners=999, tail_gap=0.0)
+        assert float(sj.spectral_norm(sj.softmax_rows(z))) == pytest.approx(1.04e-321, rel=0.01, abs=0)
+
+    def test_a_norm_below_the_subnormal_range_rounds_to_zero(self):
+        """Two atoms at gap 746: the norm 2e^-746 ~ 2.1e-324 is nearer 0 than the least subnormal."""
+        z = sj.construct_logits(10, 746.0, tail_gap=0.0)
+        assert float(sj.spectral_norm(sj.softmax_rows(z))) == 0.0
+
+    @pytest.mark.parametrize(("gap", "runners"), [(30.0, 1), (700.0, 999), (3.0, 50)])
+    def test_the_logits_route_agrees_with_the_probability_route_in_the_normal_range(self, gap, runners):
+        z = sj.construct_logits(1000, gap, runners=runners, tail_gap=2.0)
+        rows = sj.softmax_rows(z)
+        from_logits = float(sj.spectral_norm(rows))
+        from_p = float(sj.spectral_norm(np.asarray(rows.p)[0]))
+        bound = sj.spectral_norm_error_bound(1000, np.float64)
+        assert abs(from_logits - from_p) <= 2 * bound * from_p, (from_logits, from_p)
+
+
+class TestSolverDoesNotStall:
+    def test_a_model_step_an_ulp_past_the_bracket_takes_the_secant(self, monkeypatch):
+        """Dirichlet(0.5) seed 22 at V = 131,072 has its root 1e-4 below the top pole; the model
+        step there lands an ulp outside the bracket, and bisection took 34 steps. The secant of
+        the bracket ends finishes it in 3."""
+        p = sj.construct_dirichlet(131072, 0.5, 22)
+        monkeypatch.setattr(sj, "SECULAR_MAX_ITERATIONS", 6)
+        norm = float(sj.spectral_norm(p))
+        assert float(sj.lower_bound(p)) <= norm <= float(sj.top_probability(p))
+
+    def test_the_probability_route_matches_softmax_rows(self):
+        rows = np.stack([*dirichlet_rows(4096, seeds=2), sj.construct_runner_up(4096, 0.9)])
+        direct = sj.spectral_norm(rows)
+        via_rows = sj.spectral_norm(sj.probability_rows(rows))
+        bound = sj.spectral_norm_error_bound(4096, np.float64)
+        np.testing.assert_allclose(direct, via_rows, rtol=2 * bound, atol=0)
+
+
+class TestAccuracyAgainstTheRoundingModel:
+    """The docs' accuracy claim is the model's bound gamma_{V+8} (spectral_norm_error_bound);
+    measured against certified enclosures at the largest V, in float64 and float32."""
+
+    @staticmethod
+    def error(p: np.ndarray) -> float:
+        estimate = float(sj.spectral_norm(p))
+        lo, hi = certified(p.astype(np.float64), estimate)
+        return max(estimate - lo, hi - estimate) / estimate
+
+    @pytest.mark.parametrize("concentration", [0.05, 0.5, 5.0])
+    def test_float64_at_V_131072(self, concentration):
+        p = sj.construct_dirichlet(131072, concentration, 1)
+        assert self.error(p) <= sj.spectral_norm_error_bound(131072, np.float64)
+
+    @pytest.mark.parametrize("concentration", [0.05, 5.0])
+    def test_float32_at_V_4096(self, concentration):
+        p = sj.construct_dirichlet(4096, concentration, 1).astype(np.float32)
+        assert self.error(p) <= sj.spectral_norm_error_bound(4096, np.float32)
+
+    def test_the_bound_is_the_claim_layers_tolerance(self):
+        for V, dtype in ((2, np.float64), (131072, np.float64), (4096, np.float32)):
+            u = tolerance.unit_roundoff(dtype)
+            assert sj.spectral_norm_error_bound(V, dtype) == tolerance.spectral_norm_tolerance(V, u, 1.0)
 
 
 class TestQuantitiesOnEveryBackend:

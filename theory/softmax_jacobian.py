@@ -33,6 +33,7 @@ from typing import Any
 import array_api_compat
 import numpy as np
 
+from rankwall.theory._rounding import gamma, unit_roundoff
 from rankwall.theory._validation import (
     InputError,
     as_count_array,
@@ -46,8 +47,8 @@ from rankwall.theory._validation import (
 #: Largest vocabulary a constructor builds (memory sanity: 2**24 float64 entries = 128 MiB).
 MAX_VOCABULARY = 1 << 24
 
-#: Iteration cap of the secular solver; convergence takes 5-30 steps (bisection-safeguarded
-#: Newton), so reaching the cap means the row is pathological and is reported.
+#: Iteration cap of the secular solver; convergence takes 3-4 evaluations on the benchmark's rows
+#: (a safeguarded rational model), so reaching the cap means the row is pathological and is reported.
 SECULAR_MAX_ITERATIONS = 200
 
 
@@ -68,6 +69,11 @@ class SoftmaxRows:
     complement: Any
     top_index: Any
     single: bool
+    #: From logits: the tail divided by its largest entry, computed in log space as
+    #: :math:`e^{z_i - z_{(2)}}` (so it never underflows where the runner-up is kept), and
+    #: :math:`\log \sigma = z_{(2)} - \max z - \log S` (None for probabilities).
+    scaled_tail: Any = None
+    log_sigma: Any = None
 
     def result(self, values: Any) -> Any:
         """Squeeze a per-row result back to a 0-d array when the input was one row."""
@@ -119,7 +125,11 @@ def softmax_rows(z: Any) -> SoftmaxRows:
     tail = xp.where(is_top, _zero(xp, p), p)
     tail_e = xp.where(is_top, _zero(xp, e), e)
     complement = xp.sum(tail_e, axis=-1) / total[:, 0]
-    return SoftmaxRows(xp, p, tail, 1 / total[:, 0], complement, top_index, single)
+    tail_z = xp.where(is_top, _zero(xp, rows) - xp.inf, rows)
+    second_z = xp.max(tail_z, axis=-1, keepdims=True)
+    scaled = xp.exp(tail_z - second_z)
+    log_sigma = (second_z[:, 0] - xp.max(rows, axis=-1)) - xp.log(total[:, 0])
+    return SoftmaxRows(xp, p, tail, 1 / total[:, 0], complement, top_index, single, scaled, log_sigma)
 
 
 # --------------------------------------------------------------------------- quantities
@@ -257,14 +267,89 @@ def secular_function(
     return total
 
 
-#: Entries processed per block of rows in the secular solver (bounds temporary memory).
-SECULAR_BLOCK_ENTRIES = 1 << 19
+#: Entries processed per block of rows in the secular solver (bounds temporary memory: five
+#: buffers of this many entries). Two rows at V = 131,072: measured fastest on NumPy (cache).
+SECULAR_BLOCK_ENTRIES = 1 << 18
+
+#: Roundings the rounding-error model charges :func:`spectral_norm` besides its sums: dividing
+#: by the row total (1), the scaled tail :math:`q_i/\sigma` and its offset :math:`1 - q_i` (2), the
+#: square, the offset :math:`\mu - q_i` and the division of each secular term (3), and the
+#: stopping test, which accepts the root within :math:`u\mu` (2).
+SPECTRAL_NORM_ROUNDINGS = 8
+
+
+def spectral_norm_error_bound(V: int, dtype: Any) -> float:
+    r"""Relative error bound of :func:`spectral_norm` on a row of V entries of ``dtype``, from the
+    rounding-error model: :math:`\gamma_{V + 8}`. The backend sums a row in an order it chooses,
+    so the model charges each sum of V terms :math:`\gamma_{V-1}`; the root inherits the
+    relative error of the secular function's two sides with a factor at most 1 (the slope there is
+    at least their common value over :math:`\lambda`). This is the bound behind
+    ``checks.tolerance.spectral_norm_tolerance``; measured errors are far inside it (docs)."""
+    return gamma(check_size(V, "V", 1) + SPECTRAL_NORM_ROUNDINGS, unit_roundoff(dtype))
 
 
 def _row_blocks(n_rows: int, V: int) -> list[slice]:
     """Blocks of rows holding about :data:`SECULAR_BLOCK_ENTRIES` entries each."""
     step = max(1, SECULAR_BLOCK_ENTRIES // V)
     return [slice(i, min(i + step, n_rows)) for i in range(0, n_rows, step)]
+
+
+#: Operations :func:`_into` writes in place, by their names in NumPy (CuPy) and in PyTorch.
+_OPS = {"add": "add", "subtract": "sub", "multiply": "mul", "divide": "div", "equal": "eq"}
+
+
+def _module(xp: Any) -> Any:
+    """NumPy, CuPy or PyTorch itself when ``xp`` wraps one of them (they take ``out=``), else None."""
+    if array_api_compat.is_numpy_namespace(xp):
+        return np
+    if array_api_compat.is_torch_namespace(xp) or array_api_compat.is_cupy_namespace(xp):
+        import importlib
+
+        return importlib.import_module("torch" if array_api_compat.is_torch_namespace(xp) else "cupy")
+    return None
+
+
+def _into(xp: Any, op: str, a: Any, b: Any, out: Any) -> Any:
+    """``a op b`` written into ``out`` where the library takes ``out=`` (NumPy, CuPy, PyTorch):
+    at V = 131,072 a fresh V-sized temporary (page faults) costs more than the arithmetic.
+    Elsewhere (or with ``out`` None) a new array with the same values."""
+    module = _module(xp)
+    if module is None or out is None:
+        if op == "add":
+            return a + b
+        if op == "subtract":
+            return a - b
+        if op == "multiply":
+            return a * b
+        return a / b if op == "divide" else a == b
+    name = _OPS[op] if module.__name__ == "torch" else op
+    return getattr(module, name)(a, b, out=out)
+
+
+def _zero_where(xp: Any, x: Any, mask: Any, in_place: bool) -> Any:
+    """``x`` with the entries under ``mask`` set to 0 (in place when allowed and supported)."""
+    module = _module(xp) if in_place else None
+    if module is None:
+        return xp.where(mask, _zero(xp, x), x)
+    if module.__name__ == "torch":
+        return x.masked_fill_(mask, 0)
+    module.copyto(x, 0, where=mask)
+    return x
+
+
+def _workspace(xp: Any, rows: int, like: Any) -> dict[str, Any] | None:
+    """Buffers of ``rows`` rows shaped like ``like``'s, reused by every block (None: no ``out=``)."""
+    if _module(xp) is None:
+        return None
+    shape = (rows, like.shape[-1])
+    device = array_api_compat.device(like)
+    buffers = {k: xp.empty(shape, dtype=like.dtype, device=device) for k in ("q", "e", "diff", "term")}
+    buffers["mask"] = xp.empty(shape, dtype=xp.bool, device=device)
+    return buffers
+
+
+def _take(work: dict[str, Any] | None, key: str, rows: int) -> Any:
+    return None if work is None else work[key][:rows, ...]
 
 
 def _largest_root(xp: Any, tail: Any, m: Any, s: Any) -> Any:
@@ -278,21 +363,71 @@ def _largest_root(xp: Any, tail: Any, m: Any, s: Any) -> Any:
     relative accuracy even a few ulps from a pole. Each step models the non-pole tail sum
     :math:`R(\\mu) = \\sum_{\tilde q_i < 1} \tilde q_i^2/(\\mu - \tilde q_i)` as
     :math:`\beta + \alpha/(\\mu - 1)` (value and slope matched; :math:`\beta \\ge 0`), solves the
-    resulting quadratic in closed form, and falls back to bisection of the bracket (the
-    "middle way" of LAPACK's dlaed4). The m-bounds under test are never used."""
-    u = xp.finfo(m.dtype).eps / 2
+    resulting quadratic in closed form, and falls back to the secant of the bracket ends, then
+    to bisection (the "middle way" of LAPACK's dlaed4). The m-bounds under test are never used."""
     second = xp.max(tail, axis=-1)
     trivial = s == 0
     tied = second >= m
+    sigma = xp.where(trivial | tied, xp.ones_like(m), second)
+    return _solve(xp, tail / sigma[:, None], m, sigma, m * s / sigma, trivial, tied, own_q=True)
+
+
+def _from_probabilities(xp: Any, raw: Any, work: dict[str, Any] | None) -> Any:
+    r"""The root for validated probability rows ``raw`` (not yet normalised), in few passes:
+    :math:`q_i/\sigma` is taken from the raw entries (the normalising sum cancels), and
+    :math:`m, s, \sigma` are the raw top, tail sum and runner-up divided by the row sum."""
+    r = raw.shape[0]
+    total = xp.sum(raw, axis=-1)
+    top_index = xp.argmax(raw, axis=-1)
+    top_raw = xp.max(raw, axis=-1)
+    module = _module(xp)
+    if module is None:
+        columns = xp.arange(raw.shape[-1], device=array_api_compat.device(raw))
+        tail = xp.where(columns[None, :] == top_index[:, None], _zero(xp, raw), raw)
+    else:
+        tail = work["q"][:r, ...]
+        tail[...] = raw
+        is_torch = module.__name__ == "torch"
+        tail[module.arange(r, device=top_index.device) if is_torch else module.arange(r), top_index] = 0
+    second_raw = xp.max(tail, axis=-1)
+    s_raw = xp.sum(tail, axis=-1)
+    m, s = top_raw / total, s_raw / total
+    trivial = s_raw == 0
+    tied = second_raw >= top_raw
+    closed = trivial | tied
+    sigma_raw = xp.where(closed, xp.ones_like(m), second_raw)
+    sigma = xp.where(closed, xp.ones_like(m), second_raw / total)
+    q = _into(xp, "divide", tail, sigma_raw[:, None], tail if module is not None else None)
+    return _solve(xp, q, m, sigma, m * s / sigma, trivial, tied, work=work, own_q=True)
+
+
+def _solve(
+    xp: Any,
+    q: Any,
+    m: Any,
+    sigma: Any,
+    a: Any,
+    trivial: Any,
+    tied: Any,
+    log_sigma: Any = None,
+    work: dict[str, Any] | None = None,
+    own_q: bool = False,
+) -> Any:
+    r"""The root from the scaled tail ``q`` (:math:`q_i/\sigma`, at most 1), :math:`\sigma`,
+    :math:`a = ms/\sigma`; ``log_sigma`` (from logits) gives :math:`\lambda = \sigma(1 + y)`
+    in log space where :math:`\sigma` is below the normal range (or underflowed to 0).
+    ``work`` holds reusable buffers (:func:`_workspace`); ``own_q`` lets ``q`` be overwritten."""
+    u = xp.finfo(m.dtype).eps / 2
     closed = trivial | tied
     one = xp.ones_like(m)
     zero = xp.zeros_like(m)
-    sigma = xp.where(closed, one, second)
-    q = tail / sigma[:, None]
-    e = 1 - q  # offsets below the runner-up pole, exact for q >= 1/2
-    poles = xp.sum(xp.astype(q == 1, m.dtype), axis=-1)
-    q = xp.where(q < 1, q, xp.zeros_like(q))  # the pole terms are handled in closed form
-    a = m * s / sigma
+    r = q.shape[0]
+    at_pole = _into(xp, "equal", q, 1.0, _take(work, "mask", r))
+    poles = xp.astype(xp.count_nonzero(at_pole, axis=-1), m.dtype)
+    q = _zero_where(xp, q, at_pole, own_q)  # the pole terms are handled in closed form
+    e = _into(xp, "subtract", 1.0, q, _take(work, "e", r))  # 1 - q_i: exact for q_i >= 1/2
+    q2 = _into(xp, "multiply", q, q, q if own_q else _take(work, "q", r))
+    diff, term = _take(work, "diff", r), _take(work, "term", r)  # reused by every step
     top_gap = xp.where(closed, one, m - sigma)  # sigma * g
     # Top pole out of reach: always measure from the runner-up. The root's offset is below
     # tr(J)/sigma <= 2V < 2**41, so 2**41 stands in for the (possibly overflowing) pole offset.
@@ -302,26 +437,32 @@ def _largest_root(xp: Any, tail: Any, m: Any, s: Any) -> Any:
     tau = xp.where(far, xp.maximum(a, one), g / 2)
     high = xp.zeros_like(closed)
     lo, hi = zero, xp.where(far, g, g / 2)
+    # phi = f oriented to increase with the offset (phi = -f from the top pole): phi(lo) < 0 <
+    # phi(hi). The pole end has phi = -inf; the far stand-in end is unknown (+inf).
+    inf = xp.full_like(m, float("inf"))
+    phi_lo, phi_hi = -inf, inf
     done = closed
     for iteration in range(SECULAR_MAX_ITERATIONS):
-        if iteration == 1:
-            base = xp.where(high[:, None], g[:, None] + e, e)
-        step = xp.where(high, -tau, tau)
-        diff = (e if iteration == 0 else base) + step[:, None]  # mu - q_i, no cancellation
-        ratio = q / diff
-        rest = xp.vecdot(q, ratio)
-        rest_slope = xp.vecdot(ratio, ratio)
-        y = xp.where(high, g - tau, tau)  # mu - 1
+        y = xp.where(high, g - tau, tau)  # mu - 1 (g - tau >= g/2: one rounding)
+        diff = _into(xp, "add", e, y[:, None], diff)  # mu - q_i = (1 - q_i) + (mu - 1) >= 0
+        term = _into(xp, "divide", q2, diff, term)  # q_i^2/(mu - q_i)
+        rest = xp.sum(term, axis=-1)
+        rest_slope = xp.sum(_into(xp, "divide", term, diff, term), axis=-1)
         top_dist = xp.where(high, sigma * tau, top_gap - sigma * tau)  # m - lambda
         mu = 1 + y
         f = (mu - a) / top_dist - (rest + poles / y)
         if iteration == 0:
             high = ~far & ~closed & (f < 0)
             lo, hi = zero, xp.where(far, g, g / 2)
+            phi_hi = xp.where(far, inf, xp.abs(f))
         else:
-            rising = xp.where(high, f > 0, f < 0)  # the root lies at a larger offset
+            phi = xp.where(high, -f, f)
+            rising = phi < 0  # the root lies at a larger offset
             lo = xp.where(~done & rising, tau, lo)
-            hi = xp.where(~done & ~rising & (f != 0), tau, hi)
+            phi_lo = xp.where(~done & rising, phi, phi_lo)
+            moved = ~done & ~rising & (f != 0)
+            hi = xp.where(moved, tau, hi)
+            phi_hi = xp.where(moved, phi, phi_hi)
         alpha = rest_slope * y * y
         beta = xp.maximum(rest - alpha / y, zero)
         c = poles + alpha
@@ -336,26 +477,54 @@ def _largest_root(xp: Any, tail: Any, m: Any, s: Any) -> Any:
         root_z = 2 * k / (mid + xp.sqrt(disc_z))
         model = xp.where(high, root_z, root_y)
         finite = xp.isfinite(model)
-        small = finite & (xp.abs(model - tau) <= u * mu)
         inside = finite & (model > lo) & (model < hi)
-        new = xp.where(inside, model, (lo + hi) / 2)
+        # A model outside the bracket (its rounding near the root can put it an ulp beyond the
+        # end where phi is tiny) falls back to the secant of the bracket ends, then bisection.
+        known = xp.isfinite(phi_lo) & xp.isfinite(phi_hi)
+        secant = hi - (hi - lo) * (xp.where(known, phi_hi, zero) / xp.where(known, phi_hi - phi_lo, one))
+        secant_inside = known & xp.isfinite(secant) & (secant > lo) & (secant < hi)
+        new = xp.where(inside, model, xp.where(secant_inside, secant, (lo + hi) / 2))
+        small_model = finite & (xp.abs(model - tau) <= u * mu)
+        small_secant = ~inside & secant_inside & (xp.abs(secant - tau) <= u * mu)
+        small = small_model | small_secant
         converged = (f == 0) | small | (hi - lo <= 2 * u * mu)
-        settled = xp.where(small & (f != 0), model, tau)
+        settled = xp.where(small & (f != 0), xp.where(small_model, model, secant), tau)
         tau = xp.where(done, tau, xp.where(converged & (iteration > 0), settled, new))
         done = done | (converged & (iteration > 0))
         if bool(xp.all(done)):
             break
     else:
         raise ArithmeticError("spectral_norm: the secular solver did not converge")
-    lam = xp.where(high, m - sigma * tau, sigma + sigma * tau)
+    low = sigma + sigma * tau
+    if log_sigma is not None:
+        tiny = sigma < xp.finfo(m.dtype).smallest_normal
+        low = xp.where(tiny, xp.exp(xp.where(tiny, log_sigma, zero) + xp.log1p(tau)), low)
+    lam = xp.where(high, m - sigma * tau, low)
     return xp.where(trivial, zero, xp.where(tied, m, lam))
+
+
+def _from_logits(xp: Any, rows: SoftmaxRows, b: slice) -> Any:
+    r"""The root for rows built from logits: the scaled tail and :math:`s/\sigma = \sum_i
+    e^{z_i - z_{(2)}}` come from the logits, so a tail whose probabilities underflow (a logit
+    gap past ~745 in float64) still gives the (subnormal) norm instead of 0."""
+    m, q, log_sigma = rows.top[b], rows.scaled_tail[b, ...], rows.log_sigma[b]
+    second = xp.max(rows.tail[b, ...], axis=-1)
+    s_over_sigma = xp.sum(q, axis=-1)
+    trivial = s_over_sigma == 0
+    tied = second >= m
+    closed = trivial | tied
+    sigma = xp.where(closed, xp.ones_like(m), second)
+    return _solve(xp, q, m, sigma, m * s_over_sigma, trivial, tied, xp.where(closed, xp.zeros_like(m), log_sigma))
 
 
 def spectral_norm(p: Any) -> Any:
     """:math:`\\lVert J(p) \\rVert_2 = \\lambda_{\\max}(J)` per row, in :math:`O(V)` per
     iteration, never forming J. Ties at the top give exactly :math:`m`; a one-hot row gives 0.
     Rows are processed in blocks, so memory stays bounded for any batch."""
-    if isinstance(p, SoftmaxRows):
+    if isinstance(p, SoftmaxRows) and p.scaled_tail is not None:
+        xp, single = p.xp, p.single
+        norms = [_from_logits(xp, p, b) for b in _row_blocks(p.p.shape[0], p.p.shape[-1])]
+    elif isinstance(p, SoftmaxRows):
         xp, single = p.xp, p.single
         norms = [
             _largest_root(xp, p.tail[b, ...], p.top[b], p.complement[b])
@@ -364,10 +533,9 @@ def spectral_norm(p: Any) -> Any:
     else:
         xp, raw = validated_probabilities(p, "p")
         single = getattr(p, "ndim", np.ndim(p)) == 1
-        norms = []
-        for b in _row_blocks(raw.shape[0], raw.shape[-1]):
-            rows = _normalized_rows(xp, raw[b, ...], single)
-            norms.append(_largest_root(xp, rows.tail, rows.top, rows.complement))
+        blocks = _row_blocks(raw.shape[0], raw.shape[-1])
+        work = _workspace(xp, blocks[0].stop - blocks[0].start, raw)
+        norms = [_from_probabilities(xp, raw[b, ...], work) for b in blocks]
     result = norms[0] if len(norms) == 1 else xp.concat(norms)
     return result[0] if single else result
 
