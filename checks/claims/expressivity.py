@@ -586,8 +586,8 @@ def counted_decision(
     tokens were certified."""
     lhs = float(count) if count or not undecided else NAN
     measured = Measurement(lhs, 0.0, 0.0, method, certificate, True, certified_by)
-    if count:
-        return measured, lambda: Judgement(lhs, 0.0, -1, method, 0.0, certificate, certified_by)
+    if count or not undecided:
+        return measured, lambda: Judgement(lhs, 0.0, -1 if count else 0, method, 0.0, certificate, certified_by)
     return measured, lambda: Judgement(lhs, 0.0, None, f"{method}; undecided tokens", 0.0, certificate)
 
 
