@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from backend_specs import BACKEND_SPECS
 
 import rankwall.checks.claims  # noqa: F401  (fills the registry)
 from rankwall.checks.backends import BackendUnavailable, cuda_available, installed, resolve
@@ -10,17 +11,6 @@ from rankwall.checks.strategies import load_profile
 
 HYPOTHESIS_PROFILE = load_profile()
 
-BACKEND_SPECS = [
-    pytest.param(("numpy", None, "float64"), id="numpy"),
-    pytest.param(("array-api-strict", "CPU_DEVICE", "float64"), id="strict"),
-    pytest.param(("array-api-strict", "device1", "float64"), id="strict-device1"),
-    pytest.param(("array-api-strict", "no_float64", "float32"), id="strict-no_float64"),
-    pytest.param(("torch", "cpu", "float64"), id="torch-cpu"),
-    pytest.param(("torch", "cpu", "float32"), id="torch-cpu-float32"),
-    pytest.param(("torch", "cuda", "float64"), id="torch-cuda", marks=pytest.mark.gpu),
-    pytest.param(("torch", "cuda", "float32"), id="torch-cuda-float32", marks=pytest.mark.gpu),
-    pytest.param(("cupy", "cuda", "float64"), id="cupy", marks=pytest.mark.gpu),
-]
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

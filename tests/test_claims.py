@@ -4,7 +4,7 @@ planted mutant is refuted on some witness."""
 from __future__ import annotations
 
 import pytest
-from conftest import BACKEND_SPECS
+from backend_specs import BACKEND_SPECS
 
 from rankwall.checks.verdict import NUMERICAL_FAILURE, REGISTRY, Status
 
