@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from rankwall.theory._rounding import dtype_name, gamma, unit_roundoff
+from rankwall.theory._rounding import dtype_name, gamma, smallest_normal, unit_roundoff
 
 __all__ = [
     "dense_eigenvalue_error",
@@ -29,6 +29,7 @@ __all__ = [
     "head_log_probability_error",
     "log_softmax_error",
     "quadratic_form_tolerance",
+    "smallest_normal",
     "spectral_norm_tolerance",
     "sum_tolerance",
     "svd_rank_margin",

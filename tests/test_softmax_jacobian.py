@@ -227,6 +227,24 @@ class TestTailBelowTheNormalRangeFromLogits:
         assert abs(from_logits - from_p) <= 2 * bound * from_p, (from_logits, from_p)
 
 
+class TestClaimsBelowTheNormalRange:
+    """Past a logit gap of ~708 the complement 1 − m is subnormal: the float bound m(1 − m) loses its
+    relative precision (at gap 746 it rounded to 0, and "‖J‖ ≥ 1.5 m(1 − m)" was reported to hold).
+    The float route then decides nothing and the balls on the exact row decide."""
+
+    CASE = Logits(V=1000, gap=746.0, runners=999)
+
+    @pytest.mark.parametrize(("factor", "status"), [(Fraction(1), Status.HOLDS), (Fraction(101, 100), Status.VIOLATED)])
+    def test_the_lower_bound_is_decided_in_balls(self, factor, status):
+        verdict = REGISTRY["softmax-jacobian.lower-bound"].check(self.CASE, NUMPY, factor)
+        assert verdict.status is status and verdict.method.startswith("interval-"), verdict.to_json()
+
+    @pytest.mark.parametrize("claim", ["softmax-jacobian.upper-bound", "softmax-jacobian.envelope"])
+    def test_the_upper_bounds_never_hold_when_halved(self, claim):
+        verdict = REGISTRY[claim].check(self.CASE, NUMPY, Fraction(1, 2))
+        assert verdict.status is Status.VIOLATED, verdict.to_json()
+
+
 class TestSolverDoesNotStall:
     def test_a_model_step_an_ulp_past_the_bracket_takes_the_secant(self, monkeypatch):
         """Dirichlet(0.5) seed 22 at V = 131,072 has its root 1e-4 below the top pole; the model

@@ -25,6 +25,12 @@ def unit_roundoff(dtype: Any) -> float:
     return float(np.finfo(np.dtype(dtype_name(dtype))).eps) / 2
 
 
+def smallest_normal(dtype: Any) -> float:
+    """The least positive normal number of the dtype: below it relative precision is lost, so the
+    model's relative bounds no longer hold (2^-1022 in float64, 2^-126 in float32)."""
+    return float(np.finfo(np.dtype(dtype_name(dtype))).smallest_normal)
+
+
 def gamma(n: int, u: float) -> float:
     """:math:`\\gamma_n = nu/(1 - nu)`; infinite once :math:`nu \\ge 1` (no bound left)."""
     nu = n * u

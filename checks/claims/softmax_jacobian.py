@@ -20,6 +20,7 @@ uᵀJu ≥ 0, is the upper bound (E_p u)² ≤ E_p[u²] (as uᵀJu = E_p[u²] �
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 from fractions import Fraction
@@ -410,11 +411,27 @@ def _add_direction(cases: list[SoftmaxRow], seed: int = 0) -> list[SoftmaxRow]:
 # --------------------------------------------------------------------------- measurements
 
 
+def subnormal(built: Built, *values: float) -> bool:
+    """Whether a side falls below the dtype's normal range (a complement 1 − m past a logit gap of
+    ~708 in float64), where the relative rounding model no longer bounds its error."""
+    tiny = tolerance.smallest_normal(built.rows.p.dtype)
+    return any(0 < abs(v) < tiny or (v == 0 and built.form == "logits") for v in values)
+
+
+def left_to_the_exact_route(method: str) -> Measurement:
+    """A float measurement that decides nothing (NaN sides never clear a tolerance): the exact
+    judge, in balls on the exact row, decides instead."""
+    nan = math.nan
+    return Measurement(nan, nan, nan, f"{method}: a side below the normal range, left to the exact route")
+
+
 def _measure_norm_bound(kind: str, norm_on_left: bool) -> Callable[[SoftmaxRow, Backend, Fraction], Measurement]:
     def measure(case: SoftmaxRow, backend: Backend, factor: Fraction) -> Measurement:
         built = build(case, backend)
         norm = _scalar(sj.spectral_norm(built.rows))
         m, s = _scalar(built.rows.top), _scalar(built.rows.complement)
+        if subnormal(built, s, norm):
+            return left_to_the_exact_route(f"{backend.dtype_name} secular solve")
         bound = {"lower": m * s, "upper": 2 * m * s, "envelope": min(m, 2 * m * s)}[kind] * float(factor)
         tol = tolerance.spectral_norm_tolerance(built.V, _u(built), max(norm, bound))
         lhs, rhs = (norm, bound) if norm_on_left else (bound, norm)
@@ -443,6 +460,8 @@ def measure_spread(case: SpreadTail, backend: Backend, factor: Fraction) -> Meas
     built = build(case, backend)
     norm = _scalar(sj.spectral_norm(built.rows))
     m, s = _scalar(built.rows.top), _scalar(built.rows.complement)
+    if subnormal(built, s, norm):
+        return left_to_the_exact_route(f"{backend.dtype_name} secular solve")
     atoms = built.V - 1
     ceiling = m * s * atoms / (atoms - 1) * float(factor)
     tol = tolerance.spectral_norm_tolerance(built.V, _u(built), max(norm, ceiling))
