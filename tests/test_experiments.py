@@ -68,6 +68,35 @@ class TestLowRankHeads:
         result = json.loads(capsys.readouterr().out)
         assert [r["D"] for r in result["bpe"]["runs"]] == list(lowrank_heads.BPE_DIMENSIONS)
         assert result["characters"]["V"] == 65 and (tmp_path / "lowrank_heads.png").is_file()
+        for r in result["bpe"]["runs"]:
+            destroyed, cosine = np.array(r["eq1"]["destroyed"]), np.array(r["eq1"]["cosine"])
+            assert len(cosine) == len(r["tokens"]) and np.allclose(destroyed**2 + cosine**2, 1, atol=1e-12)
+            final = r["final_heads"]
+            assert final["trained"]["cosine"] == pytest.approx(cosine[-1], rel=1e-12)
+            split = final["efficiency"]
+            assert split["kernel"] * split["anisotropy"] == pytest.approx(split["total"], rel=1e-12)
+            assert split["kernel"] == pytest.approx(1 / cosine[-1], rel=1e-12)
+        assert all("eq1" not in r for r in result["characters"]["runs"])
+
+    def test_eq1_is_measured_on_the_head_the_model_uses(self):
+        import torch
+
+        from rankwall.checks.experiments import lowrank_heads
+        from rankwall.theory import compression as cp
+
+        V, D = 300, 4
+        model = lowrank_heads.make_model(V, D, 0)
+        x = torch.randint(V, (2, 9), generator=torch.Generator().manual_seed(0))
+        W, H, targets = lowrank_heads.head_and_gradient(model, x[:, :-1], x[:, 1:])
+        with torch.no_grad():
+            logits = model(x[:, :-1]).flatten(0, 1).double().numpy()
+        assert np.allclose(H @ W.T, logits, atol=1e-5) and np.linalg.matrix_rank(W) == D
+        G = np.concatenate(list(cp.logit_gradient_blocks(H, W, targets)))
+        shares = lowrank_heads.eq1_of(W, G)
+        assert 0 < shares["cosine"] < 1 and shares["destroyed"] ** 2 + shares["cosine"] ** 2 == pytest.approx(1)
+        final = lowrank_heads.final_heads(W, G, D, 0)
+        assert final["trained"] == shares
+        assert final["random_subspace_same_gradient"]["cosine"] != pytest.approx(shares["cosine"], rel=1e-6)
 
 
 def all_losses(result: list | dict) -> np.ndarray:

@@ -223,3 +223,73 @@ def random_head_compression(
                 on_block()
 
     return compression(streamed(), Q)
+
+
+@dataclass(frozen=True, eq=False)
+class EfficiencySplit:
+    r"""Figure 6 to first order, split in two: ``total = kernel * anisotropy``.
+
+    Per unit of logit-update norm, the loss decreases at rate :math:`e_G = \lVert G\rVert_F` along
+    :math:`-G` and :math:`e_H = \lVert GW\rVert_F^2 / \lVert GWW^\top\rVert_F` along
+    :math:`-GWW^\top`; ``total`` is :math:`e_G / e_H`. With the thin SVD
+    :math:`W = \sum_i \sigma_i u_i r_i^\top` of rank r, :math:`\Pi = \sum_i u_i u_i^\top` and the
+    energies :math:`w_i = \lVert G u_i\rVert^2`, ``kernel`` is
+    :math:`\lVert G\rVert_F / \lVert G\Pi\rVert_F = 1/c` and ``anisotropy`` is
+    :math:`\lVert G\Pi\rVert_F \lVert GWW^\top\rVert_F / \lVert GW\rVert_F^2
+    = \sqrt{\textstyle\sum_i w_i \sigma_i^4 \sum_i w_i} / \sum_i w_i \sigma_i^2 \ge 1`."""
+
+    logit_gradient: float  # e_G = ||G||_F
+    hidden_state_update: float  # e_H = ||GW||_F^2 / ||GWW^T||_F
+    total: float  # e_G / e_H, from G, GW and GWW^T directly
+    kernel: float  # 1/c, from a pivoted-QR basis of col W
+    anisotropy: float  # from the singular values of W and the energies of G along them
+    rank: int  # numerical rank of W
+    singular_values: np.ndarray  # sigma_1 >= ... >= sigma_r > 0
+    energies: np.ndarray  # w_i = ||G u_i||^2, summing to ||G Pi||_F^2
+    top_direction: np.ndarray  # u_1, the left singular vector of sigma_1 (V entries)
+
+
+def efficiency_split(G: Any, W: Any) -> EfficiencySplit:
+    r"""Split the first-order update-efficiency ratio of logit gradient G (T x V) through head W
+    (V x D) into the kernel part 1/c and the anisotropy part (equal to 1 iff the :math:`\sigma_i`
+    with :math:`w_i > 0` are all equal). The three factors come from three routes (dense products,
+    a pivoted QR, an SVD), so ``kernel * anisotropy == total`` is a check, not a definition."""
+    G = as_floating_array(G, "G", ndim=2).astype(np.float64, copy=False)
+    Q, rank = column_basis(W)
+    W = as_real_array(W, "W")
+    if G.shape[1] != W.shape[0]:
+        raise InputError(f"G: rows of length {G.shape[1]} do not match V={W.shape[0]}")
+    if not np.all(np.isfinite(G)):
+        raise InputError("G: non-finite gradient")
+    U, sigma, _ = np.linalg.svd(W, full_matrices=False)
+    U, sigma = U[:, :rank], sigma[:rank]
+    total = through_head = hidden_squared = 0.0
+    energies = np.zeros(rank)
+    for start in range(0, G.shape[0], BLOCK_ROWS):
+        block = G[start : start + BLOCK_ROWS]
+        GW = block @ W
+        total += float(np.sum(block * block))
+        through_head += float(np.sum(GW * GW))
+        hidden_squared += float(np.sum((GW @ W.T) ** 2))
+        energies += np.sum((block @ U) ** 2, axis=0)
+    top = U[:, 0].copy()
+    del U
+    if total == 0:
+        raise InputError("G: the gradient is zero, no update efficiency is defined")
+    if through_head == 0:
+        raise InputError("G: no component of the gradient reaches col W, the hidden-state update is zero")
+    e_G, e_H = np.sqrt(total), through_head / np.sqrt(hidden_squared)
+    kept = compression([G], Q).cosine
+    s2 = sigma**2
+    anisotropy = np.sqrt(float(energies @ s2**2) * float(energies.sum())) / float(energies @ s2)
+    return EfficiencySplit(
+        logit_gradient=float(e_G),
+        hidden_state_update=float(e_H),
+        total=float(e_G / e_H),
+        kernel=1.0 / kept,
+        anisotropy=float(anisotropy),
+        rank=rank,
+        singular_values=sigma,
+        energies=energies,
+        top_direction=top,
+    )

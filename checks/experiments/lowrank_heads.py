@@ -11,6 +11,15 @@ parameters).
 
 Control: the same runs on characters (V = 65), with D >= V, where W = AB has rank 65 whatever D is
 and the essay predicts no effect of D.
+
+Eq. 1 across training (seed 000, Appendix E and Figure 4, in miniature): at every evaluation of a BPE
+run, the logit gradient G of the first validation batch (float64, from the model's final hidden
+states and W = AB) and the destroyed share :math:`\lVert G - G\Pi\rVert_F / \lVert G\rVert_F`
+with the cosine :math:`c = \lVert G\Pi\rVert_F / \lVert G\rVert_F`, :math:`\Pi` the projector on
+col W. At the end of training, the same on each trained head beside two random heads of the same V
+and rank D: a random subspace against the trained G, and a random head with its own synthetic batch
+(:func:`rankwall.theory.compression.random_head_compression`); and the update-efficiency split of
+:func:`rankwall.theory.compression.efficiency_split` on the trained head.
 """
 
 from __future__ import annotations
@@ -30,6 +39,7 @@ from rich.table import Table
 from rankwall.checks.arguments import integer_in
 from rankwall.checks.data import read_corpus
 from rankwall.checks.outputs import peak_memory_mb, progress_bar, write_outputs
+from rankwall.theory import compression as cp
 
 WIDTH = 128
 LAYERS = 2
@@ -93,19 +103,63 @@ def make_model(V: int, D: int, seed: int) -> Any:
             self.A = nn.Linear(D, V, bias=False)
             self.register_buffer("mask", nn.Transformer.generate_square_subsequent_mask(CONTEXT))
 
-        def forward(self, x: Any) -> Any:
+        def hidden(self, x: Any) -> Any:
+            """The final hidden states (after the last norm), which the head maps to logits."""
             n = x.shape[1]
             h = self.embed(x) + self.position.weight[:n]
-            h = self.blocks(h, mask=self.mask[:n, :n], is_causal=True)
-            return self.A(self.B(self.norm(h)))
+            return self.norm(self.blocks(h, mask=self.mask[:n, :n], is_causal=True))
+
+        def forward(self, x: Any) -> Any:
+            return self.A(self.B(self.hidden(x)))
 
     return LowRankLM()
 
 
+def head_and_gradient(model: Any, x: Any, y: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The head W = AB (V x width), the hidden states H and the targets of a batch, in float64:
+    the inputs of :func:`rankwall.theory.compression.logit_gradient_blocks`."""
+    import torch
+
+    with torch.no_grad():
+        H = model.hidden(x).flatten(0, 1).double().numpy()
+        W = (model.A.weight.double() @ model.B.weight.double()).numpy()
+    return W, H, y.flatten().numpy()
+
+
+def eq1_of(W: np.ndarray, G: np.ndarray) -> dict[str, float]:
+    """Eq. 1's destroyed share and cosine of G through col W."""
+    Q, _ = cp.column_basis(W)
+    result = cp.compression([G], Q)
+    return {"destroyed": result.destroyed, "cosine": result.cosine}
+
+
+def final_heads(W: np.ndarray, G: np.ndarray, D: int, seed: int) -> dict[str, Any]:
+    """At the end of training: Eq. 1 on the trained head, on a random head of the same V, width and
+    rank D against the same G, and on a random V x D head with its own synthetic batch of as many
+    tokens; and the update-efficiency split on the trained head."""
+    V, width = W.shape
+    split = cp.efficiency_split(G, W)
+    own = cp.random_head_compression(V, D, G.shape[0], seed)
+    return {
+        "trained": eq1_of(W, G),
+        "random_subspace_same_gradient": eq1_of(cp.construct_head(V, width, seed, rank=D), G),
+        "random_head_own_batch": {"destroyed": own.destroyed, "cosine": own.cosine},
+        "efficiency": {"total": split.total, "kernel": split.kernel, "anisotropy": split.anisotropy},
+    }
+
+
 def train(
-    ids: np.ndarray, V: int, D: int, *, steps: int = STEPS, seed: int = 0, on_eval: Callable[[], None] | None = None
+    ids: np.ndarray,
+    V: int,
+    D: int,
+    *,
+    steps: int = STEPS,
+    seed: int = 0,
+    eq1: bool = False,
+    on_eval: Callable[[], None] | None = None,
 ) -> dict[str, Any]:
-    """AdamW with a cosine schedule; validation loss (last 10% of the ids) every ``EVAL_EVERY`` steps."""
+    """AdamW with a cosine schedule; validation loss (last 10% of the ids) every ``EVAL_EVERY`` steps,
+    and with ``eq1`` Eq. 1 on the first validation batch's logit gradient at the same steps."""
     import torch
 
     split = int(0.9 * len(ids))
@@ -131,7 +185,11 @@ def train(
         model.train()
         return total / len(valid_batches)
 
-    tokens_seen, losses = [], []
+    def gradient() -> tuple[np.ndarray, np.ndarray]:
+        W, H, targets = head_and_gradient(model, *valid_batches[0])
+        return W, np.concatenate(list(cp.logit_gradient_blocks(H, W, targets)))
+
+    tokens_seen, losses, shares = [], [], []
     for step in range(1, steps + 1):
         x, y = batch(train_ids, generator)
         loss = torch.nn.functional.cross_entropy(model(x).flatten(0, 1), y.flatten())
@@ -142,9 +200,15 @@ def train(
         if step % EVAL_EVERY == 0:
             tokens_seen.append(step * BATCH * CONTEXT)
             losses.append(validation_loss())
+            if eq1:
+                shares.append(eq1_of(*gradient()))
             if on_eval is not None:
                 on_eval()
-    return {"V": V, "D": D, "head_rank_bound": min(V, D, WIDTH), "tokens": tokens_seen, "valid_loss": losses}
+    record = {"V": V, "D": D, "head_rank_bound": min(V, D, WIDTH), "tokens": tokens_seen, "valid_loss": losses}
+    if eq1:
+        record["eq1"] = {key: [s[key] for s in shares] for key in ("destroyed", "cosine")}
+        record["final_heads"] = final_heads(*gradient(), D, seed)
+    return record
 
 
 def speedup(fast: dict[str, Any], slow: dict[str, Any]) -> float | None:
@@ -173,7 +237,8 @@ def run(
         ("bpe", bpe_ids(text, BPE_VOCABULARY, seed), bpe_dimensions),
         ("characters", char_ids(text), char_dimensions),
     ):
-        runs = [train(ids, V, D, steps=steps, seed=seed, on_eval=on_eval) for D in dimensions]
+        # Eq. 1 on the BPE runs only: on characters rank W = V, col W is all of R^V and nothing is lost.
+        runs = [train(ids, V, D, steps=steps, seed=seed, eq1=name == "bpe", on_eval=on_eval) for D in dimensions]
         result[name] = {"V": V, "runs": runs, "speedup_largest_over_smallest_D": speedup(runs[-1], runs[0])}
     result["seconds"] = time.perf_counter() - started
     result["peak_memory_mb"] = peak_memory_mb()
@@ -186,14 +251,15 @@ def evaluations(steps: int, runs: int) -> int:
 
 
 def plot(result: dict[str, Any], path: Path) -> None:
-    """Validation loss against tokens seen, per D: BPE on the left, the character control on the right."""
+    """Validation loss against tokens seen, per D (BPE, then the character control), and Eq. 1's
+    cosine c of the BPE runs across training, with the random heads' c at the end (hollow marks)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    figure, axes = plt.subplots(1, 2, figsize=(11, 4))
-    for ax, name in zip(axes, ("bpe", "characters"), strict=True):
+    figure, axes = plt.subplots(1, 3, figsize=(16, 4))
+    for ax, name in zip(axes[:2], ("bpe", "characters"), strict=True):
         sweep = result[name]
         for r in sweep["runs"]:
             ax.plot(np.array(r["tokens"]) / 1e6, r["valid_loss"], marker=".", label=f"D = {r['D']}")
@@ -205,6 +271,21 @@ def plot(result: dict[str, Any], path: Path) -> None:
             title=f"{name}, V = {sweep['V']:,}: speed-up {shown}",
         )
         ax.legend(fontsize=8)
+    ax = axes[2]
+    for r in result["bpe"]["runs"]:
+        tokens = np.array(r["tokens"]) / 1e6
+        (line,) = ax.plot(tokens, r["eq1"]["cosine"], marker=".", label=f"D = {r['D']}, trained")
+        final = r["final_heads"]
+        for key, mark in (("random_subspace_same_gradient", "o"), ("random_head_own_batch", "s")):
+            ax.plot(tokens[-1], final[key]["cosine"], mark, mfc="none", color=line.get_color())
+    ax.set(
+        xlabel="tokens seen (millions)",
+        ylabel="cosine c = |G Pi| / |G|",
+        yscale="log",
+        title="Eq. 1 on the validation gradient (o: random subspace, same G; s: random head, own batch)",
+    )
+    ax.title.set_fontsize(8)
+    ax.legend(fontsize=8)
     figure.tight_layout()
     figure.savefig(path, dpi=120)
     plt.close(figure)
@@ -239,6 +320,20 @@ def main(args: argparse.Namespace, out: Console, err: Console) -> None:
         for r in result[name]["runs"]:
             table.add_row(name, f"{r['V']:,}", str(r["D"]), str(r["head_rank_bound"]), f"{r['valid_loss'][-1]:.4f}")
     out.print(table)
+    eq1 = Table(title="Eq. 1 on the BPE runs' validation gradient: cosine c (destroyed share r = sqrt(1 - c²))")
+    for column in ("D", "c first eval", "c final", "random subspace, same G", "random head, own batch", "1/c x aniso."):
+        eq1.add_column(column, justify="right")
+    for r in result["bpe"]["runs"]:
+        final = r["final_heads"]
+        eq1.add_row(
+            str(r["D"]),
+            f"{r['eq1']['cosine'][0]:.4f}",
+            f"{r['eq1']['cosine'][-1]:.4f}",
+            f"{final['random_subspace_same_gradient']['cosine']:.4f}",
+            f"{final['random_head_own_batch']['cosine']:.4f}",
+            f"{final['efficiency']['kernel']:.2f} x {final['efficiency']['anisotropy']:.2f}",
+        )
+    out.print(eq1)
     for name in ("bpe", "characters"):
         factor = result[name]["speedup_largest_over_smallest_D"]
         shown = f"x{factor:.2f}" if factor is not None else "never reached"
