@@ -139,6 +139,7 @@ SPOT = "spot/spot.json"
 EXPERIMENTS = "experiments/"
 ATTENTION = EXPERIMENTS + "attention_heads.json"
 SIGNS = EXPERIMENTS + "sign_agreement.json"
+ANATOMY = EXPERIMENTS + "efficiency_anatomy.json"
 TRAINED, RANDOM = "model head", "random Gaussian head"
 
 
@@ -363,10 +364,17 @@ ROWS: tuple[Row, ...] = (
                   lambda e: f"SmolLM2-135M at {e['fractions'][0]:g} of the norm: "
                   f"{e['logit gradient'][0] / e['hidden-state update'][0]:.0f}x less"),),
         "one model, 1,024 tokens of wikitext-2"),
-    Row("000", "§3.4, Fig. 6", "the update along the H-gradient gets more efficient as D grows, and "
-        "models sharing D collapse onto one curve",
-        Status.OUT_OF_REACH, "compression", "rankwall experiment efficiency-anatomy",
-        (), "not yet run: no recorded run across D"),
+    Row("000", "§3.4, Fig. 6", "the update along the H-gradient gets more efficient as D grows",
+        Status.IN_MINIATURE, "experiments", "rankwall experiment efficiency-anatomy",
+        (Recorded((Pointer(ANATOMY, ("heads",)),),
+                  lambda heads: "loss-decrease ratio, -G over -GWW^T, random Gaussian heads (V = "
+                  f"{heads[0]['V']:,}): " + ", ".join(
+                      f"D = {h['D']}: {h['total']:.1f}x" for h in heads if h["kind"] == "random Gaussian")),),
+        "random heads at V = 4,096, not trained families"),
+    Row("000", "§3.4, Fig. 6", "models that share D (Pythia 1B and 1.4B) give the same curve, whatever "
+        "their size",
+        Status.OUT_OF_REACH, "experiments", "none",
+        (), "needs two trained models of different size sharing D; SmolLM2 is the only real model here"),
     Row("000", "§2.4, App. A.3.1, Fig. 7(a)", "the logit gradient's rank grows with the batch and "
         "approaches V",
         Status.IN_MINIATURE, "models", "rankwall spot --tokens 1024 --json",
