@@ -9,7 +9,9 @@ Prints, in one run:
   the same run: one NumPy pass `rows.sum(axis=1)`, whose rate bounds any method that reads each
   row once. The ratio baseline/spectral_norm is the number of such passes the solver costs, which
   stays meaningful on a shared machine where absolute rates move (target: >= 500 rows/s on NumPy,
-  and PyTorch at least NumPy's rate).
+  and PyTorch at least NumPy's rate). Rows per CPU second (median) are printed too. Inside
+  spectral_norm PyTorch/CPU runs at sj.TORCH_CPU_THREADS intra-op threads, so its two runs
+  differ only by noise.
 
 Usage: python benchmarks/softmax_jacobian.py [--backend numpy|torch|cupy] [--device cpu|cuda]
        [--rows N] [--json]
@@ -36,12 +38,19 @@ def rows(V: int, n: int) -> np.ndarray:
 
 def best_of(repeats: int, work) -> float:
     """Smallest wall time of ``repeats`` runs (the least disturbed one)."""
-    times = []
+    return timed(repeats, work)[0]
+
+
+def timed(repeats: int, work) -> tuple[float, float]:
+    """Smallest wall time and median CPU time (``time.process_time``, all threads) of ``repeats``
+    runs: on a shared machine the wall time counts other jobs, the CPU time does not."""
+    wall, cpu = [], []
     for _ in range(repeats):
-        started = time.perf_counter()
+        started, started_cpu = time.perf_counter(), time.process_time()
         work()
-        times.append(time.perf_counter() - started)
-    return min(times)
+        wall.append(time.perf_counter() - started)
+        cpu.append(time.process_time() - started_cpu)
+    return min(wall), float(np.median(cpu))
 
 
 def dense_versus_secular(V: int, n: int) -> dict:
@@ -68,11 +77,18 @@ def throughput(V: int, n: int, backend, threads: int | None = None) -> dict:
         torch.set_num_threads(threads)
     try:
         sj.spectral_norm(batch[:2, ...])  # warm up (CUDA context, allocator)
-        seconds = best_of(3, lambda: to_numpy(sj.spectral_norm(batch)))
+        seconds, cpu = timed(3, lambda: to_numpy(sj.spectral_norm(batch)))
     finally:
         if previous is not None:
             torch.set_num_threads(previous)
-    out = {"V": V, "rows": n, "seconds": seconds, "rows_per_second": n / seconds, **backend.describe()}
+    out = {
+        "V": V,
+        "rows": n,
+        "seconds": seconds,
+        "rows_per_second": n / seconds,
+        "cpu_rows_per_second": n / cpu,
+        **backend.describe(),
+    }
     if threads is not None:
         out["threads"] = threads
     return out
@@ -130,6 +146,7 @@ def main() -> None:
         print(
             f"V = 131072: {t['rows_per_second']:.0f} rows/s on {t['backend']}/{t['device']}/{t['dtype']}{threads}"
             f" = 1/{t['passes_of_memory_bound']:.1f} of the memory-bound pass"
+            f" ({t['cpu_rows_per_second']:.0f} rows per CPU second)"
         )
     at_2048 = report["dense"][1]["speedup"]
     print(f"target >= 100x at V = 2048: {'met' if at_2048 >= 100 else 'NOT met'} ({at_2048:.0f}x)")

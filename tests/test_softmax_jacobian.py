@@ -6,6 +6,7 @@ against certified enclosures with tolerances from rankwall.checks.tolerance.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from fractions import Fraction
 
@@ -504,3 +505,60 @@ def test_tightened_bounds_are_refuted_by_search(claim_id, factor):
 def test_norm_judgements_say_what_certifies_them(instance, method, certified_by):
     judgement = sc._judge_norm_bound("upper", norm_on_left=True)(instance, Fraction(1))
     assert judgement.method == method and judgement.certified_by is certified_by, judgement
+
+
+class TestTorchCpuFastPath:
+    """On PyTorch/CPU spectral_norm keeps its per-row values on zero-copy NumPy views, runs at
+    TORCH_CPU_THREADS intra-op threads (restored afterwards) and counts poles by floor(q)."""
+
+    @pytest.fixture
+    def torch(self):
+        return pytest.importorskip("torch")
+
+    @staticmethod
+    def rows(V: int = 4096) -> np.ndarray:
+        runners = sj.construct_runner_up(V, 0.9, tail_mass=0.01)
+        runners[1:4] = runners[1]  # three tied runner-ups: three poles at q = 1
+        runners /= runners.sum()
+        return np.stack([*dirichlet_rows(V, seeds=1), runners, sj.construct_tied_atoms(V, 0.25)])
+
+    def test_matches_the_generic_path_bit_for_bit(self, torch, monkeypatch):
+        rows = torch.asarray(self.rows())
+        fast = sj.spectral_norm(rows)
+        monkeypatch.setattr(sj, "_row_namespace", lambda xp, like: (xp, lambda t: t, lambda t: t))
+        monkeypatch.setattr(sj, "_solver_context", lambda x: contextlib.nullcontext())
+        generic = sj.spectral_norm(rows)
+        assert isinstance(fast, torch.Tensor) and fast.dtype == generic.dtype
+        np.testing.assert_array_equal(fast.numpy(), generic.numpy())
+
+    def test_logit_rows_match_the_generic_path(self, torch, monkeypatch):
+        z = np.stack([sj.construct_logits(1000, gap, runners=3) for gap in (5.0, 40.0, 600.0)])
+        rows = sj.softmax_rows(torch.asarray(z))
+        fast = sj.spectral_norm(rows)
+        monkeypatch.setattr(sj, "_row_namespace", lambda xp, like: (xp, lambda t: t, lambda t: t))
+        np.testing.assert_allclose(fast.numpy(), sj.spectral_norm(rows).numpy(), rtol=4 * U64, atol=0)
+
+    def test_poles_by_floor_agree_with_a_certified_enclosure(self, torch):
+        p = self.rows(300)[-2]  # three tied runner-ups
+        for estimate in (float(sj.spectral_norm(torch.asarray(p))), float(sj.spectral_norm(p))):
+            lo, hi = certified(p, estimate)
+            assert max(estimate - lo, hi - estimate) <= SPECTRAL_NORM_ULPS * U64 * estimate
+
+    def test_threads_are_one_inside_and_restored_after(self, torch, monkeypatch):
+        seen = []
+        solve = sj._solve
+        monkeypatch.setattr(sj, "_solve", lambda *a, **k: (seen.append(torch.get_num_threads()), solve(*a, **k))[1])
+        previous = torch.get_num_threads()
+        torch.set_num_threads(2)
+        try:
+            sj.spectral_norm(torch.asarray(self.rows(64)))
+            assert set(seen) == {min(2, sj.TORCH_CPU_THREADS)} and torch.get_num_threads() == 2
+            with pytest.raises(sj.InputError):
+                sj.spectral_norm(torch.full((2, 4), 0.5, dtype=torch.float64))
+            assert torch.get_num_threads() == 2
+        finally:
+            torch.set_num_threads(previous)
+
+    def test_an_input_that_requires_grad_is_accepted(self, torch):
+        p = torch.asarray(self.rows(64)).requires_grad_(True)
+        np.testing.assert_array_equal(sj.spectral_norm(p).numpy(), sj.spectral_norm(p.detach()).numpy())

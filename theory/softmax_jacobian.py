@@ -26,7 +26,8 @@ or a :class:`SoftmaxRows` built from logits by :func:`softmax_rows`, in which th
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -267,7 +268,7 @@ def secular_function(
     return total
 
 
-#: Entries processed per block of rows in the secular solver (bounds temporary memory: five
+#: Entries processed per block of rows in the secular solver (bounds temporary memory: four
 #: buffers of this many entries). Two rows at V = 131,072: measured fastest on NumPy (cache).
 SECULAR_BLOCK_ENTRIES = 1 << 18
 
@@ -295,18 +296,25 @@ def _row_blocks(n_rows: int, V: int) -> list[slice]:
 
 
 #: Operations :func:`_into` writes in place, by their names in NumPy (CuPy) and in PyTorch.
-_OPS = {"add": "add", "subtract": "sub", "multiply": "mul", "divide": "div", "equal": "eq"}
+_OPS = {"add": "add", "subtract": "sub", "multiply": "mul", "divide": "div"}
+
+
+_MODULES: dict[Any, Any] = {}
 
 
 def _module(xp: Any) -> Any:
-    """NumPy, CuPy or PyTorch itself when ``xp`` wraps one of them (they take ``out=``), else None."""
-    if array_api_compat.is_numpy_namespace(xp):
-        return np
-    if array_api_compat.is_torch_namespace(xp) or array_api_compat.is_cupy_namespace(xp):
-        import importlib
+    """NumPy, CuPy or PyTorch itself when ``xp`` wraps one of them (they take ``out=``), else None.
+    Remembered per namespace: it is asked on every pass, and the lookups cost ~10 us each."""
+    if xp not in _MODULES:
+        module = None
+        if array_api_compat.is_numpy_namespace(xp):
+            module = np
+        elif array_api_compat.is_torch_namespace(xp) or array_api_compat.is_cupy_namespace(xp):
+            import importlib
 
-        return importlib.import_module("torch" if array_api_compat.is_torch_namespace(xp) else "cupy")
-    return None
+            module = importlib.import_module("torch" if array_api_compat.is_torch_namespace(xp) else "cupy")
+        _MODULES[xp] = module
+    return _MODULES[xp]
 
 
 def _into(xp: Any, op: str, a: Any, b: Any, out: Any) -> Any:
@@ -319,22 +327,17 @@ def _into(xp: Any, op: str, a: Any, b: Any, out: Any) -> Any:
             return a + b
         if op == "subtract":
             return a - b
-        if op == "multiply":
-            return a * b
-        return a / b if op == "divide" else a == b
+        return a * b if op == "multiply" else a / b
     name = _OPS[op] if module.__name__ == "torch" else op
     return getattr(module, name)(a, b, out=out)
 
 
-def _zero_where(xp: Any, x: Any, mask: Any, in_place: bool) -> Any:
-    """``x`` with the entries under ``mask`` set to 0 (in place when allowed and supported)."""
-    module = _module(xp) if in_place else None
-    if module is None:
-        return xp.where(mask, _zero(xp, x), x)
-    if module.__name__ == "torch":
-        return x.masked_fill_(mask, 0)
-    module.copyto(x, 0, where=mask)
-    return x
+def _floor(xp: Any, x: Any, out: Any) -> Any:
+    """``floor(x)``, written into ``out`` where the library takes ``out=``."""
+    module = _module(xp)
+    if module is None or out is None:
+        return xp.floor(x)
+    return module.floor(x, out=out)
 
 
 def _workspace(xp: Any, rows: int, like: Any) -> dict[str, Any] | None:
@@ -343,13 +346,65 @@ def _workspace(xp: Any, rows: int, like: Any) -> dict[str, Any] | None:
         return None
     shape = (rows, like.shape[-1])
     device = array_api_compat.device(like)
-    buffers = {k: xp.empty(shape, dtype=like.dtype, device=device) for k in ("q", "e", "diff", "term")}
-    buffers["mask"] = xp.empty(shape, dtype=xp.bool, device=device)
-    return buffers
+    return {k: xp.empty(shape, dtype=like.dtype, device=device) for k in ("q", "e", "diff", "term")}
 
 
 def _take(work: dict[str, Any] | None, key: str, rows: int) -> Any:
     return None if work is None else work[key][:rows, ...]
+
+
+def _is_torch_cpu(xp: Any, like: Any) -> bool:
+    module = _module(xp)
+    return module is not None and module.__name__ == "torch" and like.device.type == "cpu"
+
+
+def _is_torch_cpu_array(x: Any) -> bool:
+    return array_api_compat.is_torch_array(x) and x.device.type == "cpu"
+
+
+def _row_namespace(xp: Any, like: Any) -> tuple[Any, Any, Any]:
+    """``(sp, to_rows, to_xp)``: the namespace for the solver's per-row values (a few numbers
+    per row, some 75 operations per iteration) and the conversions to and from it.
+
+    On PyTorch/CPU these run on zero-copy NumPy views: a PyTorch call on a 2-element tensor
+    costs ~4 us against NumPy's ~1 us, which at V = 131,072 was ~0.3 ms a row, a sixth of the
+    solver. The per-row steps are single IEEE operations (+, -, *, /, sqrt, comparisons,
+    selections), correctly rounded in both libraries, so the values are the same; every O(V)
+    pass (the divisions, the sums) still runs on the caller's backend. Elsewhere: ``xp`` itself."""
+    if _is_torch_cpu(xp, like):
+        import torch
+
+        def to_rows(t: Any) -> Any:
+            return t.detach().numpy() if isinstance(t, torch.Tensor) else t
+
+        return array_api_compat.array_namespace(np.empty(0)), to_rows, torch.from_numpy
+    return xp, lambda t: t, lambda t: t
+
+
+#: Intra-op threads PyTorch/CPU gets inside :func:`spectral_norm` (restored afterwards). The
+#: solver's passes are ~50 us each on a 2-row block; a fork/join across cores that other jobs keep
+#: busy waits for a descheduled thread, and on a loaded 2-core machine 2 threads gave 6-9 rows/s at
+#: V = 131,072 against ~250 with one. Independent rows would be the way to use more cores.
+TORCH_CPU_THREADS = 1
+
+
+@contextmanager
+def _solver_context(x: Any) -> Iterator[None]:
+    """For a PyTorch/CPU input ``x``: no autograd recording, :data:`TORCH_CPU_THREADS` intra-op
+    threads; the thread count is process-wide in PyTorch, so it is set for the call only and then
+    restored (another Python thread running PyTorch meanwhile sees it)."""
+    if not _is_torch_cpu_array(x):
+        yield
+        return
+    import torch
+
+    previous = torch.get_num_threads()
+    try:
+        torch.set_num_threads(min(previous, TORCH_CPU_THREADS))
+        with torch.no_grad():
+            yield
+    finally:
+        torch.set_num_threads(previous)
 
 
 def _largest_root(xp: Any, tail: Any, m: Any, s: Any) -> Any:
@@ -377,27 +432,33 @@ def _from_probabilities(xp: Any, raw: Any, work: dict[str, Any] | None) -> Any:
     :math:`q_i/\sigma` is taken from the raw entries (the normalising sum cancels), and
     :math:`m, s, \sigma` are the raw top, tail sum and runner-up divided by the row sum."""
     r = raw.shape[0]
-    total = xp.sum(raw, axis=-1)
-    top_index = xp.argmax(raw, axis=-1)
-    top_raw = xp.max(raw, axis=-1)
+    sp, to_rows, to_big = _row_namespace(xp, raw)
+    total = to_rows(xp.sum(raw, axis=-1))
     module = _module(xp)
     if module is None:
+        top_index = xp.argmax(raw, axis=-1)
+        top_raw = xp.max(raw, axis=-1)
         columns = xp.arange(raw.shape[-1], device=array_api_compat.device(raw))
         tail = xp.where(columns[None, :] == top_index[:, None], _zero(xp, raw), raw)
     else:
+        # The (first) argmax is an exact selection, so PyTorch/CPU takes it on the NumPy view
+        # (torch.argmax was ~6x slower there); the top is then read off, not found by a pass.
+        top_index = to_big(sp.argmax(to_rows(raw), axis=-1))
         tail = work["q"][:r, ...]
         tail[...] = raw
-        is_torch = module.__name__ == "torch"
-        tail[module.arange(r, device=top_index.device) if is_torch else module.arange(r), top_index] = 0
-    second_raw = xp.max(tail, axis=-1)
-    s_raw = xp.sum(tail, axis=-1)
+        rows = module.arange(r, device=top_index.device) if module.__name__ == "torch" else module.arange(r)
+        top_raw = tail[rows, top_index]
+        tail[rows, top_index] = 0
+    second_raw = to_rows(xp.max(tail, axis=-1))
+    s_raw = to_rows(xp.sum(tail, axis=-1))
+    top_raw = to_rows(top_raw)
     m, s = top_raw / total, s_raw / total
     trivial = s_raw == 0
     tied = second_raw >= top_raw
     closed = trivial | tied
-    sigma_raw = xp.where(closed, xp.ones_like(m), second_raw)
-    sigma = xp.where(closed, xp.ones_like(m), second_raw / total)
-    q = _into(xp, "divide", tail, sigma_raw[:, None], tail if module is not None else None)
+    sigma_raw = sp.where(closed, sp.ones_like(m), second_raw)
+    sigma = sp.where(closed, sp.ones_like(m), second_raw / total)
+    q = _into(xp, "divide", tail, to_big(sigma_raw)[:, None], tail if module is not None else None)
     return _solve(xp, q, m, sigma, m * s / sigma, trivial, tied, work=work, own_q=True)
 
 
@@ -416,17 +477,24 @@ def _solve(
     r"""The root from the scaled tail ``q`` (:math:`q_i/\sigma`, at most 1), :math:`\sigma`,
     :math:`a = ms/\sigma`; ``log_sigma`` (from logits) gives :math:`\lambda = \sigma(1 + y)`
     in log space where :math:`\sigma` is below the normal range (or underflowed to 0).
-    ``work`` holds reusable buffers (:func:`_workspace`); ``own_q`` lets ``q`` be overwritten."""
+    ``work`` holds reusable buffers (:func:`_workspace`); ``own_q`` lets ``q`` be overwritten.
+    The per-row values may come in either namespace of :func:`_row_namespace`."""
+    big = xp
+    xp, to_rows, to_big = _row_namespace(big, q)  # from here on xp holds the per-row values
+    m, sigma, a, trivial, tied = (to_rows(x) for x in (m, sigma, a, trivial, tied))
+    log_sigma = None if log_sigma is None else to_rows(log_sigma)
     u = xp.finfo(m.dtype).eps / 2
     closed = trivial | tied
     one = xp.ones_like(m)
     zero = xp.zeros_like(m)
     r = q.shape[0]
-    at_pole = _into(xp, "equal", q, 1.0, _take(work, "mask", r))
-    poles = xp.astype(xp.count_nonzero(at_pole, axis=-1), m.dtype)
-    q = _zero_where(xp, q, at_pole, own_q)  # the pole terms are handled in closed form
-    e = _into(xp, "subtract", 1.0, q, _take(work, "e", r))  # 1 - q_i: exact for q_i >= 1/2
-    q2 = _into(xp, "multiply", q, q, q if own_q else _take(work, "q", r))
+    # The poles q_i = 1 are handled in closed form. As 0 <= q_i <= 1, floor(q_i) is 1 at a pole
+    # and 0 elsewhere: the count and the removal are exact float passes, with no boolean mask.
+    at_pole = _floor(big, q, _take(work, "e", r))
+    poles = to_rows(big.sum(at_pole, axis=-1))
+    q = _into(big, "subtract", q, at_pole, q if own_q else None)
+    e = _into(big, "subtract", 1.0, q, _take(work, "e", r))  # 1 - q_i: exact for q_i >= 1/2
+    q2 = _into(big, "multiply", q, q, q if own_q else _take(work, "q", r))
     diff, term = _take(work, "diff", r), _take(work, "term", r)  # reused by every step
     top_gap = xp.where(closed, one, m - sigma)  # sigma * g
     # Top pole out of reach: always measure from the runner-up. The root's offset is below
@@ -444,10 +512,10 @@ def _solve(
     done = closed
     for iteration in range(SECULAR_MAX_ITERATIONS):
         y = xp.where(high, g - tau, tau)  # mu - 1 (g - tau >= g/2: one rounding)
-        diff = _into(xp, "add", e, y[:, None], diff)  # mu - q_i = (1 - q_i) + (mu - 1) >= 0
-        term = _into(xp, "divide", q2, diff, term)  # q_i^2/(mu - q_i)
-        rest = xp.sum(term, axis=-1)
-        rest_slope = xp.sum(_into(xp, "divide", term, diff, term), axis=-1)
+        diff = _into(big, "add", e, to_big(y)[:, None], diff)  # mu - q_i = (1 - q_i) + (mu - 1) >= 0
+        term = _into(big, "divide", q2, diff, term)  # q_i^2/(mu - q_i)
+        rest = to_rows(big.sum(term, axis=-1))
+        rest_slope = to_rows(big.sum(_into(big, "divide", term, diff, term), axis=-1))
         top_dist = xp.where(high, sigma * tau, top_gap - sigma * tau)  # m - lambda
         mu = 1 + y
         f = (mu - a) / top_dist - (rest + poles / y)
@@ -500,7 +568,7 @@ def _solve(
         tiny = sigma < xp.finfo(m.dtype).smallest_normal
         low = xp.where(tiny, xp.exp(xp.where(tiny, log_sigma, zero) + xp.log1p(tau)), low)
     lam = xp.where(high, m - sigma * tau, low)
-    return xp.where(trivial, zero, xp.where(tied, m, lam))
+    return to_big(xp.where(trivial, zero, xp.where(tied, m, lam)))
 
 
 def _from_logits(xp: Any, rows: SoftmaxRows, b: slice) -> Any:
@@ -521,21 +589,20 @@ def spectral_norm(p: Any) -> Any:
     """:math:`\\lVert J(p) \\rVert_2 = \\lambda_{\\max}(J)` per row, in :math:`O(V)` per
     iteration, never forming J. Ties at the top give exactly :math:`m`; a one-hot row gives 0.
     Rows are processed in blocks, so memory stays bounded for any batch."""
-    if isinstance(p, SoftmaxRows) and p.scaled_tail is not None:
-        xp, single = p.xp, p.single
-        norms = [_from_logits(xp, p, b) for b in _row_blocks(p.p.shape[0], p.p.shape[-1])]
-    elif isinstance(p, SoftmaxRows):
-        xp, single = p.xp, p.single
-        norms = [
-            _largest_root(xp, p.tail[b, ...], p.top[b], p.complement[b])
-            for b in _row_blocks(p.p.shape[0], p.p.shape[-1])
-        ]
-    else:
-        xp, raw = validated_probabilities(p, "p")
-        single = getattr(p, "ndim", np.ndim(p)) == 1
-        blocks = _row_blocks(raw.shape[0], raw.shape[-1])
-        work = _workspace(xp, blocks[0].stop - blocks[0].start, raw)
-        norms = [_from_probabilities(xp, raw[b, ...], work) for b in blocks]
+    with _solver_context(p.p if isinstance(p, SoftmaxRows) else p):
+        if isinstance(p, SoftmaxRows):
+            xp, single = p.xp, p.single
+            blocks = _row_blocks(p.p.shape[0], p.p.shape[-1])
+            if p.scaled_tail is not None:
+                norms = [_from_logits(xp, p, b) for b in blocks]
+            else:
+                norms = [_largest_root(xp, p.tail[b, ...], p.top[b], p.complement[b]) for b in blocks]
+        else:
+            xp, raw = validated_probabilities(p, "p")
+            single = getattr(p, "ndim", np.ndim(p)) == 1
+            blocks = _row_blocks(raw.shape[0], raw.shape[-1])
+            work = _workspace(xp, blocks[0].stop - blocks[0].start, raw)
+            norms = [_from_probabilities(xp, raw[b, ...], work) for b in blocks]
     result = norms[0] if len(norms) == 1 else xp.concat(norms)
     return result[0] if single else result
 
