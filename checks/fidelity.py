@@ -210,9 +210,15 @@ def _range(r: Sequence[float]) -> str:
 
 
 def _rank_cells(records: list[dict], heads: tuple[str, ...], K_from: int = 1) -> str:
-    cells = sorted({(r["D"], r["rank_lower"], r["rank_upper"]) for r in records
-                    if r["head"] in heads and r["K"] >= K_from})
-    return ", ".join(f"D = {D}: [{lo}, {hi}]" for D, lo, hi in cells)
+    """Certified rank intervals per D, the lower ends as a range where they differ across K."""
+    cells = []
+    for D in sorted({r["D"] for r in records}):
+        rs = [r for r in records if r["head"] in heads and r["K"] >= K_from and r["D"] == D]
+        los, his = sorted({r["rank_lower"] for r in rs}), sorted({r["rank_upper"] for r in rs})
+        lo = str(los[0]) if len(los) == 1 else f"{los[0]} to {los[-1]}"
+        hi = str(his[0]) if len(his) == 1 else f"{his[0]} to {his[-1]}"
+        cells.append(f"D = {D}: [{lo}, {hi}]")
+    return ", ".join(cells)
 
 
 def _below(records: list[dict], head: str, D: int, K_from: int = 1) -> str:
