@@ -32,7 +32,21 @@ from rich.table import Table
 import rankwall.checks.claims  # noqa: F401  (fills the registry)
 from rankwall.checks.arguments import integer_in
 from rankwall.checks.backends import BACKENDS, DTYPES, BackendUnavailable, resolve
-from rankwall.checks.distributed import ClusterUnavailable, check_all, connect, first_found, search_all, worker_count
+from rankwall.checks.distributed import (
+    BYTES_PER_ENTRY,
+    MEMORY_SHARE,
+    PROCESS_BASE_BYTES,
+    ClusterUnavailable,
+    check_all,
+    connect,
+    default_worker_memory,
+    first_found,
+    instance_memory_bytes,
+    parse_bytes,
+    search_all,
+    worker_count,
+    worker_memory_limit,
+)
 from rankwall.checks.experiments import experiments
 from rankwall.checks.outputs import available_memory_bytes, progress_bar
 from rankwall.checks.search import SearchResult, search
@@ -69,6 +83,14 @@ def _factor(text: str) -> Fraction:
     if not low <= value <= high:
         raise argparse.ArgumentTypeError(f"{text} is out of range (need 2^-64 <= F <= 2^64)")
     return value
+
+
+def _memory(text: str) -> int:
+    """An argparse type: a memory size such as ``4GiB``, in bytes."""
+    try:
+        return parse_bytes(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 class _Parser(argparse.ArgumentParser):
@@ -116,13 +138,22 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument(
         "--V",
         type=integer_in(2, MAX_VOCABULARY),
-        default=1024,
+        nargs="+",
+        default=[1024],
         dest="V",
-        help="vocabulary size (default 1024)",
+        metavar="N",
+        help="vocabulary sizes, each checked in turn (default 1024)",
     )
     verify.add_argument("--examples", type=integer_in(0, 100_000), default=16, help="random instances per claim")
     backend_options(verify)
     cluster_options(verify)
+    verify.add_argument(
+        "--worker-memory",
+        type=_memory,
+        default=None,
+        metavar="SIZE",
+        help="memory limit of each --workers process, e.g. 4GiB (default: 8GiB, or less where the machine has less)",
+    )
 
     hunt = add_command("search", help="hunt a counterexample with Hypothesis")
     hunt.add_argument("claim", metavar="CLAIM")
@@ -225,18 +256,24 @@ def run_verify(args: argparse.Namespace, out: Console, err: Console) -> int:
     claims = matched_claims(args.patterns)
     backend = resolve(args.backend, args.device, args.dtype)
     numpy_backend = resolve(*NUMPY_ONLY)
-    plan = [(c, c.witnesses(args.V) + c.random_instances(args.V, args.examples, args.seed)) for c in claims]
+    sizes = list(dict.fromkeys(args.V))  # each size once, in the order given
+    if args.worker_memory is not None and args.workers is None:
+        raise UsageError("--worker-memory: applies to the workers of --workers N only")
+    plan = [(V, c, c.witnesses(V) + c.random_instances(V, args.examples, args.seed)) for V in sizes for c in claims]
+    if args.scheduler is None:
+        what = "per-worker memory limit (--worker-memory)" if args.workers else "available memory"
+        _check_memory(plan, _memory_limit(args), what)
     results: list[dict[str, Any]] = []
     with progress_bar(err) as progress:
-        task = progress.add_task("verifying", total=sum(len(i) for _, i in plan))
+        task = progress.add_task("verifying", total=sum(len(i) for _, _, i in plan))
         remote = iter(_verify_on_cluster(args, plan, lambda: progress.advance(task))) if _on_cluster(args) else None
-        for claim, instances in plan:
+        for V, claim, instances in plan:
             started = time.perf_counter()
             verdicts = []
             used = backend if claim.array_api else numpy_backend
             if remote is None:
                 for instance in instances:
-                    progress.update(task, description=claim.id)
+                    progress.update(task, description=f"{claim.id}  V={V}")
                     verdicts.append(claim.check(instance, used))
                     progress.advance(task)
                 seconds = time.perf_counter() - started
@@ -244,11 +281,11 @@ def run_verify(args: argparse.Namespace, out: Console, err: Console) -> int:
                 timed = list(itertools.islice(remote, len(instances)))
                 verdicts = [verdict for verdict, _ in timed]
                 seconds = sum(spent for _, spent in timed)
-            sizes = [i.vocabulary for i in instances if i.vocabulary is not None]
             results.append(
                 {
+                    "V": V,
                     "claim": claim,
-                    "largest_V": max(sizes, default=None),
+                    "largest_V": _largest_vocabulary(instances),
                     "verdict": worst(verdicts) if verdicts else None,
                     "counts": Counter(v.status.value for v in verdicts),
                     "certified_by": Counter(v.certified_by.value for v in verdicts if v.certified_by is not None),
@@ -257,19 +294,47 @@ def run_verify(args: argparse.Namespace, out: Console, err: Console) -> int:
                 }
             )
     if args.json:
-        print(json.dumps([_verify_json(r, args.V) for r in results], indent=2))
+        print(json.dumps([_verify_json(r, r["V"]) for r in results], indent=2))
     else:
-        out.print(
-            _verify_table(
-                results, f"rankwall verify  V={args.V}  {backend.name}/{backend.dtype_name}/{backend.device}", out.width
-            )
-        )
-        unchecked = [r["claim"].id for r in results if r["verdict"] is None]
-        if unchecked:
-            out.print(f"no instance at V = {args.V} for: {', '.join(unchecked)}")
+        for V in sizes:
+            at_V = [r for r in results if r["V"] == V]
+            title = f"rankwall verify  V={V}  {backend.name}/{backend.dtype_name}/{backend.device}"
+            out.print(_verify_table(at_V, title, out.width))
+            unchecked = [r["claim"].id for r in at_V if r["verdict"] is None]
+            if unchecked:
+                out.print(f"no instance at V = {V} for: {', '.join(unchecked)}")
     checked = [r["verdict"] for r in results if r["verdict"] is not None]
     severity = max((SEVERITY[v.status] for v in checked), default=0)
     return {0: EXIT_OK, 1: EXIT_INCONCLUSIVE, 2: EXIT_VIOLATED}[severity]
+
+
+def _largest_vocabulary(instances: Sequence[Any]) -> int | None:
+    return max((i.vocabulary for i in instances if i.vocabulary is not None), default=None)
+
+
+def _memory_limit(args: argparse.Namespace) -> int | None:
+    """The bytes one instance may take: the per-worker limit with ``--workers``, else what is available."""
+    available = available_memory_bytes()
+    if args.workers is None:
+        return available
+    return args.worker_memory if args.worker_memory is not None else default_worker_memory(args.workers, available)
+
+
+def _check_memory(plan: Sequence[tuple[int, Claim, list[Any]]], limit: int | None, what: str) -> None:
+    """Refuse, before anything runs, a size whose largest instance needs more than
+    :data:`MEMORY_SHARE` of ``limit`` bytes (:func:`rankwall.checks.distributed.instance_memory_bytes`);
+    no limit known, no check."""
+    if limit is None:
+        return
+    for V in dict.fromkeys(V for V, _, _ in plan):
+        largest = max((_largest_vocabulary(i) or 0 for v, _, i in plan if v == V), default=0)
+        needed = instance_memory_bytes(largest)
+        if needed > MEMORY_SHARE * limit:
+            raise UsageError(
+                f"--V {V}: one instance of {largest:,} entries needs about {needed / 2**30:.2f} GiB "
+                f"({PROCESS_BASE_BYTES / 2**20:.0f} MiB + {BYTES_PER_ENTRY:,} bytes per entry), "
+                f"but the {what} is {limit / 2**30:.2f} GiB, of which one instance may take {MEMORY_SHARE:.0%}"
+            )
 
 
 def _on_cluster(args: argparse.Namespace) -> bool:
@@ -280,7 +345,8 @@ def _on_cluster(args: argparse.Namespace) -> bool:
 def _cluster(args: argparse.Namespace) -> Iterator[Any]:
     """The Dask client of ``--workers`` / ``--scheduler``; no dask, or no cluster there, is a usage error."""
     try:
-        with connect(args.workers, args.scheduler) as client:
+        memory = _memory_limit(args) if args.workers is not None and args.command == "verify" else None
+        with connect(args.workers, args.scheduler, memory) as client:
             yield client
     except ClusterUnavailable as error:
         raise UsageError(str(error)) from None
@@ -292,11 +358,15 @@ def _backend_spec(args: argparse.Namespace, claim: Claim) -> tuple[str, str | No
 
 
 def _verify_on_cluster(
-    args: argparse.Namespace, plan: list[tuple[Claim, list[Any]]], on_done: Callable[[], None]
+    args: argparse.Namespace, plan: list[tuple[int, Claim, list[Any]]], on_done: Callable[[], None]
 ) -> list[tuple[Verdict, float]]:
-    """Every (claim, instance) of the plan checked on the cluster: verdicts and seconds, in plan order."""
-    jobs = [(claim.id, instance, _backend_spec(args, claim)) for claim, instances in plan for instance in instances]
+    """Every (claim, instance, V) of the plan checked on the cluster, one task each: verdicts and
+    seconds, in plan order. On a running cluster (``--scheduler``) the sizes are first checked
+    against its workers' smallest memory limit."""
+    jobs = [(claim.id, instance, _backend_spec(args, claim)) for _, claim, instances in plan for instance in instances]
     with _cluster(args) as client:
+        if args.scheduler is not None:
+            _check_memory(plan, worker_memory_limit(client), "per-worker memory limit")
         return check_all(client, jobs, on_done)
 
 

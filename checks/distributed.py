@@ -43,16 +43,21 @@ def _distributed(flag: str) -> Any:
 
 
 @contextlib.contextmanager
-def connect(workers: int | None = None, scheduler: str | None = None) -> Iterator[Any]:
-    """A ``distributed.Client`` on a new LocalCluster of ``workers`` processes (one thread each),
-    or on the running cluster whose scheduler listens at ``scheduler``; closed on exit."""
+def connect(workers: int | None = None, scheduler: str | None = None, memory_limit: int | None = None) -> Iterator[Any]:
+    """A ``distributed.Client`` on a new LocalCluster of ``workers`` processes (one thread each,
+    each held to ``memory_limit`` bytes when given), or on the running cluster whose scheduler
+    listens at ``scheduler``; closed on exit."""
     if (workers is None) == (scheduler is None):
         raise ValueError("give exactly one of workers and scheduler")
     distributed = _distributed("--workers" if scheduler is None else "--scheduler")
     if scheduler is None:
         with (
             distributed.LocalCluster(
-                n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None
+                n_workers=workers,
+                threads_per_worker=1,
+                processes=True,
+                dashboard_address=None,
+                memory_limit=0 if memory_limit is None else memory_limit,
             ) as cluster,
             distributed.Client(cluster) as client,
         ):
@@ -70,6 +75,63 @@ def connect(workers: int | None = None, scheduler: str | None = None) -> Iterato
 def worker_count(client: Any) -> int:
     """How many workers the client's cluster has now."""
     return len(client.nthreads())
+
+
+def worker_memory_limit(client: Any) -> int | None:
+    """The smallest memory limit, in bytes, among the cluster's workers; ``None`` where none has one."""
+    limits = [w.get("memory_limit") or 0 for w in client.scheduler_info().get("workers", {}).values()]
+    return min((limit for limit in limits if limit > 0), default=None)
+
+
+# --------------------------------------------------------------------------- memory of one instance
+
+#: Resident memory of a process that has imported the claims and checked the softmax-jacobian
+#: claims at V = 64 (``ru_maxrss``: 107 MiB on this machine); a worker process is about as large.
+PROCESS_BASE_BYTES = 128 * 2**20
+#: Peak bytes per vocabulary entry of one instance beyond :data:`PROCESS_BASE_BYTES`, measured on
+#: the softmax-jacobian family on this machine (``ru_maxrss``, what ``peak_memory_mb`` reads):
+#: 851 at V = 2^17 (``benchmarks/sweep.py --measure 131072``) and 1,051 at V = 2^20 (peak 1,159 MiB
+#: of ``rankwall verify 'softmax-jacobian.*' --V 1048576``), rounded up by a quarter; it grows
+#: slowly with V, so sizes past 2^20 are estimated, not measured. The worst instance is not the
+#: float route (a few float64 rows, 8 bytes per entry each, and the secular solver's blocks of 2^19
+#: entries) but ``psd``'s re-decision of a near-tie on the exact row: a Python list of V
+#: python-flint rationals or balls (up to 2,048 bits) and their products.
+BYTES_PER_ENTRY = 1280
+#: The share of a limit one instance may take: Dask pauses a worker at 80% of its limit, and a
+#: serial run leaves the rest of the available memory to the estimate's error and other processes.
+MEMORY_SHARE = 0.8
+#: Each ``--workers`` process gets at most this much memory by default (less where the machine
+#: has less available: its available memory shared among the workers). 2 workers on this 23 GiB
+#: machine get 8 GiB each, enough for V = 2^22 (an estimated 5.1 GiB).
+DEFAULT_WORKER_MEMORY = 8 * 2**30
+
+
+def instance_memory_bytes(vocabulary: int) -> int:
+    """The estimated peak resident memory of a process checking one instance of ``vocabulary`` entries."""
+    return PROCESS_BASE_BYTES + BYTES_PER_ENTRY * vocabulary
+
+
+def default_worker_memory(workers: int, available: int | None) -> int:
+    """The per-worker limit of ``--workers N`` without ``--worker-memory``."""
+    return DEFAULT_WORKER_MEMORY if available is None else min(DEFAULT_WORKER_MEMORY, available // workers)
+
+
+#: Units of ``--worker-memory``.
+UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "KIB": 2**10, "MIB": 2**20, "GIB": 2**30}
+
+
+def parse_bytes(text: str) -> int:
+    """``4GiB``, ``512MiB``, ``2GB`` or a plain count, as bytes; ValueError for anything else."""
+    stripped = text.strip()
+    number = stripped.rstrip("BbKkMmGgIi")
+    unit = stripped[len(number) :].upper()
+    try:
+        value = float(number) * UNITS[unit]
+    except (KeyError, ValueError):
+        value = 0.0
+    if not 0 < value < 2**50:
+        raise ValueError(f"expected a positive size such as 4GiB or 512MiB, got {text!r}")
+    return int(value)
 
 
 @functools.cache

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from dataclasses import replace
 
 import pytest
 
@@ -128,3 +129,35 @@ def test_batch_rank_experiment_writes_json_and_png(capsys, tmp_path):
 def test_unknown_experiment_is_a_usage_error(capsys):
     code, _, err = run(capsys, "experiment", "nope")
     assert code == EXIT_USAGE and "invalid choice" in err
+
+
+def test_verify_takes_a_list_of_sizes(capsys):
+    """--V N1 N2: one JSON entry per claim and size, in the order given; a table per size."""
+    argv = ("verify", "softmax-jacobian.lower-bound*", "--V", "2", "64", "--examples", "2")
+    code, out, _ = run(capsys, *argv, "--json")
+    entries = [(v["claim"], v["V"], v["status"], v["largest_V"]) for v in json.loads(out)]
+    assert code == EXIT_OK  # unchecked at V = 2 does not count
+    assert entries == [
+        ("softmax-jacobian.lower-bound", 2, "holds", 2),
+        ("softmax-jacobian.lower-bound-approached", 2, "unchecked", None),
+        ("softmax-jacobian.lower-bound", 64, "holds", 64),
+        ("softmax-jacobian.lower-bound-approached", 64, "holds", 64),
+    ]
+    code, out, _ = run(capsys, *argv)
+    assert code == EXIT_OK and "V=2 " in out and "V=64 " in out and out.index("V=2 ") < out.index("V=64 ")
+
+
+def test_verify_exit_code_is_the_worst_over_the_sizes(capsys, monkeypatch):
+    """A violation at one size of several makes the exit code 1, whatever the other sizes say."""
+    from rankwall.checks.verdict import Claim, Status
+
+    checked = Claim.check
+
+    def violated_at_128(self, instance, backend, factor=1):
+        verdict = checked(self, instance, backend)
+        return replace(verdict, status=Status.VIOLATED) if instance.vocabulary == 128 else verdict
+
+    monkeypatch.setattr(Claim, "check", violated_at_128)
+    code, out, _ = run(capsys, "verify", "softmax-jacobian.trace", "--V", "64", "128", "--examples", "0", "--json")
+    assert code == EXIT_VIOLATED
+    assert [(v["V"], v["status"]) for v in json.loads(out)] == [(64, "holds"), (128, "violated")]

@@ -139,3 +139,73 @@ def test_an_unreachable_scheduler_is_a_usage_error(capsys, monkeypatch):
     monkeypatch.setattr(dist, "CONNECT_TIMEOUT", 1)
     code, _, err = run(capsys, "search", "softmax-jacobian.trace", "--scheduler", "tcp://127.0.0.1:9")
     assert code == EXIT_USAGE and "--scheduler tcp://127.0.0.1:9" in err
+
+
+def test_verify_over_sizes_on_two_workers_is_the_serial_run(capsys):
+    """Every (claim, instance, V) is one task; with a list of sizes the JSON is still the serial one."""
+    pytest.importorskip("distributed")
+    argv = ("verify", "softmax-jacobian.*", "--V", "64", "128", "--examples", "4", "--json")
+    serial_code, serial, _ = run(capsys, *argv)
+    code, spread, _ = run(capsys, *argv, "--workers", "2", "--worker-memory", "1GiB")
+    assert code == serial_code == EXIT_OK
+    records = json.loads(spread)
+    assert [r["V"] for r in records] == [64] * (len(records) // 2) + [128] * (len(records) // 2)
+    assert without_seconds(records) == without_seconds(json.loads(serial))
+
+
+#: ``--workers 2 --worker-memory 1GiB``, and what the refusal then names.
+ONE_GIB_WORKERS = (
+    ("--workers", "2", "--worker-memory", "1GiB"),
+    "per-worker memory limit (--worker-memory) is 1.00 GiB",
+)
+
+
+@pytest.mark.parametrize(("extra", "limit"), [ONE_GIB_WORKERS, ((), "available memory is 1.00 GiB")])
+def test_a_size_that_cannot_fit_is_refused_before_anything_runs(capsys, monkeypatch, extra, limit):
+    """The estimate of one instance at the largest V against the per-worker limit, or against the
+    memory available when serial: exit 2 naming --V and the figures, and no output."""
+    from rankwall.checks import cli
+
+    monkeypatch.setattr(cli, "available_memory_bytes", lambda: 2**30)
+    monkeypatch.setattr(dist, "connect", None)  # never reached
+    big = 2**24
+    code, out, err = run(capsys, "verify", "softmax-jacobian.trace", "--V", "64", str(big), *extra)
+    needed = dist.instance_memory_bytes(big) / 2**30
+    assert code == EXIT_USAGE and out == ""
+    assert f"--V {big}:" in err and f"{big:,} entries" in err and f"{needed:.2f} GiB" in err
+    assert limit in err
+
+
+def test_worker_memory_defaults_and_parsing(capsys):
+    """8 GiB per worker, less where the machine has less; sizes in B, kB, MB, GB, KiB, MiB, GiB."""
+    assert dist.default_worker_memory(2, 23 * 2**30) == 8 * 2**30
+    assert dist.default_worker_memory(8, 16 * 2**30) == 2 * 2**30
+    assert dist.default_worker_memory(2, None) == dist.DEFAULT_WORKER_MEMORY
+    assert [dist.parse_bytes(t) for t in ("4GiB", "512MiB", "2GB", "1.5kib", "100")] == [
+        4 * 2**30,
+        2**29,
+        2 * 10**9,
+        1536,
+        100,
+    ]
+    for bad in ("4 parsecs", "GiB", "-1GiB", "inf", ""):
+        with pytest.raises(ValueError, match="4GiB"):
+            dist.parse_bytes(bad)
+    code, _, err = run(capsys, "verify", "softmax-jacobian.trace", "--workers", "2", "--worker-memory", "lots")
+    assert code == EXIT_USAGE and "--worker-memory" in err
+    code, _, err = run(capsys, "verify", "softmax-jacobian.trace", "--worker-memory", "1GiB")
+    assert code == EXIT_USAGE and "--worker-memory" in err and "--workers" in err
+
+
+def test_a_running_cluster_is_held_to_its_workers_memory_limit(capsys):
+    """With --scheduler the limit is the smallest memory_limit among the cluster's workers."""
+    distributed = pytest.importorskip("distributed")
+    big = 2**24
+    with distributed.LocalCluster(
+        n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None, memory_limit="1GiB"
+    ) as cluster:
+        code, out, err = run(
+            capsys, "verify", "softmax-jacobian.trace", "--V", str(big), "--scheduler", cluster.scheduler_address
+        )
+    assert code == EXIT_USAGE and out == ""
+    assert f"--V {big}:" in err and "per-worker memory limit is 1.00 GiB" in err
