@@ -12,7 +12,7 @@ import mpmath
 import numpy as np
 import pytest
 
-from rankwall.checks.backends import resolve
+from rankwall.checks.backends import float64_copy, resolve
 from rankwall.checks.claims import compression as claims
 from rankwall.checks.cli import EXIT_OK, EXIT_USAGE, EXIT_VIOLATED, main
 from rankwall.checks.search import search
@@ -145,10 +145,11 @@ def test_a_case_has_the_json_form_of_its_family():
     assert case.vocabulary == 64 and claims.ky_fan.witnesses(64)[0] == case
 
 
-def exact_sides(instance):
+def exact_sides(instance, backend=None):
     """c², the top rank-W share, the rate ⟨G, GWWᵀ⟩/‖GWWᵀ‖_F and ‖G‖_F at 50 digits (mpmath), from
-    the stored float64 G, W and Q, with Π = Q(QᵀQ)⁻¹Qᵀ (exactly the projector on span Q)."""
-    G, W, Q = claims.gradient(instance)
+    the stored G, W and Q (of the backend's dtype, read exactly into float64), with Π = Q(QᵀQ)⁻¹Qᵀ
+    (exactly the projector on span Q)."""
+    G, W, Q = (float64_copy(M) for M in claims.gradient(instance, backend))
     with mpmath.workdps(50):
         Gm, Wm, Qm = (mpmath.matrix(M.tolist()) for M in (G, W, Q))
         total = sum(x**2 for x in Gm)
@@ -287,3 +288,112 @@ def test_claims_hold_at_the_full_vocabulary(claim_id):
     claim = REGISTRY[claim_id]
     verdict = claim.check(replace(claim.witnesses(64)[0], V=131072), NUMPY)
     assert verdict.status is Status.HOLDS and verdict.certified_by is Certification.TWO_SIDED, verdict.to_json()
+
+
+# ----------------------------------------------------------------- the array-API route (float32 included)
+
+STRICT32 = resolve("array-api-strict", "no_float64", "float32")
+PORTED = [STRICT32, resolve("array-api-strict", "CPU_DEVICE", "float64"), resolve("torch", "cpu", "float32")]
+
+
+class TestSvdColumnBasis:
+    """The array API's QR has no pivoting: col W gets the SVD's left singular vectors above a Weyl margin."""
+
+    @pytest.mark.parametrize("backend", PORTED, ids=lambda b: f"{b.name}-{b.dtype_name}")
+    def test_the_rank_of_a_low_rank_head_is_found_and_the_projector_is_the_pivoted_qr_one(self, backend):
+        W = cp.construct_head(300, 40, 0, rank=5)
+        Q, rank, margin = cp.svd_column_basis(backend.asarray(W))
+        assert rank == 5 == cp.column_basis(W)[1] and margin > 0
+        u = 2.0**-24 if backend.dtype_name == "float32" else U
+        Qr = cp.column_basis(W)[0]
+        Qs = float64_copy(Q)
+        assert np.linalg.norm(Qs @ Qs.T - Qr @ Qr.T, 2) < 1e4 * u
+
+    def test_rank_is_never_overstated(self):
+        """A head of exact rank 1 (rounded to float32) keeps one vector: the rest lie below the margin."""
+        W = np.outer(np.arange(1.0, 21.0), np.ones(6))
+        assert cp.svd_column_basis(STRICT32.asarray(W))[1] == 1
+
+    @pytest.mark.parametrize(
+        ("W", "message"),
+        [(np.ones((3, 4)), "out of range"), (np.full((5, 2), np.nan), "non-finite"), (np.ones(5), "2-D")],
+    )
+    def test_bad_heads_are_refused(self, W, message):
+        with pytest.raises(InputError, match=message):
+            cp.svd_column_basis(STRICT32.xp.asarray(np.asarray(W, dtype=np.float32)))
+
+
+@pytest.mark.parametrize("backend", PORTED, ids=lambda b: f"{b.name}-{b.dtype_name}")
+@pytest.mark.parametrize("instance", SMALL, ids=lambda i: f"V{i.V}-D{i.D}")
+def test_enclosures_at_the_backend_dtype_hold_fifty_digits(instance, backend):
+    """Computed in the backend at its own u: the enclosures still hold the exact sides of the stored arrays."""
+    G, W, Q = claims.gradient(instance, backend)
+    c2, share, rate, norm = exact_sides(instance, backend)
+    c, r = claims.eq1_shares(G, Q)
+    along_update, along_gradient = claims.descent_rates(G, W)
+    with mpmath.workdps(50):
+        assert inside(c2, c.squared()) and inside(1 - c2, r.squared())
+        assert inside(share, claims.top_share(G, Q.shape[1]))
+        assert inside(rate, along_update) and inside(norm, along_gradient)
+    if instance.aligned:
+        with mpmath.workdps(50):
+            assert share - mpmath.mpf(claims.alignment_slack(G, W, Q)) <= c2 <= share
+    u = claims.unit(G)
+    assert u == (2.0**-24 if backend.dtype_name == "float32" else U)
+    assert 0 < c.squared().radius < 1e4 * u
+
+
+def test_a_float32_tolerance_is_float32_sized():
+    """The tolerance follows the dtype: float32's is about 2^29 times float64's on the same instance."""
+    m64 = claims.pythagoras.measure(REVIEWED, NUMPY, Fraction(1))
+    m32 = claims.pythagoras.measure(REVIEWED, STRICT32, Fraction(1))
+    assert 1e7 < m32.tolerance / m64.tolerance < 1e10
+    assert m32.method.startswith("array-api-strict float32 SVD-basis")
+
+
+@pytest.mark.parametrize("mutant", MUTANTS, ids=lambda m: m.id)
+def test_every_mutant_is_refuted_in_float32_by_its_measured_margin(mutant):
+    """On the ported route each mutant is refuted, and the float32 measurement itself is beyond its
+    float32 tolerance on the violating side (the verdict's certificate is the float64 re-decision, as
+    for every two-sided violation: a float margin is decisive only for "holds")."""
+    witnesses = mutant.witnesses(16)
+    refuted = [v for v in (mutant.check(i, STRICT32) for i in witnesses) if v.status is Status.VIOLATED]
+    assert refuted, f"{mutant.id} survived every witness"
+    for v in refuted:
+        beyond = v.margin < -v.tolerance if mutant.relation is Relation.AT_MOST else abs(v.margin) > v.tolerance
+        assert beyond and 0 < v.tolerance < 1e-9 and v.certified_by is Certification.TWO_SIDED, v.to_json()
+    measured = [mutant.measure(v.instance, STRICT32, Fraction(1)) for v in refuted]
+    assert all(m.method.startswith("array-api-strict float32") and m.tolerance > 1e-9 for m in measured)
+    margins = [m.rhs - m.lhs for m in measured]
+    if mutant.relation is Relation.AT_MOST:
+        assert any(d < -m.tolerance for d, m in zip(margins, measured, strict=True))
+    else:
+        assert any(abs(d) > m.tolerance for d, m in zip(margins, measured, strict=True))
+
+
+@pytest.mark.parametrize(
+    ("claim_id", "name", "index", "factor"),
+    [
+        ("compression.pythagoras", "eq1_shares", 0, math.sqrt(3)),
+        ("compression.ky-fan", "top_share", None, 1 / 3),
+        ("compression.update-efficiency", "descent_rates", 1, 1 / 3),
+    ],
+)
+def test_a_side_measured_wrong_in_float32_is_a_violation(monkeypatch, claim_id, name, index, factor):
+    claim = REGISTRY[claim_id]
+    instance = claim.witnesses(64)[0]
+    assert claim.check(instance, STRICT32).status is Status.HOLDS
+    planted(monkeypatch, name, index, factor)
+    verdict = claim.check(instance, STRICT32)
+    assert verdict.status is Status.VIOLATED and abs(verdict.margin) > verdict.tolerance > 0, verdict.to_json()
+
+
+def test_rankwall_verify_in_float32_names_backend_and_dtype(capsys):
+    argv = ["verify", "compression.*", "--backend", "array-api-strict", "--device", "no_float64"]
+    code = main([*argv, "--dtype", "float32", "--V", "64", "--json"])
+    records = json.loads(capsys.readouterr().out)
+    assert code == EXIT_OK and len(records) == 4
+    for record in records:
+        assert record["status"] == "holds" and record["array_api"] is True, record
+        assert (record["backend"], record["dtype"]) == ("array-api-strict", "float32")
+        assert record["method"].startswith("array-api-strict float32")

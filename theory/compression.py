@@ -25,10 +25,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import array_api_compat
 import numpy as np
 import scipy.linalg
 import scipy.special
 
+from rankwall.theory._rounding import gamma, unit_roundoff
 from rankwall.theory._validation import (
     InputError,
     as_floating_array,
@@ -61,6 +63,30 @@ def column_basis(W: Any) -> tuple[np.ndarray, int]:
         return Q[:, :0], 0
     rank = int(np.sum(diagonal > max(V, D) * np.finfo(np.float64).eps * diagonal[0]))
     return Q[:, :rank], rank
+
+
+def svd_column_basis(W: Any) -> tuple[Any, int, float]:
+    r"""``(Q, k, m)`` for a head W (V x D) of any array-API namespace, computed there: Q = the first k
+    left singular vectors of W's thin SVD, k = #{\hat\sigma_i > m}, m = :math:`\gamma_{V+2}\sqrt D\,\hat\sigma_1`
+    at the unit roundoff of W's dtype (the array API's ``linalg.qr`` has no column pivoting).
+
+    A backward-stable SVD returns the exact SVD of W + E, :math:`\lVert E\rVert_2 \le m`, so by Weyl
+    :math:`|\hat\sigma_i - \sigma_i| \le m` and each kept value belongs to a nonzero singular value of W:
+    k <= rank W, never more. Q spans the top-k left singular subspace of W + E; by Wedin,
+    :math:`\lVert\sin\Theta(\operatorname{span} Q, U_k(W))\rVert_2 \le m / (\hat\sigma_k - m)`, and Q is
+    orthonormal only to the SVD's backward error (callers measure that defect)."""
+    xp = array_api_compat.array_namespace(W)
+    if W.ndim != 2:
+        raise InputError(f"W: expected a 2-D (V x D) head, got ndim={W.ndim}")
+    V, D = W.shape
+    if V < 2 or D < 1 or D > V:
+        raise InputError(f"W: shape {tuple(W.shape)} is out of range (need V >= 2 and 1 <= D <= V)")
+    if not bool(xp.all(xp.isfinite(W))):
+        raise InputError("W: non-finite value")
+    U, sigma, _ = xp.linalg.svd(W, full_matrices=False)
+    margin = gamma(max(V, D) + 2, unit_roundoff(W.dtype)) * D**0.5 * float(sigma[0])
+    k = int(xp.sum(xp.astype(sigma > margin, xp.int32))) if float(sigma[0]) > 0 else 0
+    return U[:, :k], k, margin
 
 
 @dataclass(frozen=True)

@@ -2,28 +2,41 @@
 Ky Fan ceiling, and the first-order efficiency of the update that reaches the logits (§3.4).
 
 Every side is measured on its own, never through the statement or its hypotheses, and comes
-with an :class:`Enclosure`: the float64 value and an interval that holds the exact quantity,
-built from the rounding model of ``checks/tolerance.py`` (Higham's gamma for sums and products,
-the backward error of a dense SVD with Weyl's inequality for singular values). The tolerance of
+with an :class:`Enclosure`: the value computed in the backend and an interval that holds the exact
+quantity, built from the rounding model of ``checks/tolerance.py`` (Higham's gamma for sums and
+products, the backward error of a dense SVD with Weyl's inequality for singular values) at the unit
+roundoff of the backend's dtype; the endpoints themselves are computed in Python floats, so their
+own outward push (``ENDPOINT``) is float64's. The tolerance of
 a measurement is the sum of the two radii, so a margin beyond it decides in either direction:
 ``rhs - lhs > tol`` holds, ``rhs - lhs < -tol`` is a certified violation (the exact sides lie in
 disjoint intervals), anything in between is undecided. The exact quantities are those of the
-stored float64 G and of the projector Pi on the span of the computed basis Q (of dimension
-``rank W``), which is orthonormal only up to a measured defect eta.
+stored G (computed in float64, rounded to the backend's dtype) and of the projector Pi on the span
+of the computed basis Q (of dimension ``rank W``), which is orthonormal only up to a measured defect eta.
+
+Backends: every claim follows ``--backend``. G and W are rounded to the backend's dtype, and the
+projection, norms, singular values and products are computed in its namespace. The basis of col W
+is the pivoted QR of :func:`rankwall.theory.compression.column_basis` on NumPy float64 and the SVD's
+left singular vectors above a Weyl margin (:func:`rankwall.theory.compression.svd_column_basis`)
+elsewhere, since the array API's QR has no pivoting; no enclosure assumes more of Q than its measured
+defect eta, and Ky Fan's principle holds for every subspace, so the substitute changes no bound. A
+margin inside its tolerance is re-decided by the judges from a NumPy float64 measurement.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, ClassVar
 
+import array_api_compat
 import numpy as np
 from hypothesis import strategies as st
 
 from rankwall.checks import tolerance
+from rankwall.checks.backends import Backend, resolve, singular_values
 from rankwall.checks.verdict import Case, Certification, Family, Judgement, Measurement, Relation, planted_side
 from rankwall.theory import compression as cp
 
@@ -64,14 +77,16 @@ def compression_instances(draw: Any, aligned: bool = False) -> BatchGradient:
 
 
 SEED_000 = "seed 000"  # "Lost in Backpropagation: The LM Head is a Gradient Bottleneck"
-U = tolerance.unit_roundoff(np.float64)
-#: Each endpoint of an enclosure is computed in at most two roundings, pushed outwards by gamma_2.
-ENDPOINT = tolerance.gamma(2, U)
+#: Unit roundoff of Python floats: the endpoints of an :class:`Enclosure` are computed in float64
+#: whatever backend computed the value (a float32 result is read into float64 exactly).
+U64 = tolerance.unit_roundoff(np.float64)
+#: Each endpoint of an enclosure is computed in at most two float64 roundings, pushed outwards by gamma_2.
+ENDPOINT = tolerance.gamma(2, U64)
 
 
 @dataclass(frozen=True)
 class Enclosure:
-    """A value computed in float64 and an interval ``[lo, hi]`` that holds the exact quantity."""
+    """A value computed in the backend and an interval ``[lo, hi]`` that holds the exact quantity."""
 
     value: float
     lo: float
@@ -84,7 +99,7 @@ class Enclosure:
 
     @classmethod
     def outward(cls, value: float, lo: float, hi: float) -> Enclosure:
-        """Endpoints computed in a few roundings, pushed outwards by gamma_2 of their size."""
+        """Endpoints computed in a few float64 roundings, pushed outwards by gamma_2 of their size."""
         return cls(value, lo - ENDPOINT * abs(lo), hi + ENDPOINT * abs(hi))
 
     @property
@@ -113,70 +128,112 @@ class Enclosure:
         return [self.value, self.lo, self.hi]
 
 
-def gradient(case: BatchGradient) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(G, W, Q): the frequency-weighted logit gradient of a batch, the head, a basis of col W.
-    The head is random, low rank, or (``aligned``) spanned by G's top right singular vectors."""
+@functools.lru_cache(maxsize=1)
+def _numpy_float64() -> Backend:
+    """NumPy float64: the default backend, where the judgements re-decide what a measurement left open."""
+    return resolve("numpy")
+
+
+def unit(X: Any) -> float:
+    """The unit roundoff u of the dtype X was computed in (float32's for a float32 backend)."""
+    return tolerance.unit_roundoff(X.dtype)
+
+
+def label(backend: Backend | None) -> str:
+    """Where a measurement ran: backend name and dtype."""
+    b = _numpy_float64() if backend is None else backend
+    return f"{b.name} {b.dtype_name}"
+
+
+def gradient(case: BatchGradient, backend: Backend | None = None) -> tuple[Any, Any, Any]:
+    """(G, W, Q) in the backend (NumPy float64 by default): the frequency-weighted logit gradient of a
+    batch and the head, computed in float64 and rounded to the backend's dtype (the exact quantities
+    are those of the rounded arrays), and a basis of col W. An ``aligned`` head is G's top D right
+    singular vectors from the backend's SVD. The basis is the pivoted QR of
+    :func:`rankwall.theory.compression.column_basis` on NumPy float64 (the route the experiments use),
+    elsewhere the SVD basis of :func:`rankwall.theory.compression.svd_column_basis` (the array API has no
+    pivoted QR): either way the claims are about the span of the computed Q, orthonormal to a measured eta."""
+    backend = _numpy_float64() if backend is None else backend
     W = cp.construct_head(case.V, case.D, case.seed, rank=case.rank)
     H, targets = cp.construct_batch(case.tokens, W.shape[1], case.V, case.seed + 1, scale=case.scale)
-    G = np.concatenate(list(cp.logit_gradient_blocks(H, W, targets)))
+    G = backend.asarray(np.concatenate(list(cp.logit_gradient_blocks(H, W, targets))))
     if case.aligned:
-        W = np.linalg.svd(G, full_matrices=False)[2][: case.D].T
-    Q, _ = cp.column_basis(W)
-    return G, W, Q
+        W = backend.xp.linalg.svd(G, full_matrices=False)[2][: case.D, :].T
+    else:
+        W = backend.asarray(W)
+    if backend.name == "numpy" and backend.dtype_name == "float64":
+        return G, W, cp.column_basis(W)[0]
+    return G, W, cp.svd_column_basis(W)[0]
 
 
-def frobenius(X: np.ndarray) -> Enclosure:
-    """||X||_F as the root of a sum of row norms squared: each square passes through at most
-    n + m + 4 roundings, so the value is (exact)(1 + theta), |theta| <= gamma_{n+m+4}."""
-    rows = np.linalg.norm(X, axis=1)
-    return Enclosure.relative(float(np.sqrt(rows @ rows)), tolerance.gamma(sum(X.shape) + 4, U))
+def frobenius(X: Any) -> Enclosure:
+    """||X||_F, in X's namespace, as the root of a sum of row norms squared: each square passes through
+    at most n + m + 4 roundings at X's unit roundoff, so the value is (exact)(1 + theta),
+    |theta| <= gamma_{n+m+4}."""
+    xp = array_api_compat.array_namespace(X)
+    rows = xp.linalg.vector_norm(X, axis=1)
+    return Enclosure.relative(float(xp.sqrt(xp.sum(rows * rows))), tolerance.gamma(sum(X.shape) + 4, unit(X)))
 
 
-def orthogonality_defect(Q: np.ndarray) -> float:
+def orthogonality_defect(Q: Any) -> float:
     """eta >= ||Q^T Q - I||_2: the Frobenius norm of the computed defect plus the rounding of each
-    entry of Q^T Q, gamma_{V+1} |q_i|^T |q_j| <= gamma_{V+1} (1 + eta), solved for eta."""
+    entry of Q^T Q, gamma_{V+1} |q_i|^T |q_j| <= gamma_{V+1} (1 + eta), solved for eta (u of Q's dtype)."""
+    xp = array_api_compat.array_namespace(Q)
     V, k = Q.shape
-    g = k * tolerance.gamma(V + 1, U)
-    return (frobenius(Q.T @ Q - np.eye(k)).hi + g) / (1 - g)
+    g = k * tolerance.gamma(V + 1, unit(Q))
+    eye = xp.eye(k, dtype=Q.dtype, device=array_api_compat.device(Q))
+    return (frobenius(Q.T @ Q - eye).hi + g) / (1 - g)
 
 
-def eq1_shares(G: np.ndarray, Q: np.ndarray) -> tuple[Enclosure, Enclosure]:
+def eq1_norms(G: Any, Q: Any) -> tuple[float, float]:
+    """(c, r) in G's namespace, as :func:`rankwall.theory.compression.compression` computes them:
+    row norms of G, C = GQ and R = G - CQ^T, their sums of squares, two quotients and two roots."""
+    xp = array_api_compat.array_namespace(G, Q)
+    C = G @ Q
+    norms, kept, lost = (xp.linalg.vector_norm(X, axis=1) for X in (G, C, G - C @ Q.T))
+    total = xp.sum(norms * norms)
+    return float(xp.sqrt(xp.sum(kept * kept) / total)), float(xp.sqrt(xp.sum(lost * lost) / total))
+
+
+def eq1_shares(G: Any, Q: Any) -> tuple[Enclosure, Enclosure]:
     """Enclosures of c = ||G Pi||_F / ||G||_F and r = ||G - G Pi||_F / ||G||_F, their values from
-    :func:`rankwall.theory.compression.compression`. With C = GQ and R = G - CQ^T as computed there:
-    ||C^ - GQ||_F <= gamma_V ||G||_F ||Q||_F, ||R^ - (G - GQQ^T)||_F <= gamma_k ||C^||_F ||Q||_F +
+    :func:`eq1_norms` in G's namespace, every gamma at its unit roundoff u. With C = GQ and R = G - CQ^T as
+    computed there: ||C^ - GQ||_F <= gamma_V ||G||_F ||Q||_F, ||R^ - (G - GQQ^T)||_F <= gamma_k ||C^||_F ||Q||_F +
     ||C^ - GQ||_F ||Q||_2 + u ||R^||_F; then ||GQ||_F^2 is ||G Pi||_F^2 (1 +- eta), and GQQ^T differs
     from G Pi by at most eta ||G Pi||_F (QQ^T = Pi + Q_o(SS^T - I)Q_o^T for Q = Q_o S)."""
     (T, V), k = G.shape, Q.shape[1]
-    result = cp.compression([G], Q)
+    u = unit(G)
+    cosine, destroyed = eq1_norms(G, Q)
     eta = orthogonality_defect(Q)
     if eta >= 1:
         unbounded = (0.0, math.inf)
-        return Enclosure(result.cosine, *unbounded), Enclosure(result.destroyed, *unbounded)
+        return Enclosure(cosine, *unbounded), Enclosure(destroyed, *unbounded)
     norm_G = frobenius(G)
     q2, qF = math.sqrt(1 + eta), math.sqrt(k * (1 + eta))
     # ||C^||_F and ||R^||_F from c, r and ||G||_F: three sums of squares of at most V + T + 4 roundings
     # each (kept, or lost, and two totals), then a quotient, a root and a product.
-    relayed = tolerance.gamma(3 * (V + T + 4) + 3, U)
-    C = Enclosure.relative(result.cosine * norm_G.value, relayed)
-    R = Enclosure.relative(result.destroyed * norm_G.value, relayed)
-    dC = tolerance.gamma(V, U) * norm_G.hi * qF
-    dR = tolerance.gamma(k, U) * C.hi * qF + dC * q2 + U * R.hi
+    relayed = tolerance.gamma(3 * (V + T + 4) + 3, u)
+    C = Enclosure.relative(cosine * norm_G.value, relayed)
+    R = Enclosure.relative(destroyed * norm_G.value, relayed)
+    dC = tolerance.gamma(V, u) * norm_G.hi * qF
+    dR = tolerance.gamma(k, u) * C.hi * qF + dC * q2 + u * R.hi
     kept_lo, kept_hi = max(C.lo - dC, 0.0) / math.sqrt(1 + eta), (C.hi + dC) / math.sqrt(1 - eta)
     lost_lo, lost_hi = max(R.lo - dR - eta * kept_hi, 0.0), R.hi + dR + eta * kept_hi
-    c = Enclosure.outward(result.cosine, kept_lo / norm_G.hi, kept_hi / norm_G.lo)
-    r = Enclosure.outward(result.destroyed, lost_lo / norm_G.hi, lost_hi / norm_G.lo)
+    c = Enclosure.outward(cosine, kept_lo / norm_G.hi, kept_hi / norm_G.lo)
+    r = Enclosure.outward(destroyed, lost_lo / norm_G.hi, lost_hi / norm_G.lo)
     return c, r
 
 
-def top_share(G: np.ndarray, k: int) -> Enclosure:
-    """sum_{i <= k} sigma_i(G)^2 / ||G||_F^2 from a dense SVD. Weyl: each computed sigma is within
-    ``svd_rank_margin`` (backward error, with ||G||_F >= sigma_1) of the exact one; the top sum A
-    and the tail sum B are enclosed apart, and the share A / (A + B) is monotone in both."""
-    sigma = np.linalg.svd(G, compute_uv=False)
+def top_share(G: Any, k: int) -> Enclosure:
+    """sum_{i <= k} sigma_i(G)^2 / ||G||_F^2 from the singular values computed in G's namespace. Weyl: each
+    computed sigma is within ``svd_rank_margin`` (backward error at G's u, with ||G||_F >= sigma_1) of the
+    exact one; the top sum A and the tail sum B are enclosed apart (summed in float64: gamma at float64's
+    u), and the share A / (A + B) is monotone in both."""
+    sigma = singular_values(G)
     if k <= 0:
         return Enclosure(0.0, 0.0, 0.0)
-    weyl = tolerance.svd_rank_margin(G.shape, U, 0.0, frobenius(G).hi)
-    g = tolerance.gamma(len(sigma) + 2, U)
+    weyl = tolerance.svd_rank_margin(tuple(G.shape), unit(G), 0.0, frobenius(G).hi)
+    g = tolerance.gamma(len(sigma) + 2, U64)
     top, tail = sigma[:k], sigma[k:]
     top_lo = float(np.sum(np.maximum(top - weyl, 0.0) ** 2)) * (1 - g)
     top_hi = float(np.sum((top + weyl) ** 2)) / (1 - g)
@@ -187,48 +244,49 @@ def top_share(G: np.ndarray, k: int) -> Enclosure:
     return Enclosure.outward(value, lo, top_hi / (top_hi + tail_lo))
 
 
-def dimension_share(G: np.ndarray, k: int) -> Enclosure:
+def dimension_share(G: Any, k: int) -> Enclosure:
     """k / V, one rounding."""
     value = k / G.shape[1]
     return Enclosure.outward(value, value, value)
 
 
-def alignment_slack(G: np.ndarray, W: np.ndarray, Q: np.ndarray) -> float:
+def alignment_slack(G: Any, W: Any, Q: Any) -> float:
     """How far below the top-k share c^2 may lie when W holds the top k right singular vectors of
-    G as computed by a dense SVD. Backward stability: W is within theta = svd_rank_margin(., 1) of
-    the exact top singular vectors V' of G + E, ||E||_2 <= eps = theta ||G||_F. Then
-    ||G Pi||_F >= ||G V'||_F - ||G||_2 ||(I - Pi) V'||_F >= sqrt(A) - 3 sqrt(k) eps - ||G||_F rho,
-    with A the top-k sum of sigma_i(G)^2 and rho >= ||(I - Pi) W||_F (measured, with the rounding of
-    W - Q(Q^T W) and the defect eta of Q), so c^2 >= share - 2 (3 sqrt(k) eps + ||G||_F rho) / ||G||_F."""
-    (V, k), norm_G = Q.shape, frobenius(G)
+    G as computed by a dense SVD in G's namespace (unit roundoff u). Backward stability: W is within
+    theta = svd_rank_margin(., 1) of the exact top singular vectors V' of G + E, ||E||_2 <= eps =
+    theta ||G||_F. Then ||G Pi||_F >= ||G V'||_F - ||G||_2 ||(I - Pi) V'||_F >= sqrt(A) - 3 sqrt(k) eps -
+    ||G||_F rho, with A the top-k sum of sigma_i(G)^2 and rho >= ||(I - Pi) W||_F (measured, with the
+    rounding of W - Q(Q^T W) and the defect eta of Q), so c^2 >= share - 2 (3 sqrt(k) eps + ||G||_F rho) / ||G||_F."""
+    (V, k), norm_G, u = Q.shape, frobenius(G), unit(G)
     eta = orthogonality_defect(Q)
-    theta = tolerance.svd_rank_margin(G.shape, U, 0.0, 1.0)
+    theta = tolerance.svd_rank_margin(tuple(G.shape), u, 0.0, 1.0)
     q2, qF = math.sqrt(1 + eta), math.sqrt(k * (1 + eta))
     norm_W = frobenius(W).hi
     outside = frobenius(W - Q @ (Q.T @ W)).hi
-    rho = outside * (1 + U) + tolerance.gamma(V + k + 1, U) * qF * norm_W * (2 * q2 + qF) + eta * norm_W
+    rho = outside * (1 + u) + tolerance.gamma(V + k + 1, u) * qF * norm_W * (2 * q2 + qF) + eta * norm_W
     slack = 3 * math.sqrt(k) * theta * norm_G.hi + norm_G.hi * rho
     return 2 * slack / norm_G.lo * (1 + ENDPOINT)
 
 
-def descent_rates(G: np.ndarray, W: np.ndarray) -> tuple[Enclosure, Enclosure]:
-    """Enclosures of <G, GWW^T> / ||GWW^T||_F and ||G||_F. N = (GW)W^T is computed with
-    ||N^ - N||_F <= gamma_{V+D} || |G||W||W|^T ||_F <= gamma_{V+D} ||G||_F ||W||_F^2; the inner
-    product (row sums, then their sum) adds gamma_{V+T+1} <|G|, |N^|> <= gamma_{V+T+1} ||G||_F ||N^||_F;
+def descent_rates(G: Any, W: Any) -> tuple[Enclosure, Enclosure]:
+    """Enclosures of <G, GWW^T> / ||GWW^T||_F and ||G||_F, computed in G's namespace at its u.
+    N = (GW)W^T is computed with ||N^ - N||_F <= gamma_{V+D} || |G||W||W|^T ||_F <= gamma_{V+D} ||G||_F ||W||_F^2;
+    the inner product (row sums, then their sum) adds gamma_{V+T+1} <|G|, |N^|> <= gamma_{V+T+1} ||G||_F ||N^||_F;
     the quotient a/b of a = a^ +- alpha, b in [b_lo, b_hi] is within
-    (alpha + |a^| max|b - b^| / b^) / b_lo of a^/b^, plus u for the division."""
-    (T, V), D = G.shape, W.shape[1]
+    (alpha + |a^| max|b - b^| / b^) / b_lo of a^/b^, plus float64's u for the division."""
+    xp = array_api_compat.array_namespace(G, W)
+    (T, V), D, u = G.shape, W.shape[1], unit(G)
     induced = G @ W @ W.T
     norm_G, norm_N = frobenius(G), frobenius(induced)
-    dN = tolerance.gamma(V + D, U) * norm_G.hi * frobenius(W).hi ** 2
-    inner = float(np.sum(np.sum(G * induced, axis=1)))
-    d_inner = tolerance.gamma(V + T + 1, U) * norm_G.hi * norm_N.hi + norm_G.hi * dN
+    dN = tolerance.gamma(V + D, u) * norm_G.hi * frobenius(W).hi ** 2
+    inner = float(xp.sum(xp.sum(G * induced, axis=1)))
+    d_inner = tolerance.gamma(V + T + 1, u) * norm_G.hi * norm_N.hi + norm_G.hi * dN
     b_lo, b_hi = norm_N.lo - dN, norm_N.hi + dN
     value = inner / norm_N.value if norm_N.value > 0 else 0.0
     if b_lo <= 0:
         return Enclosure(value, -math.inf, math.inf), norm_G
     spread = max(norm_N.value - b_lo, b_hi - norm_N.value)
-    radius = (d_inner + abs(inner) * spread / norm_N.value) / b_lo + U * abs(value)
+    radius = (d_inner + abs(inner) * spread / norm_N.value) / b_lo + U64 * abs(value)
     return Enclosure.outward(value, value - radius, value + radius), norm_G
 
 
@@ -250,13 +308,20 @@ def two_sided(m: Measurement, relation: Relation) -> Judgement:
     return Judgement(m.lhs, m.rhs, sign, method, m.tolerance, m.certificate, Certification.TWO_SIDED)
 
 
-def measure_pythagoras(case: BatchGradient, backend: Any, factor: Fraction, power: int = 2) -> Measurement:
+def basis(backend: Backend | None) -> str:
+    """The route to the basis of col W on this backend (see :func:`gradient`)."""
+    b = _numpy_float64() if backend is None else backend
+    return "pivoted-QR" if b.name == "numpy" and b.dtype_name == "float64" else "SVD-basis"
+
+
+def measure_pythagoras(case: BatchGradient, backend: Backend | None, factor: Fraction, power: int = 2) -> Measurement:
     """r^power + c^power, enclosed from the two shares, against 1."""
-    G, _, Q = gradient(case)
+    G, _, Q = gradient(case, backend)
     c, r = eq1_shares(G, Q)
     lhs = c.squared() + r.squared() if power == 2 else c + r
     one = Enclosure(1.0, 1.0, 1.0).planted(factor)
-    return _measurement(lhs, one, "float64 QR projection, lost and kept enclosed apart", rank_W=Q.shape[1])
+    method = f"{label(backend)} {basis(backend)} projection, lost and kept enclosed apart"
+    return _measurement(lhs, one, method, rank_W=Q.shape[1])
 
 
 def judge_pythagoras(case: BatchGradient, factor: Fraction, power: int = 2) -> Judgement:
@@ -265,16 +330,19 @@ def judge_pythagoras(case: BatchGradient, factor: Fraction, power: int = 2) -> J
     return two_sided(measure_pythagoras(case, None, factor, power), Relation.EQUAL)
 
 
-Ceiling = Callable[[np.ndarray, int], Enclosure]
+Ceiling = Callable[[Any, int], Enclosure]
 
 
-def measure_ky_fan(case: BatchGradient, backend: Any, factor: Fraction, ceiling: Ceiling | None = None) -> Measurement:
+def measure_ky_fan(
+    case: BatchGradient, backend: Backend | None, factor: Fraction, ceiling: Ceiling | None = None
+) -> Measurement:
     """c^2 from the QR projection against factor x the ceiling: by default the top rank-W share
     from the singular values (:func:`top_share`), a mutant's otherwise."""
-    G, _, Q = gradient(case)
+    G, _, Q = gradient(case, backend)
     c2 = eq1_shares(G, Q)[0].squared()
     bound = (ceiling or top_share)(G, Q.shape[1]).scaled(float(factor))
-    return _measurement(c2, bound, "float64 QR projection vs SVD share (Weyl)", rank_W=Q.shape[1])
+    method = f"{label(backend)} {basis(backend)} projection vs SVD share (Weyl)"
+    return _measurement(c2, bound, method, rank_W=Q.shape[1])
 
 
 def judge_ky_fan(case: BatchGradient, factor: Fraction, ceiling: Ceiling | None = None) -> Judgement:
@@ -287,14 +355,16 @@ def judge_ky_fan(case: BatchGradient, factor: Fraction, ceiling: Ceiling | None 
     return two_sided(m, Relation.AT_MOST)
 
 
-def measure_ky_fan_attained(case: BatchGradient, backend: Any, factor: Fraction, drop: int = 0) -> Measurement:
+def measure_ky_fan_attained(
+    case: BatchGradient, backend: Backend | None, factor: Fraction, drop: int = 0
+) -> Measurement:
     """c^2 from the QR projection against the top (rank W - drop) share, with the slack that the
     head's alignment, true only to the SVD's backward error, leaves (:func:`alignment_slack`)."""
-    G, W, Q = gradient(case)
+    G, W, Q = gradient(case, backend)
     c2 = eq1_shares(G, Q)[0].squared()
     share = top_share(G, Q.shape[1] - drop).planted(factor)
     slack = alignment_slack(G, W, Q)
-    method = "float64 QR projection vs SVD share (Weyl), aligned to backward error"
+    method = f"{label(backend)} {basis(backend)} projection vs SVD share (Weyl), aligned to backward error"
     return _measurement(c2, share, method, slack, rank_W=Q.shape[1], alignment_slack=slack)
 
 
@@ -303,15 +373,18 @@ def judge_ky_fan_attained(case: BatchGradient, factor: Fraction, drop: int = 0) 
     return two_sided(measure_ky_fan_attained(case, None, factor, drop), Relation.EQUAL)
 
 
-def measure_efficiency(case: BatchGradient, backend: Any, factor: Fraction, reverse: bool = False) -> Measurement:
+def measure_efficiency(
+    case: BatchGradient, backend: Backend | None, factor: Fraction, reverse: bool = False
+) -> Measurement:
     """First-order loss decrease rates, per unit of logit-update norm: along -G it is ||G||_F
     (steepest descent); along the direction the H-update produces, -GWW^T, it is
     <G, GWW^T> / ||GWW^T||_F (Cauchy-Schwarz bounds it by ||G||_F). ``reverse`` swaps the sides."""
-    G, W, _ = gradient(case)
+    G, W, _ = gradient(case, backend)
     along_induced, along_gradient = descent_rates(G, W)
     lhs, rhs = (along_gradient, along_induced) if reverse else (along_induced, along_gradient)
     efficiency = along_induced.value / along_gradient.value
-    return _measurement(lhs, rhs.scaled(float(factor)), "float64 directional derivatives", efficiency=efficiency)
+    method = f"{label(backend)} directional derivatives"
+    return _measurement(lhs, rhs.scaled(float(factor)), method, efficiency=efficiency)
 
 
 def judge_efficiency(case: BatchGradient, factor: Fraction, reverse: bool = False) -> Judgement:
@@ -340,7 +413,6 @@ def _aligned_instances() -> Any:
 
 FAMILY = Family(
     "compression",
-    array_api=False,
     random_instances=lambda V, n, seed: [],
     witnesses=_witnesses,
     strategy=compression_instances,
