@@ -397,3 +397,13 @@ def test_rankwall_verify_in_float32_names_backend_and_dtype(capsys):
         assert record["status"] == "holds" and record["array_api"] is True, record
         assert (record["backend"], record["dtype"]) == ("array-api-strict", "float32")
         assert record["method"].startswith("array-api-strict float32")
+
+
+def test_a_norm_below_float32s_normal_range_is_still_enclosed():
+    """Squares of 1e-25 underflow in float32 (1e-50 < 2^-126): the relative model alone would enclose 0 and
+    miss the exact norm; the underflow term keeps it inside."""
+    X = np.full((4, 3), 1e-25)
+    stored = float64_copy(STRICT32.asarray(X))
+    exact = mpmath.sqrt(sum(mpmath.mpf(x) ** 2 for x in stored.ravel()))
+    assert inside(exact, claims.frobenius(STRICT32.asarray(X)))
+    assert inside(exact, claims.frobenius(stored)) and claims.frobenius(stored).radius < 1e-38

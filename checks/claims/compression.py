@@ -18,7 +18,9 @@ projection, norms, singular values and products are computed in its namespace. T
 is the pivoted QR of :func:`rankwall.theory.compression.column_basis` on NumPy float64 and the SVD's
 left singular vectors above a Weyl margin (:func:`rankwall.theory.compression.svd_column_basis`)
 elsewhere, since the array API's QR has no pivoting; no enclosure assumes more of Q than its measured
-defect eta, and Ky Fan's principle holds for every subspace, so the substitute changes no bound. A
+defect eta, and Ky Fan's principle holds for every subspace, so the substitute changes no bound.
+Underflow (float32's normal range ends at 2^-126) is outside the relative model: each bound adds an
+absolute lambda per product that may underflow (:func:`underflow`). A
 margin inside its tolerance is re-decided by the judges from a NumPy float64 measurement.
 """
 
@@ -166,13 +168,29 @@ def gradient(case: BatchGradient, backend: Backend | None = None) -> tuple[Any, 
     return G, W, cp.svd_column_basis(W)[0]
 
 
+def underflow(X: Any) -> float:
+    """lambda, the smallest normal number of X's dtype: a rounded product below it may lose up to lambda
+    in absolute terms (gradual underflow loses u lambda, flush-to-zero lambda), which the relative model
+    gamma_n does not cover; each bound below adds (number of products) x lambda for it."""
+    return tolerance.smallest_normal(X.dtype)
+
+
+def widened(e: Enclosure, absolute: float) -> Enclosure:
+    """A norm whose square carries an extra absolute error ``absolute`` (underflowed squares)."""
+    if absolute == 0:
+        return e
+    return Enclosure.outward(e.value, math.sqrt(max(e.lo**2 - absolute, 0.0)), math.sqrt(e.hi**2 + absolute))
+
+
 def frobenius(X: Any) -> Enclosure:
     """||X||_F, in X's namespace, as the root of a sum of row norms squared: each square passes through
     at most n + m + 4 roundings at X's unit roundoff, so the value is (exact)(1 + theta),
-    |theta| <= gamma_{n+m+4}."""
+    |theta| <= gamma_{n+m+4}, but for the n m + n squares that may underflow (2 lambda each on the square)."""
     xp = array_api_compat.array_namespace(X)
+    n, m = X.shape
     rows = xp.linalg.vector_norm(X, axis=1)
-    return Enclosure.relative(float(xp.sqrt(xp.sum(rows * rows))), tolerance.gamma(sum(X.shape) + 4, unit(X)))
+    e = Enclosure.relative(float(xp.sqrt(xp.sum(rows * rows))), tolerance.gamma(n + m + 4, unit(X)))
+    return widened(e, 2 * (n * m + n) * underflow(X))
 
 
 def orthogonality_defect(Q: Any) -> float:
@@ -180,7 +198,7 @@ def orthogonality_defect(Q: Any) -> float:
     entry of Q^T Q, gamma_{V+1} |q_i|^T |q_j| <= gamma_{V+1} (1 + eta), solved for eta (u of Q's dtype)."""
     xp = array_api_compat.array_namespace(Q)
     V, k = Q.shape
-    g = k * tolerance.gamma(V + 1, unit(Q))
+    g = k * tolerance.gamma(V + 1, unit(Q)) + k * V * underflow(Q)
     eye = xp.eye(k, dtype=Q.dtype, device=array_api_compat.device(Q))
     return (frobenius(Q.T @ Q - eye).hi + g) / (1 - g)
 
@@ -213,10 +231,11 @@ def eq1_shares(G: Any, Q: Any) -> tuple[Enclosure, Enclosure]:
     # ||C^||_F and ||R^||_F from c, r and ||G||_F: three sums of squares of at most V + T + 4 roundings
     # each (kept, or lost, and two totals), then a quotient, a root and a product.
     relayed = tolerance.gamma(3 * (V + T + 4) + 3, u)
-    C = Enclosure.relative(cosine * norm_G.value, relayed)
-    R = Enclosure.relative(destroyed * norm_G.value, relayed)
-    dC = tolerance.gamma(V, u) * norm_G.hi * qF
-    dR = tolerance.gamma(k, u) * C.hi * qF + dC * q2 + u * R.hi
+    lam = underflow(G)
+    C = widened(Enclosure.relative(cosine * norm_G.value, relayed), 2 * T * (k + V + 2) * lam)
+    R = widened(Enclosure.relative(destroyed * norm_G.value, relayed), 2 * T * (2 * V + 2) * lam)
+    dC = tolerance.gamma(V, u) * norm_G.hi * qF + math.sqrt(T * k) * V * lam
+    dR = tolerance.gamma(k, u) * C.hi * qF + dC * q2 + u * R.hi + math.sqrt(T * V) * (k + 1) * lam
     kept_lo, kept_hi = max(C.lo - dC, 0.0) / math.sqrt(1 + eta), (C.hi + dC) / math.sqrt(1 - eta)
     lost_lo, lost_hi = max(R.lo - dR - eta * kept_hi, 0.0), R.hi + dR + eta * kept_hi
     c = Enclosure.outward(cosine, kept_lo / norm_G.hi, kept_hi / norm_G.lo)
@@ -264,6 +283,7 @@ def alignment_slack(G: Any, W: Any, Q: Any) -> float:
     norm_W = frobenius(W).hi
     outside = frobenius(W - Q @ (Q.T @ W)).hi
     rho = outside * (1 + u) + tolerance.gamma(V + k + 1, u) * qF * norm_W * (2 * q2 + qF) + eta * norm_W
+    rho += math.sqrt(V * W.shape[1]) * (V + k + 1) * underflow(W)
     slack = 3 * math.sqrt(k) * theta * norm_G.hi + norm_G.hi * rho
     return 2 * slack / norm_G.lo * (1 + ENDPOINT)
 
@@ -278,9 +298,10 @@ def descent_rates(G: Any, W: Any) -> tuple[Enclosure, Enclosure]:
     (T, V), D, u = G.shape, W.shape[1], unit(G)
     induced = G @ W @ W.T
     norm_G, norm_N = frobenius(G), frobenius(induced)
-    dN = tolerance.gamma(V + D, u) * norm_G.hi * frobenius(W).hi ** 2
+    lam = underflow(G)
+    dN = tolerance.gamma(V + D, u) * norm_G.hi * frobenius(W).hi ** 2 + math.sqrt(T * V) * (V + D) * lam
     inner = float(xp.sum(xp.sum(G * induced, axis=1)))
-    d_inner = tolerance.gamma(V + T + 1, u) * norm_G.hi * norm_N.hi + norm_G.hi * dN
+    d_inner = tolerance.gamma(V + T + 1, u) * norm_G.hi * norm_N.hi + norm_G.hi * dN + T * (V + 1) * lam
     b_lo, b_hi = norm_N.lo - dN, norm_N.hi + dN
     value = inner / norm_N.value if norm_N.value > 0 else 0.0
     if b_lo <= 0:
