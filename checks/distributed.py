@@ -1,8 +1,9 @@
 """Beyond one machine: ``verify`` and ``search`` on a Dask cluster (``--workers N`` starts a
 ``dask.distributed`` LocalCluster of N worker processes, ``--scheduler ADDRESS`` joins a running one).
 
-``verify`` maps one task per (claim, instance) with :meth:`distributed.Client.map` and gathers the
-verdicts in submission order, so its output is the serial one (timings aside). ``search`` runs one
+``verify`` maps one task per (claim, instance, V) with :meth:`distributed.Client.map` and gathers the
+verdicts in submission order, so its output is the serial one (timings aside); a LocalCluster's
+workers are held to a memory limit, and :func:`instance_memory_bytes` sizes an instance beforehand. ``search`` runs one
 seeded search per worker (seed, seed + 1, ...) on a shared Hypothesis example database and reports
 the lowest seed that found a counterexample. Dask is optional (``pip install -e '.[dask]'``); without
 it :func:`connect` raises :class:`ClusterUnavailable`, which names the flag and the install command.
