@@ -139,6 +139,7 @@ SPOT = "spot/spot.json"
 EXPERIMENTS = "experiments/"
 ATTENTION = EXPERIMENTS + "attention_heads.json"
 SIGNS = EXPERIMENTS + "sign_agreement.json"
+LOWRANK = EXPERIMENTS + "lowrank_heads.json"
 ANATOMY = EXPERIMENTS + "efficiency_anatomy.json"
 TRAINED, RANDOM = "model head", "random Gaussian head"
 
@@ -332,13 +333,20 @@ ROWS: tuple[Row, ...] = (
                   lambda c, paper: f"SmolLM2-135M cosine {c:.4f} (recorded seed range {_range(paper)})"),),
         "one model, inside the range"),
     Row("000", "§3.3, Fig. 4", "within each family the destroyed share falls as D grows",
-        Status.IN_MINIATURE, "compression", "rankwall compress --V 8192 --D 4096 --head lowrank --rank R",
-        (Computed(_random_heads_vs_D),),
-        "random low-rank heads, not trained ones"),
+        Status.IN_MINIATURE, "experiments", "rankwall experiment lowrank-heads",
+        (Recorded((Pointer(LOWRANK, ("bpe", "runs")),),
+                  lambda runs: "trained W = AB heads, V = 4,096, destroyed at the end (random subspace): " + ", ".join(
+                      f"D = {r['D']}: {r['final_heads']['trained']['destroyed']:.3f} "
+                      f"({r['final_heads']['random_subspace_same_gradient']['destroyed']:.3f})" for r in runs)),),
+        "a 2-block Transformer on tinyshakespeare BPE, not five pretrained families"),
     Row("000", "§3.3, App. E", "the destroyed share and the cosine stay nearly constant through training "
         "(OLMo2-1B checkpoints)",
-        Status.OUT_OF_REACH, "experiments", "rankwall experiment lowrank-heads",
-        (), "not yet run: Eq. 1 across training is not in a recorded run"),
+        Status.IN_MINIATURE, "experiments", "rankwall experiment lowrank-heads",
+        (Recorded((Pointer(LOWRANK, ("bpe", "runs")),),
+                  lambda runs: "destroyed share over the evaluations, min to max: " + ", ".join(
+                      f"D = {r['D']}: {min(r['eq1']['destroyed']):.3f} to {max(r['eq1']['destroyed']):.3f}"
+                      for r in runs)),),
+        "one short training run per D, on the first validation batch"),
     Row("000", "§3.3, Fig. 5", "the observed token's negative coefficient keeps its sign under the "
         "projection",
         Status.REPRODUCED, "experiments", "rankwall experiment sign-agreement",
