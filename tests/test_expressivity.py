@@ -8,8 +8,8 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from rankwall.checks import exact
-from rankwall.checks.backends import resolve
+from rankwall.checks import exact, tolerance
+from rankwall.checks.backends import float64_copy, resolve
 from rankwall.checks.claims import expressivity as claims
 from rankwall.checks.verdict import REGISTRY, Certification, Status
 from rankwall.theory import expressivity as ex
@@ -27,6 +27,103 @@ class TestGibbs:
         gap, kl = ex.kl_gap(P, N, f)
         assert gap == pytest.approx(kl, rel=1e-12) and gap > 0
         assert ex.kl_gap(N, N, f) == (0.0, 0.0)
+
+
+FLOAT32_BACKENDS = [
+    pytest.param(("array-api-strict", "no_float64", "float32"), id="strict-no_float64"),
+    pytest.param(("torch", "cpu", "float32"), id="torch-cpu-float32"),
+]
+
+
+def float32_backend(spec):
+    pytest.importorskip(spec[0].replace("-", "_"))
+    return resolve(*spec)
+
+
+class TestGibbsOnBackends:
+    """``expressivity.gibbs`` follows ``--backend``: the instance rounded to the backend's dtype, the
+    cross-entropies and kl_gap computed in its namespace, bounds at its u with an underflow term."""
+
+    def test_log_softmax_stays_finite_where_the_plain_softmax_underflows(self):
+        import array_api_strict as xp
+
+        z64 = np.array([[0.0, -200.0, -1.0], [50.0, -150.0, 0.0]])
+        z = resolve("array-api-strict", "no_float64", "float32").asarray(z64)
+        stable = float64_copy(ex.log_softmax(z))
+        with np.errstate(divide="ignore"):
+            plain = np.log(float64_copy(xp.exp(z) / xp.sum(xp.exp(z), axis=1, keepdims=True)))
+        assert np.isneginf(plain).any() and np.all(np.isfinite(stable))
+        exact = z64 - scipy_logsumexp(z64)
+        np.testing.assert_allclose(stable, exact, rtol=1e-6)
+
+    @pytest.mark.parametrize("spec", FLOAT32_BACKENDS)
+    def test_kl_gap_computes_in_the_arrays_namespace(self, spec):
+        backend = float32_backend(spec)
+        rng = np.random.default_rng(1)
+        counts = rng.integers(0, 4, size=(6, 5)) + np.eye(6, 5, dtype=int)
+        N = counts / counts.sum(1, keepdims=True)
+        f = counts.sum(1) / counts.sum()
+        P = rng.dirichlet(np.ones(5), size=6)
+        gap, kl = ex.kl_gap(*(backend.asarray(x) for x in (P, N, f)))
+        assert (gap, kl) == pytest.approx(ex.kl_gap(P, N, f), rel=1e-5)
+        log_P = ex.log_softmax(backend.asarray(np.log(P)))
+        assert ex.kl_gap(backend.asarray(P), backend.asarray(N), backend.asarray(f), log_P=log_P)[1] == pytest.approx(
+            kl, rel=1e-5
+        )
+
+    @pytest.mark.parametrize("spec", FLOAT32_BACKENDS)
+    @pytest.mark.parametrize("scale", [0.1, 10.0, 120.0])
+    def test_float32_cross_entropies_lie_within_their_bounds(self, spec, scale):
+        """Against float64 on the same rounded logits; at scale 120 probabilities fall below float32's
+        smallest normal (the underflow term), and log P stays finite."""
+        backend, numpy = float32_backend(spec), resolve("numpy")
+        for seed in range(3):
+            case = claims.GibbsCase(V=200, contexts=40, seed=seed, scale=scale)
+            counts, z = claims.gibbs_instance(case)
+            a = claims.gibbs_arrays(counts, z, False, backend)
+            ce = claims.cross_entropies(a, False)
+            rounded = z.astype(np.float32).astype(np.float64)
+            ref = claims.cross_entropies(claims.gibbs_arrays(counts, rounded, False, numpy), False)
+            for side in ("ce_N", "ce_P"):
+                assert abs(ce[side] - ref[side]) <= ce[f"{side}_error"] + ref[f"{side}_error"], (seed, side)
+            if scale == 120.0:
+                P = np.exp(rounded - rounded.max(axis=1, keepdims=True))
+                assert (P / P.sum(axis=1, keepdims=True) < tolerance.smallest_normal(np.float32)).any()
+
+    @pytest.mark.parametrize("spec", FLOAT32_BACKENDS)
+    def test_float32_verdicts_name_the_backend_and_agree_with_float64(self, spec):
+        backend, numpy = float32_backend(spec), resolve("numpy")
+        gibbs = REGISTRY["expressivity.gibbs"]
+        where = f"{backend.name} float32"
+        for case in gibbs.witnesses(64):
+            verdict = gibbs.check(case, backend)
+            assert verdict.status is Status.HOLDS and where in verdict.method
+            assert verdict.certificate["dtype"] == "float32"
+            for factor in (Fraction(1, 2), Fraction(2)):
+                expected = gibbs.check(case, numpy, factor).status
+                assert gibbs.check(case, backend, factor).status is expected, (case, factor)
+        for name, mutant in gibbs.mutants.items():
+            verdicts = [mutant.check(i, backend) for i in mutant.witnesses(64)]
+            assert any(v.status is Status.VIOLATED for v in verdicts), name
+            assert all(v.status is not Status.HOLDS or where in v.method for v in verdicts), name
+
+    def test_a_count_float32_cannot_hold_is_left_to_the_exact_route(self, monkeypatch):
+        """Counts past 2^24 are not exact in float32: the float route decides nothing (NaN sides) and
+        the judge, NumPy float64 and balls, decides."""
+        instance = claims.gibbs_instance
+        monkeypatch.setattr(claims, "gibbs_instance", lambda case: (lambda c, z: (c * 2**20 + c, z))(*instance(case)))
+        strict = resolve("array-api-strict", "no_float64", "float32")
+        measured, _ = claims.gibbs_decision(SOFTMAX, Fraction(1), backend=strict)
+        assert np.isnan(measured.lhs) and "left to the exact route" in measured.method
+        verdict = REGISTRY["expressivity.gibbs"].check(SOFTMAX, strict)
+        assert verdict.status is Status.HOLDS and verdict.method.startswith("balls at")
+        assert REGISTRY["expressivity.gibbs"].check(SOFTMAX, resolve("numpy")).method.startswith("numpy float64")
+
+
+def scipy_logsumexp(z):
+    import scipy.special
+
+    return scipy.special.logsumexp(z, axis=1, keepdims=True)
 
 
 class TestCircleWitness:
@@ -475,7 +572,7 @@ class TestGibbsCanFail:
     )
     def test_a_wrong_identity_is_violated(self, monkeypatch, plant, which):
         kl_gap = ex.kl_gap
-        monkeypatch.setattr(ex, "kl_gap", lambda P, N, f: plant(*kl_gap(P, N, f)))
+        monkeypatch.setattr(ex, "kl_gap", lambda *args, **kw: plant(*kl_gap(*args, **kw)))
         verdict = check(self.CLAIM, SOFTMAX)
         assert verdict.status is Status.VIOLATED and verdict.certified_by is Certification.TWO_SIDED
         assert which in verdict.method

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+import array_api_compat
 import numpy as np
 
 from rankwall.theory._rounding import gamma, unit_roundoff
@@ -37,22 +38,56 @@ from rankwall.theory._validation import InputError, check_probability, check_siz
 RADIUS_STEPS = 64
 
 
-def kl_gap(P: Any, N_tilde: Any, f: Any) -> tuple[float, float]:
+def _namespace(*arrays: Any) -> tuple[Any, tuple[Any, ...]]:
+    """The array namespace of ``arrays`` (array-api-compat) and the arrays; NumPy arrays and anything
+    else (lists, scalars) become NumPy float64, as before the array API."""
+    try:
+        xp = array_api_compat.array_namespace(*arrays)
+    except TypeError:
+        xp = array_api_compat.array_namespace(np.empty(0))
+    if array_api_compat.is_numpy_namespace(xp):
+        arrays = tuple(np.asarray(x, dtype=np.float64) for x in arrays)
+    return xp, arrays
+
+
+def log_softmax(z: Any) -> Any:
+    """``log softmax`` of each row of z, in z's namespace and dtype, in the log-sum-exp form
+    ``z - m - log Σ e^{z - m}`` (m the row maximum): the sum is at least 1, so no entry underflows to
+    -inf, as the log of a plain softmax does once a probability falls below the dtype's range."""
+    xp, (z,) = _namespace(z)
+    shifted = z - xp.max(z, axis=1, keepdims=True)
+    return shifted - xp.log(xp.sum(xp.exp(shifted), axis=1, keepdims=True))
+
+
+def kl_gap(P: Any, N_tilde: Any, f: Any, *, log_P: Any = None) -> tuple[float, float]:
     """``(CE(P) - CE(Ñ), sum_c f_c KL(Ñ_c || P_c))``: the two sides of Gibbs' identity, with
-    0 log 0 = 0. P must be positive wherever Ñ is."""
-    P, N_tilde, f = (np.asarray(x, dtype=np.float64) for x in (P, N_tilde, f))
+    0 log 0 = 0, computed in the namespace and dtype of the arrays (array-api-compat). P must be
+    positive wherever Ñ is, unless ``log_P`` (log P, e.g. from :func:`log_softmax`, finite where Ñ > 0)
+    is given: then the logs are taken from it and P is checked for shape and sign only."""
+    xp, (P, N_tilde, f) = _namespace(P, N_tilde, f)
+    if log_P is not None:
+        log_P = xp.asarray(log_P, dtype=P.dtype, device=array_api_compat.device(P))
     if P.shape != N_tilde.shape or P.ndim != 2 or f.shape != (P.shape[0],):
         raise InputError(f"P: shape {P.shape}, Ñ {N_tilde.shape} and f {f.shape} do not fit together")
-    if np.any(P < 0) or np.any(N_tilde < 0) or np.any(f < 0):
+    if log_P is not None and log_P.shape != P.shape:
+        raise InputError(f"log_P: shape {log_P.shape} does not fit P's {P.shape}")
+    if bool(xp.any(P < 0)) or bool(xp.any(N_tilde < 0)) or bool(xp.any(f < 0)):
         raise InputError("P: probabilities and frequencies must be non-negative")
     support = N_tilde > 0
-    if np.any(P[support] == 0):
-        raise InputError("P: zero probability on an observed token (the cross-entropy is infinite)")
-    logP = np.log(np.where(support, P, 1.0))
-    logN = np.log(np.where(support, N_tilde, 1.0))
-    ce_P = -np.sum(f[:, None] * N_tilde * logP)
-    ce_N = -np.sum(f[:, None] * N_tilde * logN)
-    kl = np.sum(f[:, None] * N_tilde * (logN - logP))
+    ones = xp.ones_like(P)
+    if log_P is None:
+        if bool(xp.any(xp.logical_and(support, P == 0))):
+            raise InputError("P: zero probability on an observed token (the cross-entropy is infinite)")
+        logP = xp.log(xp.where(support, P, ones))
+    else:
+        logP = xp.where(support, log_P, xp.zeros_like(P))
+        if not bool(xp.all(xp.isfinite(logP))):
+            raise InputError("log_P: not finite on an observed token (the cross-entropy is infinite)")
+    logN = xp.log(xp.where(support, N_tilde, ones))
+    weights = f[:, None] * N_tilde
+    ce_P = -xp.sum(weights * logP)
+    ce_N = -xp.sum(weights * logN)
+    kl = xp.sum(weights * (logN - logP))
     return float(ce_P - ce_N), float(kl)
 
 

@@ -8,7 +8,12 @@ How each is decided (docs/expressivity.md has the details):
   conclusion, the identity CE(P) - CE(Ñ) = Σ_c f_c KL(Ñ_c ‖ P_c) between the two sides that
   :func:`rankwall.theory.expressivity.kl_gap` computes separately. An identity off by more than its rounding
   bound is a violation (two-sided); a bound inside its rounding band is re-decided in balls, on Ñ
-  and f exactly from the counts and P the exact softmax of the logits (or Ñ itself).
+  and f exactly from the counts and P the exact softmax of the logits (or Ñ itself). It follows
+  ``--backend`` (``array_api=True``): counts and logits rounded to the backend's dtype, CE, log P (the
+  log-sum-exp form of :func:`rankwall.theory.expressivity.log_softmax`) and kl_gap computed in its
+  namespace, every γ at its u with an underflow term at its smallest normal; a count the dtype does not
+  hold exactly, or a side or bound that is not finite, leaves the float route undecided (NaN sides), and
+  the judge re-decides in NumPy float64 and balls. The other claims compute in NumPy float64.
 - ``top1-witness`` and ``d1-bias-argmax``: the number of contexts (tokens) where the witness fails,
   an identity "failures = 0". A strict argmax is certified by :meth:`rankwall.theory.expressivity.Head.winners`
   (float logits with a rigorous rounding bound, exact integers for the close rivals); a top-1
@@ -24,18 +29,20 @@ How each is decided (docs/expressivity.md has the details):
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any, ClassVar
 
+import array_api_compat
 import flint
 import numpy as np
-import scipy.special
 from hypothesis import strategies as st
 
 from rankwall.checks import exact, tolerance
+from rankwall.checks.backends import Backend, float64_copy, resolve
 from rankwall.checks.verdict import Case, Certification, Family, Judgement, Measurement, Relation, planted_side
 from rankwall.theory import error_rank as er
 from rankwall.theory import expressivity as ex
@@ -145,104 +152,188 @@ NAN = math.nan
 
 
 def gibbs_instance(case: GibbsCase) -> tuple[np.ndarray, np.ndarray]:
-    """The integer counts (C x V) of a Zipfian language and the model's logits z (C x V): P is the
-    softmax of z, or Ñ itself when ``exact_fit``."""
+    """The integer counts (C x V) of a Zipfian language and the model's logits z (C x V), in NumPy
+    float64: P is the softmax of z, or Ñ itself when ``exact_fit``."""
     counts = er.construct_zipf_language(case.V, case.contexts, case.seed).toarray()
     z = np.random.default_rng(case.seed + 1).standard_normal(counts.shape) * case.scale
     return counts, z
 
 
-def weighted_sum(weights: np.ndarray, values: np.ndarray, value_error: np.ndarray) -> tuple[float, float]:
-    """``Σ w x`` over the entries with w > 0, and a bound on its distance to ``Σ w* x*``, where each
-    weight is within γ_3 of the exact w* (two roundings from the counts and a product) and each value
-    within ``value_error`` of the exact x*: γ_{n+4} Σ|w x| for the products and the sum (any order),
-    plus (1 + γ_3) Σ w ``value_error``, the whole times (1 + γ_{n+4}) for the rounding of the bound."""
-    support = weights > 0
-    w, x, e = weights[support], values[support], value_error[support]
-    g = tolerance.gamma(len(w) + 4, U)
-    total = float(np.sum(w * x))
-    bound = g * float(np.sum(np.abs(w * x))) + (1 + tolerance.gamma(3, U)) * float(np.sum(w * e))
-    return total, bound * (1 + g)
+@functools.lru_cache(maxsize=1)
+def _numpy_float64() -> Backend:
+    """NumPy float64: the default backend, where the judgement re-decides what a measurement left open."""
+    return resolve("numpy")
 
 
-def log_error(logs: np.ndarray, inputs: int) -> np.ndarray:
+@dataclass(frozen=True)
+class GibbsArrays:
+    """A Gibbs instance in a backend: the counts and the logits rounded to its dtype (the exact
+    instance of the measurement), Ñ = n_cv / n_c, f and the weights f_c Ñ_cv computed there, the row
+    maxima m and log P = log softmax(z) (or log Ñ at P = Ñ), with u and the smallest normal of the
+    dtype, and ``terms``, the number of observed (c, v)."""
+
+    counts: Any
+    z: Any
+    N: Any
+    f: Any
+    weights: Any
+    log_N: Any
+    log_P: Any
+    top: Any
+    u: float
+    tiny: float
+    terms: int
+
+
+def gibbs_arrays(counts: np.ndarray, z: np.ndarray, exact_fit: bool, backend: Backend) -> GibbsArrays:
+    """Counts and logits rounded to the backend's dtype (the counts exactly, see
+    :func:`counts_exact_in`), everything else computed in its namespace; log P by
+    :func:`rankwall.theory.expressivity.log_softmax` (the log-sum-exp form: no observed log P is -inf)."""
+    xp = backend.xp
+    counts_b, z_b = backend.asarray(counts), backend.asarray(z)
+    totals = xp.sum(counts_b, axis=1, keepdims=True)
+    N = counts_b / totals
+    f = totals[:, 0] / xp.sum(counts_b)
+    weights = (totals / xp.sum(counts_b)) * N  # f_c Ñ_cv
+    log_N = xp.log(xp.where(N > 0, N, xp.ones_like(N)))
+    log_P = log_N if exact_fit else ex.log_softmax(z_b)
+    top = xp.max(z_b, axis=1, keepdims=True)
+    u, tiny = tolerance.unit_roundoff(backend.dtype), tolerance.smallest_normal(backend.dtype)
+    return GibbsArrays(counts_b, z_b, N, f, weights, log_N, log_P, top, u, tiny, int(np.count_nonzero(counts)))
+
+
+def counts_exact_in(counts: np.ndarray, u: float) -> bool:
+    """Whether every count, row total and the grand total is an integer the dtype of unit roundoff u
+    holds exactly (at most 1/u = 2^24 in float32): the bounds below assume Ñ = n_cv / n_c and
+    f_c Ñ_cv = (n_c / n) Ñ_cv cost one and three roundings."""
+    return float(counts.sum()) <= 1 / u
+
+
+def weighted_sum(
+    weights: Any, values: Any, value_error: np.ndarray, terms: int, u: float, tiny: float
+) -> tuple[float, float]:
+    """``Σ w x`` in the arrays' namespace (entries with w = 0 add exactly 0), and a bound on its
+    distance to ``Σ w* x*``, where each weight is within γ_3 of the exact w* (two roundings from the
+    counts and a product) and each value within ``value_error`` of the exact x*: γ_{n+4} Σ|w x| for the
+    products and the sum of the n = ``terms`` observed entries (any order), (1 + γ_3) Σ w ``value_error``,
+    and the underflow term n λ (λ the dtype's smallest normal: a product that falls below the normal
+    range is off by at most λ in absolute terms, not relatively), the whole times (1 + γ_{n+4}) for the
+    rounding of the bound. Every γ at u, the backend dtype's unit roundoff; the bound is computed in
+    float64 from exact float64 copies."""
+    xp = array_api_compat.array_namespace(weights, values)
+    g = tolerance.gamma(terms + 4, u)
+    total = float(xp.sum(weights * values))
+    w, x = float64_copy(weights), float64_copy(values)
+    bound = g * float(np.sum(np.abs(w * x))) + (1 + tolerance.gamma(3, u)) * float(np.sum(w * value_error))
+    return total, (bound + terms * tiny) * (1 + g)
+
+
+def log_error(logs: np.ndarray, inputs: int, u: float) -> np.ndarray:
     """Bound on the error of a computed log whose argument carries ``inputs`` roundings:
     γ_inputs for the argument (|log(1 + δ)| <= γ) and ``LIBM_ROUNDINGS`` relative to the result."""
-    return tolerance.gamma(inputs + 1, U) + tolerance.gamma(LIBM_ROUNDINGS, U) * np.abs(logs)
+    return tolerance.gamma(inputs + 1, u) + tolerance.gamma(LIBM_ROUNDINGS, u) * np.abs(logs)
 
 
-def cross_entropies(counts: np.ndarray, z: np.ndarray, exact_fit: bool) -> dict[str, float]:
-    """CE(Ñ) = -Σ f Ñ log Ñ and CE(P) = -Σ f Ñ log P, each from its definition with a rounding bound
-    (:func:`weighted_sum`): log Ñ from Ñ = n_cv / n_c (one rounding), log P = z - m - log Σ e^{z - m}
-    with γ_{V+4+LIBM}(1 + |z| + |m| + |log P|) per entry (the log-sum-exp of V terms)."""
-    totals = counts.sum(axis=1, keepdims=True)
-    N = counts / totals
-    weights = (totals / counts.sum()) * N  # f_c Ñ_cv
-    log_N = np.log(np.where(N > 0, N, 1.0))
-    ce_N, err_N = weighted_sum(weights, -log_N, log_error(log_N, 1))
+def log_softmax_error(a: GibbsArrays) -> np.ndarray:
+    """Per entry, a bound on the error of log P = z - m - log Σ e^{z - m} as computed: γ_{V+4+LIBM}
+    (1 + |z| + |m| + |log P|) (the log of a sum of V terms with relative error γ_{V+LIBM}), plus the
+    underflow term 2Vλ: each e^{z - m} below the normal range λ is off by at most λ, and the sum is at
+    least 1 (its largest term is e^0), so its log moves by at most Vλ/(1 - Vλ)."""
+    z, top, log_P = float64_copy(a.z), float64_copy(a.top), float64_copy(a.log_P)
+    V = z.shape[1]
+    scale = 1 + np.abs(z) + np.abs(top) + np.abs(log_P)
+    return tolerance.gamma(V + 4 + LIBM_ROUNDINGS, a.u) * scale + 2 * V * a.tiny
+
+
+def cross_entropies(a: GibbsArrays, exact_fit: bool) -> dict[str, Any]:
+    """CE(Ñ) = -Σ f Ñ log Ñ and CE(P) = -Σ f Ñ log P, each from its definition in the backend with a
+    rounding bound (:func:`weighted_sum`): log Ñ from Ñ = n_cv / n_c (one rounding), log P from
+    :func:`log_softmax_error`. Also the per-entry errors of the two logs (``errors``, for the identity)."""
+    log_N = float64_copy(a.log_N)
+    error_N = log_error(log_N, 1, a.u)
+    ce_N, err_N = weighted_sum(a.weights, -a.log_N, error_N, a.terms, a.u, a.tiny)
     if exact_fit:
-        ce_P, err_P = ce_N, err_N
+        ce_P, err_P, error_P = ce_N, err_N, error_N
     else:
-        top = z.max(axis=1, keepdims=True)
-        log_P = scipy.special.log_softmax(z, axis=1)
-        scale = 1 + np.abs(z) + np.abs(top) + np.abs(log_P)
-        ce_P, err_P = weighted_sum(weights, -log_P, tolerance.gamma(z.shape[1] + 4 + LIBM_ROUNDINGS, U) * scale)
-    return {"ce_N": ce_N, "ce_N_error": err_N, "ce_P": ce_P, "ce_P_error": err_P}
+        error_P = log_softmax_error(a)
+        ce_P, err_P = weighted_sum(a.weights, -a.log_P, error_P, a.terms, a.u, a.tiny)
+    return {"ce_N": ce_N, "ce_N_error": err_N, "ce_P": ce_P, "ce_P_error": err_P, "errors": (error_N, error_P)}
 
 
-def identity_residuals(
-    counts: np.ndarray, z: np.ndarray, exact_fit: bool, unweighted: bool, ce: dict[str, float]
-) -> dict[str, float]:
-    """Gibbs' identity, checked twice with the sides from :func:`rankwall.theory.expressivity.kl_gap` on the float
-    P, Ñ and f: (a) its CE difference against its Σ_c f_c KL(Ñ_c ‖ P_c) (or the unweighted Σ_c KL, for
-    the mutant); (b) its CE difference against CE(P) - CE(Ñ) from :func:`cross_entropies`, computed
-    independently on the exact instance. Each residual (shrunk by its own rounding, u) comes with a
-    bound. Each kl_gap side is a sum of n = CV terms f Ñ log x with ``LIBM_ROUNDINGS`` in the log and
-    three more in the products and the subtraction: within γ_{n+LIBM+4} S of its exact value on the
-    float instance, S = Σ f Ñ (|log Ñ| + |log P|) (a is exact there: the same sum regrouped). For (b),
-    the float instance is within γ_{V+LIBM+8}(S + 1) of the exact one (f Ñ within γ_2, log Ñ within
-    1.01u, the float softmax within γ_{V+LIBM+4} of the exact one), and CE(P) - CE(Ñ) within the two
-    bounds of :func:`cross_entropies`. Every bound is multiplied by 1 + γ for its own rounding."""
-    totals = counts.sum(axis=1, keepdims=True)
-    N = counts / totals
-    f = totals[:, 0] / counts.sum()
-    if exact_fit:
-        P = N.copy()
-    else:
-        P = scipy.special.softmax(z, axis=1)
-    gap, kl = ex.kl_gap(P, N, f)
+def identity_residuals(a: GibbsArrays, unweighted: bool, ce: dict[str, Any]) -> dict[str, float]:
+    """Gibbs' identity, checked twice with the sides from :func:`rankwall.theory.expressivity.kl_gap` on the
+    backend's P = e^{log P}, Ñ, f and log P: (a) its CE difference against its Σ_c f_c KL(Ñ_c ‖ P_c) (or
+    the unweighted Σ_c KL, for the mutant); (b) its CE difference against CE(P) - CE(Ñ) from
+    :func:`cross_entropies`. Each residual (shrunk by its own rounding, u of float64) comes with a bound
+    at the backend's u. Each kl_gap side is a sum of n = CV products f Ñ log x with
+    ``LIBM_ROUNDINGS`` in the log and three more in the products and the subtraction: within
+    γ_{n+LIBM+4} S + nλ of its exact value on the float instance, S = Σ f Ñ (|log Ñ| + |log P|), λ the
+    smallest normal (a is exact there: the same sum regrouped). For (b), the float instance is within
+    γ_3 S + (1 + γ_3) Σ f Ñ (e_Ñ + e_P) of the exact one (the weights within γ_3, the logs within the
+    per-entry bounds of :func:`cross_entropies`), and CE(P) - CE(Ñ) within the two bounds of
+    :func:`cross_entropies`. Every bound is multiplied by 1 + γ for its own rounding."""
+    u, xp = a.u, array_api_compat.array_namespace(a.N)
+    P = xp.exp(a.log_P)
+    gap, kl = ex.kl_gap(P, a.N, a.f, log_P=a.log_P)
     if unweighted:
-        kl = ex.kl_gap(P, N, np.ones_like(f))[1]
+        kl = ex.kl_gap(P, a.N, xp.ones_like(a.f), log_P=a.log_P)[1]
+    N, f, w = float64_copy(a.N), float64_copy(a.f), float64_copy(a.weights)
     support = N > 0
-    logs = np.abs(np.log(np.where(support, N, 1.0))) + np.abs(np.log(np.where(support, P, 1.0)))
-    g = tolerance.gamma(counts.size + LIBM_ROUNDINGS + 4, U)
+    logs = np.where(support, np.abs(float64_copy(a.log_N)) + np.abs(float64_copy(a.log_P)), 0.0)
+    g = tolerance.gamma(a.N.shape[0] * a.N.shape[1] + LIBM_ROUNDINGS + 4, u)
     size = float(np.sum(f[:, None] * N * logs))
     kl_size = float(np.sum(N * logs)) if unweighted else size
-    gap_error = g * size + U * abs(gap)
+    gap_error = g * size + a.terms * a.tiny + U * abs(gap)
     difference = ce["ce_P"] - ce["ce_N"]
-    instance_error = tolerance.gamma(z.shape[1] + LIBM_ROUNDINGS + 8, U) * (size + 1)
+    error_N, error_P = ce["errors"]
+    g3 = tolerance.gamma(3, u)
+    instance_error = g3 * size + (1 + g3) * float(np.sum(np.where(support, w * (error_N + error_P), 0.0)))
     cross_error = ce["ce_P_error"] + ce["ce_N_error"] + U * abs(difference)
     return {
         "gap": gap,
         "kl": kl,
         "ce_difference": difference,
         "kl_residual": (gap - kl) * (1 - U),
-        "kl_bound": (gap_error + g * kl_size) * (1 + g),
+        "kl_bound": (gap_error + g * kl_size + a.terms * a.tiny) * (1 + g),
         "ce_residual": (gap - difference) * (1 - U),
         "ce_bound": (gap_error + instance_error + cross_error) * (1 + g),
     }
 
 
+def left_to_the_exact_route(method: str, certificate: dict[str, Any] | None = None) -> Measurement:
+    """A float measurement that decides nothing (NaN sides never clear a tolerance): the exact judge,
+    NumPy float64 and then balls on the exact instance, decides instead."""
+    return Measurement(NAN, NAN, NAN, f"{method}: not bounded in this dtype, left to the exact route", certificate)
+
+
 def gibbs_decision(
-    case: GibbsCase, factor: Fraction, uniform: bool = False, unweighted: bool = False
+    case: GibbsCase,
+    factor: Fraction,
+    uniform: bool = False,
+    unweighted: bool = False,
+    backend: Backend | None = None,
 ) -> tuple[Measurement, Callable[[], Judgement]]:
     """F CE(Q) <= CE(P) with Q = Ñ (the claim; Q uniform for a mutant, CE = log V), after the identity
-    (:func:`identity_residuals`). An identity off by more than its bound is violated (two-sided, the
-    rounding model); the bound inside its rounding band goes to :func:`gibbs_in_balls`."""
+    (:func:`identity_residuals`), computed in ``backend`` (NumPy float64 by default) on the instance
+    rounded to its dtype. An identity off by more than its bound is violated (two-sided, the rounding
+    model); the bound inside its rounding band goes to :func:`gibbs_in_balls` (on the float64 logits).
+    Where the backend's dtype cannot bound a side (a count it does not hold exactly, a side or a bound
+    that is not finite), the measurement is left to the exact route (NaN sides)."""
+    backend = _numpy_float64() if backend is None else backend
+    where = f"{backend.name} {backend.dtype_name}"
     counts, z = gibbs_instance(case)
-    ce = cross_entropies(counts, z, case.exact_fit)
-    identity = identity_residuals(counts, z, case.exact_fit, unweighted, ce)
-    certificate = {**identity, **ce}
+    u = tolerance.unit_roundoff(backend.dtype)
+    if not counts_exact_in(counts, u):
+        measured = left_to_the_exact_route(f"{where} cross-entropies (a count beyond the dtype's integers)")
+        return measured, lambda: gibbs_decision(case, factor, uniform, unweighted)[1]()
+    a = gibbs_arrays(counts, z, case.exact_fit, backend)
+    ce = cross_entropies(a, case.exact_fit)
+    identity = identity_residuals(a, unweighted, ce)
+    ce.pop("errors")
+    certificate = {**identity, **ce, "backend": backend.name, "dtype": backend.dtype_name}
+    if not all(math.isfinite(x) for x in certificate.values() if isinstance(x, float)):
+        measured = left_to_the_exact_route(f"{where} cross-entropies (a side or a bound not finite)", certificate)
+        return measured, lambda: gibbs_decision(case, factor, uniform, unweighted)[1]()
     for side, what in (("kl", "Σ f KL"), ("ce", "CE(P) - CE(Ñ) computed apart")):
         if abs(identity[f"{side}_residual"]) > identity[f"{side}_bound"]:
             method = f"identity fails: kl_gap's CE difference and {what} differ by more than their rounding bound"
@@ -250,14 +341,24 @@ def gibbs_decision(
             residual, bound = abs(identity[f"{side}_residual"]), identity[f"{side}_bound"]
             judgement = Judgement(residual, bound, -1, method, 0.0, certificate, Certification.TWO_SIDED)
             return Measurement(NAN, NAN, NAN, method, certificate), lambda judgement=judgement: judgement
+    if case.exact_fit and not uniform and (factor == 1 or bool(np.all(counts.max(axis=1) == counts.sum(axis=1)))):
+        # P is Ñ by construction: CE(P) and F CE(Ñ) are the same number (F = 1), or CE(Ñ) = 0 (one-hot
+        # rows, where the computed logs are log 1 = 0 exactly), whatever the dtype.
+        method = f"P = Ñ exactly, and F = 1 or CE(Ñ) = 0 ({where})"
+        lhs = float(factor) * ce["ce_N"]
+        measured = Measurement(
+            lhs, ce["ce_N"], 0.0, method, certificate, exact_sides=True, certified_by=Certification.EXACT
+        )
+        return measured, lambda: gibbs_in_balls(counts, z, case.exact_fit, factor, uniform, certificate)
     ce_Q, err_Q = ce["ce_N"], ce["ce_N_error"]
     if uniform:
         ce_Q = math.log(case.V)
         err_Q = tolerance.gamma(LIBM_ROUNDINGS, U) * ce_Q
     F = float(factor)
     lhs = F * ce_Q
+    # F CE(Q) and the comparison in float64 (Python floats): three roundings at float64's u.
     tol = ce["ce_P_error"] + F * err_Q + tolerance.gamma(3, U) * (abs(lhs) + abs(ce["ce_P"]))
-    measured = Measurement(lhs, ce["ce_P"], tol, "float64 cross-entropies, rounding-bounded", certificate)
+    measured = Measurement(lhs, ce["ce_P"], tol, f"{where} cross-entropies, rounding-bounded", certificate)
     return measured, lambda: gibbs_in_balls(counts, z, case.exact_fit, factor, uniform, certificate)
 
 
@@ -632,9 +733,10 @@ Decision = Callable[..., tuple[Measurement, Callable[[], Judgement]]]
 
 
 def bound_claim(decision: Decision, **options: Any) -> dict[str, Any]:
-    """``measure`` and ``judge_exactly`` of a claim whose decision takes the tightening factor."""
+    """``measure`` (in the backend asked for; None is NumPy float64) and ``judge_exactly`` (NumPy
+    float64, then balls) of a claim whose decision takes the tightening factor and a backend."""
     return {
-        "measure": lambda i, backend, F: decision(i, F, **options)[0],
+        "measure": lambda i, backend, F: decision(i, F, backend=backend, **options)[0],
         "judge_exactly": lambda i, F: decision(i, F, **options)[1](),
     }
 
@@ -683,6 +785,7 @@ gibbs = FAMILY.claim(
     domain="Zipfian count matrices, P a softmax of Gaussian logits (or Ñ itself)",
     relation=Relation.AT_MOST,
     bound="lower",
+    array_api=True,
     **bound_claim(gibbs_decision),
     witnesses=lambda V: [
         GibbsCase(V=min(V, 512), contexts=64, seed=s, scale=sc, exact_fit=e)
