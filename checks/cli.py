@@ -440,8 +440,9 @@ def run_search(args: argparse.Namespace, out: Console, err: Console) -> int:
 
         args.database = str(writable_folder(args.database, "--database"))
     searches: list[SearchResult] = []
+    replayed: dict[int, bool] = {}
     if _on_cluster(args):
-        result, searches = _search_on_cluster(args, claim, err)
+        result, searches, replayed = _search_on_cluster(args, claim, err)
     else:
         with progress_bar(err) as progress:
             task = progress.add_task(f"searching {claim.id}", total=args.budget)
@@ -457,15 +458,17 @@ def run_search(args: argparse.Namespace, out: Console, err: Console) -> int:
     if args.json:
         record = result.to_json()
         if searches:
-            record["searches"] = [_search_summary(r) for r in searches]
+            record["searches"] = [{**_search_summary(r), "replayed": replayed.get(r.seed)} for r in searches]
         print(json.dumps(record, indent=2))
         return EXIT_VIOLATED if result.counterexample is not None else EXIT_OK
     if searches:
         found = [r.seed for r in searches if r.counterexample is not None]
+        replayers = [seed for seed, ok in replayed.items() if ok]
+        replay_line = f"; replayed from the shared database by seeds {replayers}" if replayed else ""
         out.print(
             f"{len(searches)} searches (seeds {searches[0].seed}-{searches[-1].seed}, "
             f"{sum(r.examples for r in searches)} examples in all); counterexamples from seeds {found or 'none'}; "
-            f"reporting seed {result.seed}"
+            f"reporting seed {result.seed}" + replay_line
         )
     tried = f"{result.examples} examples of a budget of {result.budget}"
     if result.rejected:
@@ -485,25 +488,32 @@ def run_search(args: argparse.Namespace, out: Console, err: Console) -> int:
     return EXIT_VIOLATED
 
 
-def _search_on_cluster(args: argparse.Namespace, claim: Claim, err: Console) -> tuple[SearchResult, list[SearchResult]]:
+def _search_on_cluster(
+    args: argparse.Namespace, claim: Claim, err: Console
+) -> tuple[SearchResult, list[SearchResult], dict[int, bool]]:
     """One seeded search per worker on a shared example database (``--database``, else a temporary
-    folder): the result to report (:func:`first_found`) and every search's result, by seed."""
+    folder): the result to report (:func:`first_found`), every search's result by seed, and, when
+    some seed found a counterexample, whether each seed that did not replays it from the database
+    (a search of budget 1 on the same worker pool: Hypothesis reads the database as a search starts)."""
     with _cluster(args) as client, tempfile.TemporaryDirectory(prefix="rankwall-search-") as scratch:
         seeds = range(args.seed, args.seed + worker_count(client))
+        shared = functools.partial(
+            search_all,
+            client,
+            args.claim,
+            args.mutant,
+            _backend_spec(args, claim),
+            tighten=args.tighten,
+            database=args.database or scratch,
+        )
         with progress_bar(err) as progress:
             task = progress.add_task(f"searching {claim.id} with {len(seeds)} seeds", total=len(seeds))
-            searches = search_all(
-                client,
-                args.claim,
-                args.mutant,
-                _backend_spec(args, claim),
-                tighten=args.tighten,
-                budget=args.budget,
-                seeds=seeds,
-                database=args.database or scratch,
-                on_done=lambda: progress.advance(task),
-            )
-    return first_found(searches), searches
+            searches = shared(budget=args.budget, seeds=seeds, on_done=lambda: progress.advance(task))
+        missed = [r.seed for r in searches if r.counterexample is None]
+        replayed = {}
+        if len(missed) < len(searches):
+            replayed = {r.seed: r.counterexample is not None for r in shared(budget=1, seeds=missed)}
+    return first_found(searches), searches, replayed
 
 
 def _search_summary(result: SearchResult) -> dict[str, Any]:

@@ -115,6 +115,20 @@ def test_search_on_two_workers_finds_the_mutant_and_shares_it(capsys, tmp_path):
     assert code == EXIT_VIOLATED and replay["examples"] == 1 and replay["counterexample"]["status"] == "violated"
 
 
+def test_a_find_on_one_worker_is_replayed_by_the_other(capsys, tmp_path):
+    """At budget 2, seed 2 refutes the mutant and seed 3 alone does not; on two workers sharing a
+    database, seed 3 then replays seed 2's counterexample."""
+    pytest.importorskip("distributed")
+    mutant = REGISTRY[MUTANT[0]].mutants[MUTANT[1]]
+    assert search(mutant, NUMPY, seed=2, budget=2).counterexample is not None
+    assert search(mutant, NUMPY, seed=3, budget=2).counterexample is None
+    argv = ("search", MUTANT[0], "--mutant", MUTANT[1], "--seed", "2", "--budget", "2", "--workers", "2")
+    code, out, _ = run(capsys, *argv, "--database", str(tmp_path), "--json")
+    searches = {s["seed"]: s for s in json.loads(out)["searches"]}
+    assert code == EXIT_VIOLATED and searches[2]["found"]
+    assert searches[3]["found"] or searches[3]["replayed"], searches
+
+
 def test_search_on_a_running_cluster(capsys):
     """--scheduler joins a cluster that is already up; a true claim gives exit 0 on every seed."""
     distributed = pytest.importorskip("distributed")
