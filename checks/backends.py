@@ -13,7 +13,7 @@ from typing import Any
 import array_api_compat
 import numpy as np
 
-from rankwall.checks.tolerance import dtype_name, svd_rank_margin
+from rankwall.checks.tolerance import dtype_name
 
 BACKENDS = ("numpy", "torch", "cupy", "array-api-strict")
 DTYPES = ("float64", "float32")
@@ -60,16 +60,6 @@ def singular_values(x: Any) -> np.ndarray:
     (``linalg.svdvals`` of the array API), returned as float64 NumPy in descending order."""
     xp = array_api_compat.array_namespace(x)
     return to_numpy(xp.linalg.svdvals(x)).astype(np.float64)
-
-
-def certified_rank_lower_bound(A: Any, u: float, entry_error: float) -> tuple[int, float]:
-    """``(#{σ_i > m}, m)``: the singular values of A, computed in its namespace (unit roundoff u), above
-    the Weyl margin m = ``entry_error`` (a Frobenius bound on the error of A) +
-    :func:`rankwall.checks.tolerance.svd_rank_margin` (the SVD's backward error). Each belongs to a
-    nonzero singular value of the exact matrix: a certified *lower* bound on its rank, never an upper one."""
-    sigma = singular_values(A)
-    margin = entry_error + svd_rank_margin(tuple(A.shape), u, 0.0, float(sigma.max(initial=0.0)))
-    return int(np.sum(sigma > margin)), margin
 
 
 def float64_copy(x: Any) -> np.ndarray:

@@ -139,14 +139,16 @@ def exact_rank(matrix: Any) -> tuple[int, str]:
 def weyl_rank_lower_bound(
     matrix: np.ndarray, u: float, *, entry_error: float = 0.0, forming_norm: float = 0.0
 ) -> tuple[int, float, np.ndarray]:
-    """``(#{σ_i > m}, m, σ)`` for the singular values σ of a float matrix, with the Weyl margin
+    """``(#{σ_i > m}, m, σ)`` for the singular values σ of a float matrix (computed in its own array
+    namespace, dtype and device; returned as float64 NumPy), with the Weyl margin
     m = ``entry_error`` (a Frobenius bound on the error of the matrix itself) +
     :func:`rankwall.checks.tolerance.svd_rank_margin` (the SVD's backward error, and ``forming_norm``'s
     rounding). Each singular value above m belongs to a nonzero singular value of the exact
     matrix, so the count is a certified *lower* bound on its rank, never an upper one."""
+    from rankwall.checks.backends import singular_values
     from rankwall.checks.tolerance import svd_rank_margin
 
-    sigma = np.linalg.svd(matrix, compute_uv=False)
+    sigma = singular_values(matrix)
     top = float(sigma[0]) if sigma.size else 0.0
-    margin = entry_error + svd_rank_margin(matrix.shape, u, forming_norm, top)
+    margin = entry_error + svd_rank_margin(tuple(matrix.shape), u, forming_norm, top)
     return int(np.sum(sigma > margin)), margin, sigma

@@ -46,7 +46,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from rankwall.checks import exact, tolerance
-from rankwall.checks.backends import Backend, certified_rank_lower_bound, float64_copy, resolve
+from rankwall.checks.backends import Backend, float64_copy, resolve
 from rankwall.checks.data import characters, read_corpus, words
 from rankwall.checks.verdict import (
     Case,
@@ -372,7 +372,7 @@ def dense_rank_lower(logits: er.LogitRows, tokens: np.ndarray) -> tuple[int, flo
     entry_error = float(np.linalg.norm(relative[:, None] * float64_copy(P))) + u * float(
         np.linalg.norm(float64_copy(M))
     )
-    return certified_rank_lower_bound(M, u, entry_error)
+    return exact.weyl_rank_lower_bound(M, u, entry_error=entry_error)[:2]
 
 
 def float_bounds(logits: er.LogitRows, tokens: np.ndarray) -> RankInterval:
@@ -731,7 +731,7 @@ def log_probability_bounds(Z: Any, L: Any, entry_error: float, right: np.ndarray
     (``entry_error`` bounds the computed L's error). Upper: L = [·, -z] ``right``ᵀ, so rank <= min(rows,
     rank_Q ``right``) (an integer matrix, exact), once the computed L passes the factorization residual
     check; an L that fails it is not within its rounding bound of the real one, so neither end is trusted."""
-    lo, margin = certified_rank_lower_bound(L, tolerance.unit_roundoff(L.dtype), entry_error)
+    lo, margin, _ = exact.weyl_rank_lower_bound(L, tolerance.unit_roundoff(L.dtype), entry_error=entry_error)
     residual, bound = factorization_residual(Z, L)
     certificate = {"weyl_margin": margin, "factorization_residual": residual, "residual_bound": bound}
     if not residual <= bound:

@@ -34,7 +34,7 @@ import scipy.special
 from hypothesis import strategies as st
 
 from rankwall.checks import exact, tolerance
-from rankwall.checks.backends import Backend, certified_rank_lower_bound, float64_copy, resolve
+from rankwall.checks.backends import Backend, float64_copy, resolve
 from rankwall.checks.verdict import (
     Case,
     Family,
@@ -141,8 +141,8 @@ def _numpy_float64() -> Backend:
 
 def certified_lower_rank(A: Any, entry_error: float, u: float) -> tuple[int, float]:
     """A certified lower bound on rank A and its Weyl margin, from A's singular values computed in its
-    namespace (:func:`rankwall.checks.backends.certified_rank_lower_bound`)."""
-    return certified_rank_lower_bound(A, u, entry_error)
+    namespace (:func:`rankwall.checks.exact.weyl_rank_lower_bound`)."""
+    return exact.weyl_rank_lower_bound(A, u, entry_error=entry_error)[:2]
 
 
 def exact_rank(rows: Sequence[Sequence[Any]], columns: int) -> int:

@@ -47,7 +47,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from rankwall.checks import exact, tolerance
-from rankwall.checks.backends import Backend, certified_rank_lower_bound, resolve
+from rankwall.checks.backends import Backend, resolve
 from rankwall.checks.verdict import (
     Case,
     Certification,
@@ -201,7 +201,7 @@ def rank_interval(case: Step, kind: str, backend: Backend | None = None) -> Rank
     shape = min(matrix.shape)
     factored = residual <= 2 * error
     hi = min(2 * D, shape) if factored else shape
-    lo, margin = certified_rank_lower_bound(matrix, b.u, error)
+    lo, margin, _ = exact.weyl_rank_lower_bound(matrix, b.u, entry_error=error)
     upper = f"the factorization through {2 * D} columns" if factored else "the shape (residual beyond its bound)"
     certificate = {"factorization_residual": residual, "residual_bound": 2 * error, "weyl_margin": margin}
     return RankInterval(lo, hi, f"SVD + Weyl ({b.label})", upper, exact=False, certificate=certificate)
