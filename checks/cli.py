@@ -52,8 +52,8 @@ from rankwall.checks.outputs import available_memory_bytes, progress_bar
 from rankwall.checks.search import SearchResult, search
 from rankwall.checks.strategies import CI_SEARCH_BUDGET
 from rankwall.checks.verdict import REGISTRY, SEVERITY, Claim, Status, Verdict, worst
-from rankwall.theory._validation import InputError
 from rankwall.theory.softmax_jacobian import MAX_VOCABULARY
+from rankwall.theory.validation import InputError
 
 EXIT_OK, EXIT_VIOLATED, EXIT_USAGE, EXIT_INCONCLUSIVE, EXIT_INTERNAL = 0, 1, 2, 3, 4
 #: A closed output pipe (``rankwall list --json | head``): the status a shell reports for SIGPIPE.

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rankwall.theory._validation import InputError
+from rankwall.theory.validation import InputError
 
 #: sha256 of each corpus text (uncompressed), as listed in ``checks/corpora/NOTICE.md``.
 CORPORA = {

@@ -24,7 +24,7 @@ from typing import Any
 import flint
 import numpy as np
 
-from rankwall.theory._validation import InputError, as_integer_array, check_size
+from rankwall.theory.validation import InputError, as_integer_array, check_integer_in
 
 #: Largest number of distinct values for which exact rational arithmetic is attempted
 #: (the denominators of a rational sum grow with every distinct term).
@@ -108,7 +108,7 @@ def _integer_rows(matrix: Any) -> tuple[int, int, list[int]]:
 def check_prime(prime: Any) -> int:
     """Require a prime p < 2^64: over Z/pZ, a field only for prime p, rank is defined (and
     flint's nmod_mat aborts the interpreter on a composite modulus)."""
-    p = check_size(prime, "prime", 2, WORD_MODULUS)
+    p = check_integer_in(prime, "prime", 2, WORD_MODULUS)
     if not flint.fmpz(p).is_prime():
         raise InputError(f"prime: {p} is not prime (Z/{p}Z is not a field, so a rank mod {p} is not defined)")
     return p

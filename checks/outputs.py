@@ -15,7 +15,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from rankwall.theory._validation import InputError
+from rankwall.theory.validation import InputError
 
 
 def writable_folder(folder: str | Path, argument: str = "--out") -> Path:

@@ -27,7 +27,7 @@ from hypothesis.database import DirectoryBasedExampleDatabase
 
 from rankwall.checks.strategies import _QUIET
 from rankwall.checks.verdict import Claim, Instance, Relation, Status, Verdict
-from rankwall.theory._validation import InputError
+from rankwall.theory.validation import InputError
 
 
 class _Found(Exception):

@@ -6,6 +6,6 @@ from the top-level folder ``theory/``) and :mod:`rankwall.checks` (verdicts, cer
 search, models and the command line, from ``checks/``).
 """
 
-from rankwall.theory._validation import InputError
+from rankwall.theory.validation import InputError
 
 __all__ = ["InputError"]

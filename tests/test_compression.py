@@ -18,7 +18,7 @@ from rankwall.checks.cli import EXIT_OK, EXIT_USAGE, EXIT_VIOLATED, main
 from rankwall.checks.search import search
 from rankwall.checks.verdict import REGISTRY, Certification, Relation, Status
 from rankwall.theory import compression as cp
-from rankwall.theory._validation import InputError
+from rankwall.theory.validation import InputError
 
 U = 2.0**-53
 

@@ -13,7 +13,7 @@ from rankwall.checks.cli import main
 from rankwall.checks.experiments import efficiency_anatomy as ea
 from rankwall.checks.models import loading
 from rankwall.theory import compression as cp
-from rankwall.theory._validation import InputError
+from rankwall.theory.validation import InputError
 
 RECORDED = Path(__file__).resolve().parents[1] / "docs" / "_static" / "experiments" / "efficiency_anatomy.json"
 

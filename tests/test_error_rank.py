@@ -22,7 +22,7 @@ from rankwall.checks.data import characters, read_corpus
 from rankwall.checks.search import search
 from rankwall.checks.verdict import REGISTRY, Case, Certification, Status
 from rankwall.theory import error_rank as er
-from rankwall.theory._validation import InputError
+from rankwall.theory.validation import InputError
 
 NUMPY = resolve("numpy")
 FAMILIES = [c for c in REGISTRY if c.id.startswith(("error-rank.", "logprob-rank."))]

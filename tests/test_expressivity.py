@@ -13,7 +13,7 @@ from rankwall.checks.backends import float64_copy, resolve
 from rankwall.checks.claims import expressivity as claims
 from rankwall.checks.verdict import REGISTRY, Certification, Status
 from rankwall.theory import expressivity as ex
-from rankwall.theory._validation import InputError
+from rankwall.theory.validation import InputError
 
 
 class TestGibbs:

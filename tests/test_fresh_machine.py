@@ -18,7 +18,7 @@ from rankwall.checks import cli, data
 from rankwall.checks.cli import EXIT_BROKEN_PIPE, EXIT_INCONCLUSIVE, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, main
 from rankwall.checks.outputs import write_outputs
 from rankwall.checks.verdict import NUMERICAL_FAILURE, REGISTRY, Status
-from rankwall.theory._validation import InputError
+from rankwall.theory.validation import InputError
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -316,4 +316,4 @@ def test_the_distribution_claims_no_generic_import_name(tmp_path):
         "print(importlib.util.find_spec('theory'), importlib.util.find_spec('checks'), rankwall.InputError.__module__)"
     )
     result = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, check=True)
-    assert result.stdout.split() == ["None", "None", "rankwall.theory._validation"]
+    assert result.stdout.split() == ["None", "None", "rankwall.theory.validation"]

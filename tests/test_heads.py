@@ -14,7 +14,7 @@ from rankwall.checks.search import search
 from rankwall.checks.strategies import CI_SEARCH_BUDGET
 from rankwall.checks.verdict import REGISTRY, Certification, Status
 from rankwall.theory import heads as hd
-from rankwall.theory._validation import InputError
+from rankwall.theory.validation import InputError
 
 
 def log_probs(head, K=3, N=60, V=80, d=6, scale=3.0, seed=0):

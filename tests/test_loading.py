@@ -14,7 +14,7 @@ import pytest
 
 from rankwall.checks.cli import main
 from rankwall.checks.models import loading
-from rankwall.theory._validation import InputError
+from rankwall.theory.validation import InputError
 
 needs_torch_safetensors = pytest.mark.skipif(
     importlib.util.find_spec("torch") is None or importlib.util.find_spec("safetensors") is None,

@@ -11,7 +11,7 @@ import pytest
 from rankwall.checks.cli import main
 from rankwall.checks.models import loading
 from rankwall.theory import expressivity as ex
-from rankwall.theory._validation import InputError
+from rankwall.theory.validation import InputError
 
 needs_smollm2 = pytest.mark.skipif(
     importlib.util.find_spec(loading.SMOLLM2_PACKAGE) is None,

@@ -15,7 +15,7 @@ from rankwall.checks.claims import heads as ch
 from rankwall.checks.cli import main
 from rankwall.checks.experiments import mos_rank
 from rankwall.theory import heads as hd
-from rankwall.theory._validation import InputError
+from rankwall.theory.validation import InputError
 
 RECORDED = Path(__file__).resolve().parents[1] / "docs" / "_static" / "experiments" / "mos_rank.json"
 BITS = 512

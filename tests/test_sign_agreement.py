@@ -15,7 +15,7 @@ from rankwall.checks.cli import main
 from rankwall.checks.experiments import sign_agreement as sa
 from rankwall.checks.models import loading
 from rankwall.theory import compression as cp
-from rankwall.theory._validation import InputError
+from rankwall.theory.validation import InputError
 
 RECORDED = Path(__file__).resolve().parents[1] / "docs" / "_static" / "experiments" / "sign_agreement.json"
 

@@ -12,7 +12,7 @@ from rankwall.checks import tolerance
 from rankwall.checks.cli import main
 from rankwall.checks.data import read_corpus
 from rankwall.checks.models import loading, spot
-from rankwall.theory._validation import InputError
+from rankwall.theory.validation import InputError
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec(loading.SMOLLM2_PACKAGE) is None or importlib.util.find_spec("transformers") is None,

@@ -11,7 +11,7 @@ from rankwall.checks.backends import resolve
 from rankwall.checks.claims import softmax_jacobian as strategies
 from rankwall.checks.claims.softmax_jacobian import BUILDERS, build
 from rankwall.checks.verdict import REGISTRY
-from rankwall.theory._validation import InputError
+from rankwall.theory.validation import InputError
 
 NUMPY = resolve("numpy")
 

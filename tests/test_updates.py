@@ -15,7 +15,7 @@ from rankwall.checks.search import search
 from rankwall.checks.strategies import CI_SEARCH_BUDGET
 from rankwall.checks.verdict import REGISTRY, Certification, Status
 from rankwall.theory import updates as up
-from rankwall.theory._validation import InputError
+from rankwall.theory.validation import InputError
 
 U = 2.0**-53
 NUMPY = resolve("numpy")

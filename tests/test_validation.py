@@ -17,7 +17,7 @@ from rankwall.theory import error_rank as er
 from rankwall.theory import heads as hd
 from rankwall.theory import softmax_jacobian as sj
 from rankwall.theory import updates as up
-from rankwall.theory._validation import InputError
+from rankwall.theory.validation import InputError
 
 ROW_FUNCTIONS = [
     sj.spectral_norm,
@@ -137,7 +137,7 @@ def test_a_composite_modulus_is_refused_instead_of_aborting_the_interpreter():
     script = (
         "import numpy as np\n"
         "from rankwall.checks import exact\n"
-        "from rankwall.theory._validation import InputError\n"
+        "from rankwall.theory.validation import InputError\n"
         "for p in (4, 6, 2**61 + 1, 2**64 - 1):\n"
         "    try:\n"
         "        exact.rank_mod_prime(np.array([[2, 0], [0, 1]]), p)\n"

@@ -31,13 +31,13 @@ import scipy.linalg
 import scipy.special
 
 from rankwall.theory._rounding import gamma, unit_roundoff
-from rankwall.theory._validation import (
+from rankwall.theory.validation import (
     InputError,
     as_floating_array,
     as_index_array,
     as_real_array,
-    check_probability,
-    check_size,
+    check_integer_in,
+    check_real_in,
 )
 
 #: Rows of G processed at once (memory: block x V floats).
@@ -163,7 +163,7 @@ def logit_gradient_blocks(H: Any, W: Any, targets: Any, block: int = BLOCK_ROWS)
     gradient of T tokens, in blocks (the 1/T is the frequency weight of each token). The
     arguments are validated at the call, before the first block."""
     H, W, targets = _batch(H, W, targets)
-    return _gradient_blocks(H, W, targets, check_size(block, "block", 1))
+    return _gradient_blocks(H, W, targets, check_integer_in(block, "block", 1))
 
 
 def _gradient_blocks(H: np.ndarray, W: np.ndarray, targets: np.ndarray, block: int) -> Iterator[np.ndarray]:
@@ -177,23 +177,23 @@ def _gradient_blocks(H: np.ndarray, W: np.ndarray, targets: np.ndarray, block: i
 def construct_head(V: int, D: int, seed: int, *, rank: int | None = None, width: int | None = None) -> np.ndarray:
     """A random head W (V x width): full rank D (width = D), or low rank W = AB with A: V x rank,
     B: rank x width (the paper's constrained heads)."""
-    V = check_size(V, "V", 2, 1 << 24)
-    D = check_size(D, "D", 1, V)
-    rng = np.random.default_rng(check_size(seed, "seed", 0))
+    V = check_integer_in(V, "V", 2, 1 << 24)
+    D = check_integer_in(D, "D", 1, V)
+    rng = np.random.default_rng(check_integer_in(seed, "seed", 0))
     if rank is None:
         return rng.standard_normal((V, D)) / np.sqrt(D)
-    rank = check_size(rank, "rank", 1, D)
-    width = D if width is None else check_size(width, "width", rank, V)
+    rank = check_integer_in(rank, "rank", 1, D)
+    width = D if width is None else check_integer_in(width, "width", rank, V)
     return (rng.standard_normal((V, rank)) @ rng.standard_normal((rank, width))) / np.sqrt(rank * width)
 
 
 def construct_batch(tokens: int, D: int, V: int, seed: int, *, scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
     """Hidden states (tokens x D, Gaussian times ``scale``) and Zipfian next-token targets."""
-    tokens = check_size(tokens, "tokens", 1, 10_000_000)
-    V = check_size(V, "V", 2, 1 << 24)
-    D = check_size(D, "D", 1, 1 << 16)
-    scale = check_probability(scale, "scale", 0.0, 1e6)
-    rng = np.random.default_rng(check_size(seed, "seed", 0))
+    tokens = check_integer_in(tokens, "tokens", 1, 10_000_000)
+    V = check_integer_in(V, "V", 2, 1 << 24)
+    D = check_integer_in(D, "D", 1, 1 << 16)
+    scale = check_real_in(scale, "scale", 0.0, 1e6)
+    rng = np.random.default_rng(check_integer_in(seed, "seed", 0))
     weights = 1.0 / np.arange(1, V + 1) ** 1.1
     targets = rng.choice(V, size=tokens, p=weights / weights.sum())
     return scale * rng.standard_normal((tokens, D)), targets

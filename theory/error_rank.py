@@ -37,16 +37,16 @@ import numpy as np
 import scipy.sparse as sparse
 import scipy.special
 
-from rankwall.theory._validation import (
+from rankwall.theory.validation import (
     InputError,
     as_array,
     as_count_array,
     as_index_array,
     as_numeric_array,
     as_real_array,
-    check_probability,
+    check_integer_in,
     check_real_floating,
-    check_size,
+    check_real_in,
     validated_probabilities,
 )
 
@@ -115,8 +115,8 @@ def ngram_counts(tokens: Sequence[int] | np.ndarray, order: int, V: int) -> tupl
     """Counts of next tokens after each distinct context of ``order`` preceding tokens.
 
     Returns the (contexts x V) count matrix and the context of each row (``order`` ids)."""
-    order = check_size(order, "order", 1, 16)
-    V = check_size(V, "V", 2, MAX_VOCABULARY)
+    order = check_integer_in(order, "order", 1, 16)
+    V = check_integer_in(V, "V", 2, MAX_VOCABULARY)
     ids = as_index_array(tokens, "tokens", V)
     if len(ids) <= order:
         raise InputError(f"tokens: need a 1-D stream longer than order={order}")
@@ -170,11 +170,11 @@ def construct_unique_continuation(
 ) -> tuple[LogitRows, np.ndarray]:
     """k contexts with distinct unique continuations and logits :math:`HW^\\top` of inner
     dimension D (entries of H and W normal, times ``scale``): ``(logits, tokens)``."""
-    V = check_size(V, "V", 2, MAX_VOCABULARY)
-    k = check_size(k, "k", 1, V)
-    D = check_size(D, "D", 1, 4096)
-    scale = check_probability(scale, "scale", 0.0, 1e6)
-    rng = np.random.default_rng(check_size(seed, "seed", 0))
+    V = check_integer_in(V, "V", 2, MAX_VOCABULARY)
+    k = check_integer_in(k, "k", 1, V)
+    D = check_integer_in(D, "D", 1, 4096)
+    scale = check_real_in(scale, "scale", 0.0, 1e6)
+    rng = np.random.default_rng(check_integer_in(seed, "seed", 0))
     H = scale * rng.standard_normal((k, D)) / np.sqrt(D)
     W = rng.standard_normal((V, D))
     tokens = rng.permutation(V)[:k] if k < V else rng.permutation(V)
@@ -194,11 +194,11 @@ def construct_zipf_language(
 
     ``unique_share`` of the contexts have a single observed continuation (drawn from the
     Zipf law); the others draw a Poisson number of tokens (mean ``mean_tokens``)."""
-    V = check_size(V, "V", 2, MAX_VOCABULARY)
-    contexts = check_size(contexts, "contexts", 1, 10_000_000)
-    exponent = check_probability(exponent, "exponent", 0.0, 10.0)
-    unique_share = check_probability(unique_share, "unique_share", 0.0, 1.0)
-    rng = np.random.default_rng(check_size(seed, "seed", 0))
+    V = check_integer_in(V, "V", 2, MAX_VOCABULARY)
+    contexts = check_integer_in(contexts, "contexts", 1, 10_000_000)
+    exponent = check_real_in(exponent, "exponent", 0.0, 10.0)
+    unique_share = check_real_in(unique_share, "unique_share", 0.0, 1.0)
+    rng = np.random.default_rng(check_integer_in(seed, "seed", 0))
     weights = 1.0 / np.arange(1, V + 1) ** exponent
     weights /= weights.sum()
     rows, cols = [], []
@@ -219,8 +219,8 @@ def sample_batch(counts: Any, tokens: int, seed: int) -> sparse.csr_matrix:
     """A mini-batch: ``tokens`` (context, next token) occurrences drawn without replacement."""
     matrix = validated_counts(counts)
     total = int(matrix.sum())
-    tokens = check_size(tokens, "tokens", 1, total)
-    rng = np.random.default_rng(check_size(seed, "seed", 0))
+    tokens = check_integer_in(tokens, "tokens", 1, total)
+    rng = np.random.default_rng(check_integer_in(seed, "seed", 0))
     coo = matrix.tocoo()
     occurrence_owner = np.repeat(np.arange(len(coo.data)), coo.data.astype(np.int64))
     chosen = occurrence_owner[rng.choice(total, size=tokens, replace=False)]
@@ -363,10 +363,10 @@ def row_shift(A: Any, shifts: Any) -> np.ndarray:
 def construct_low_rank_integers(rows: int, columns: int, rank: int, seed: int, *, spread: int = 3) -> np.ndarray:
     """An integer matrix :math:`HW^\\top` with H, W integer of inner dimension ``rank``
     (entries in [-spread, spread]); its rank is at most ``rank`` (generically equal)."""
-    rows = check_size(rows, "rows", 1, 100_000)
-    columns = check_size(columns, "columns", 2, MAX_VOCABULARY)
-    rank = check_size(rank, "rank", 0, min(rows, columns))
-    rng = np.random.default_rng(check_size(seed, "seed", 0))
+    rows = check_integer_in(rows, "rows", 1, 100_000)
+    columns = check_integer_in(columns, "columns", 2, MAX_VOCABULARY)
+    rank = check_integer_in(rank, "rank", 0, min(rows, columns))
+    rng = np.random.default_rng(check_integer_in(seed, "seed", 0))
     H = rng.integers(-spread, spread + 1, size=(rows, rank))
     W = rng.integers(-spread, spread + 1, size=(columns, rank))
     return (H @ W.T).astype(np.int64)
@@ -376,10 +376,10 @@ def construct_stochastic_with_classes(n: int, closed: int, seed: int, *, density
     """An integer matrix whose row normalisation is stochastic with exactly ``closed``
     attracting classes: states split into ``closed`` closed blocks (strongly connected inside)
     and transient states that lead into them. Returns non-negative integer weights (n x n)."""
-    n = check_size(n, "n", 1, 5000)
-    closed = check_size(closed, "closed", 1, n)
-    density = check_probability(density, "density", 0.0, 1.0)
-    rng = np.random.default_rng(check_size(seed, "seed", 0))
+    n = check_integer_in(n, "n", 1, 5000)
+    closed = check_integer_in(closed, "closed", 1, n)
+    density = check_real_in(density, "density", 0.0, 1.0)
+    rng = np.random.default_rng(check_integer_in(seed, "seed", 0))
     order = rng.permutation(n)
     transient = order[: rng.integers(0, n - closed + 1)]
     recurrent = order[len(transient) :]

@@ -31,7 +31,7 @@ import array_api_compat
 import numpy as np
 
 from rankwall.theory._rounding import gamma, unit_roundoff
-from rankwall.theory._validation import InputError, check_probability, check_size
+from rankwall.theory.validation import InputError, check_integer_in, check_real_in
 
 #: Bisection steps for the circle radius after the bracket is found (2^-64 of the bracket: below
 #: one ulp of r).
@@ -93,8 +93,8 @@ def kl_gap(P: Any, N_tilde: Any, f: Any, *, log_P: Any = None) -> tuple[float, f
 
 def circle_head(V: int, D: int = 2) -> np.ndarray:
     """W (V x D): rows :math:`(\\cos 2\\pi v/V, \\sin 2\\pi v/V, 0, \\dots)`."""
-    V = check_size(V, "V", 2, 1 << 24)
-    D = check_size(D, "D", 2, 1 << 16)
+    V = check_integer_in(V, "V", 2, 1 << 24)
+    D = check_integer_in(D, "D", 2, 1 << 16)
     theta = 2 * np.pi * np.arange(V) / V
     W = np.zeros((V, D))
     W[:, 0], W[:, 1] = np.cos(theta), np.sin(theta)
@@ -126,9 +126,9 @@ def circle_radius(probabilities: Any, V: int) -> np.ndarray:
 def construct_top1_witness(targets: Any, probs: Any, D: int, eps: float, V: int) -> tuple[np.ndarray, np.ndarray]:
     """H (C x D) and W (V x D), no bias, with argmax :math:`t_c` and top-1 probability within
     ``eps`` of :math:`p_c` for every context (Prop. A.4's circle construction)."""
-    V = check_size(V, "V", 2, 1 << 24)
-    D = check_size(D, "D", 2, 1 << 16)
-    eps = check_probability(eps, "eps", 0.0, 1.0, closed=False)
+    V = check_integer_in(V, "V", 2, 1 << 24)
+    D = check_integer_in(D, "D", 2, 1 << 16)
+    eps = check_real_in(eps, "eps", 0.0, 1.0, closed=False)
     targets = np.asarray(targets)
     probs = np.asarray(probs, dtype=np.float64)
     if targets.ndim != 1 or targets.shape != probs.shape or len(targets) == 0:
@@ -161,8 +161,8 @@ def top1(
 
 def tangent_head(V: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """D = 1 with a bias: slopes :math:`w_v` (distinct, sorted) and biases :math:`-w_v^2/2`."""
-    V = check_size(V, "V", 2, 1 << 24)
-    rng = np.random.default_rng(check_size(seed, "seed", 0))
+    V = check_integer_in(V, "V", 2, 1 << 24)
+    rng = np.random.default_rng(check_integer_in(seed, "seed", 0))
     w = np.sort(rng.uniform(-1, 1, size=V))
     return w[:, None], -(w**2) / 2
 
@@ -618,8 +618,8 @@ def argmaxable(
 def sphere_code(V: int, D: int, seed: int = 0) -> np.ndarray:
     """V unit vectors in R^D spread over the sphere: the circle for D = 2, the Fibonacci lattice for
     D = 3 (minimal angle about 3.8/sqrt(V)), normalised Gaussian points for D >= 4."""
-    V = check_size(V, "V", 2, 1 << 24)
-    D = check_size(D, "D", 2, 1 << 12)
+    V = check_integer_in(V, "V", 2, 1 << 24)
+    D = check_integer_in(D, "D", 2, 1 << 12)
     if D == 2:
         return circle_head(V)
     if D == 3:
@@ -627,7 +627,7 @@ def sphere_code(V: int, D: int, seed: int = 0) -> np.ndarray:
         polar = np.arccos(1 - 2 * k / V)
         azimuth = np.pi * (1 + 5**0.5) * k
         return np.stack([np.cos(azimuth) * np.sin(polar), np.sin(azimuth) * np.sin(polar), np.cos(polar)], axis=1)
-    points = np.random.default_rng(check_size(seed, "seed", 0)).standard_normal((V, D))
+    points = np.random.default_rng(check_integer_in(seed, "seed", 0)).standard_normal((V, D))
     return points / np.linalg.norm(points, axis=1, keepdims=True)
 
 

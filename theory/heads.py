@@ -30,7 +30,7 @@ from typing import Any
 import array_api_compat
 import numpy as np
 
-from rankwall.theory._validation import InputError, as_array, check_probability, check_real_floating, check_size
+from rankwall.theory.validation import InputError, as_array, check_integer_in, check_real_floating, check_real_in
 
 HEADS = ("softmax", "mos", "moc", "sigsoftmax", "piecewise-linear")
 
@@ -53,11 +53,11 @@ class HeadParameters:
 
 def construct_head_parameters(V: int, d: int, K: int, seed: int, *, scale: float = 1.0) -> HeadParameters:
     """Gaussian parameters (NumPy float64), scaled so logits are O(scale)."""
-    V = check_size(V, "V", 2, 1 << 22)
-    d = check_size(d, "d", 1, 4096)
-    K = check_size(K, "K", 1, 256)
-    scale = check_probability(scale, "scale", 0.0, 1e6)
-    rng = np.random.default_rng(check_size(seed, "seed", 0))
+    V = check_integer_in(V, "V", 2, 1 << 22)
+    d = check_integer_in(d, "d", 1, 4096)
+    K = check_integer_in(K, "K", 1, 256)
+    scale = check_real_in(scale, "scale", 0.0, 1e6)
+    rng = np.random.default_rng(check_integer_in(seed, "seed", 0))
     W = scale * rng.standard_normal((V, d)) / np.sqrt(d)
     P = 2 * rng.standard_normal((K, d, d)) / np.sqrt(d)
     U = 2 * rng.standard_normal((K, d)) / np.sqrt(d)

@@ -35,11 +35,11 @@ import array_api_compat
 import numpy as np
 
 from rankwall.theory._rounding import gamma, unit_roundoff
-from rankwall.theory._validation import (
+from rankwall.theory.validation import (
     InputError,
     as_count_array,
-    check_probability,
-    check_size,
+    check_integer_in,
+    check_real_in,
     validated_like,
     validated_logits,
     validated_probabilities,
@@ -232,16 +232,16 @@ def envelope(p: Any) -> Any:
 def spread_tail_ceiling(m: float, atoms: int) -> float:
     """:math:`m(1-m) \\cdot n/(n-1)`, the ceiling on :math:`\\lVert J \\rVert_2` for the row
     :math:`(m, \\tfrac{1-m}{n}, \\dots, \\tfrac{1-m}{n})` with ``atoms`` = n >= 2 tail atoms."""
-    atoms = check_size(atoms, "atoms", 2)
-    m = check_probability(m, "m", 0.0, 1.0)
+    atoms = check_integer_in(atoms, "atoms", 2)
+    m = check_real_in(m, "m", 0.0, 1.0)
     return m * (1 - m) * atoms / (atoms - 1)
 
 
 def slowdown(m: float, reference: float = 0.5) -> float:
     """How many times more steps a head at top mass ``m`` needs than one at ``reference``
     to make the same routing change, read as the ratio of capacities 2m(1-m)."""
-    m = check_probability(m, "m", 0.0, 1.0, closed=False)
-    reference = check_probability(reference, "reference", 0.0, 1.0, closed=False)
+    m = check_real_in(m, "m", 0.0, 1.0, closed=False)
+    reference = check_real_in(reference, "reference", 0.0, 1.0, closed=False)
     return (reference * (1 - reference)) / (m * (1 - m))
 
 
@@ -286,7 +286,7 @@ def spectral_norm_error_bound(V: int, dtype: Any) -> float:
     relative error of the secular function's two sides with a factor at most 1 (the slope there is
     at least their common value over :math:`\lambda`). This is the bound behind
     ``checks.tolerance.spectral_norm_tolerance``; measured errors are far inside it (docs)."""
-    return gamma(check_size(V, "V", 1) + SPECTRAL_NORM_ROUNDINGS, unit_roundoff(dtype))
+    return gamma(check_integer_in(V, "V", 1) + SPECTRAL_NORM_ROUNDINGS, unit_roundoff(dtype))
 
 
 def _row_blocks(n_rows: int, V: int) -> list[slice]:
@@ -619,7 +619,7 @@ def _emit(values: np.ndarray, xp: Any, dtype: Any, device: Any) -> Any:
 
 
 def _vocabulary(V: Any, low: int = 2) -> int:
-    return check_size(V, "V", low, MAX_VOCABULARY)
+    return check_integer_in(V, "V", low, MAX_VOCABULARY)
 
 
 def construct_runner_up(
@@ -629,8 +629,8 @@ def construct_runner_up(
     :math:`m \\ge 1/2` the losing mass sits on one runner-up and
     :math:`\\lVert J \\rVert_2 = 2m(1-m)` exactly."""
     V = _vocabulary(V)
-    m = check_probability(m, "m", 0.5, 1.0)
-    tail_mass = check_probability(tail_mass, "tail_mass", 0.0, 1.0 - m)
+    m = check_real_in(m, "m", 0.5, 1.0)
+    tail_mass = check_real_in(tail_mass, "tail_mass", 0.0, 1.0 - m)
     if tail_mass > 0 and V < 3:
         raise InputError("tail_mass: a positive tail needs V >= 3")
     p = np.zeros(V)
@@ -643,7 +643,7 @@ def construct_runner_up(
 def construct_tied_atoms(V: int, m: float, *, xp: Any = None, dtype: Any = None, device: Any = None) -> Any:
     """Two atoms tied at :math:`m \\le 1/2` and the rest spread evenly: ``||J|| = m`` exactly."""
     V = _vocabulary(V)
-    m = check_probability(m, "m", 0.0, 0.5)
+    m = check_real_in(m, "m", 0.0, 0.5)
     rest = 1.0 - 2.0 * m
     if rest > 0 and (V == 2 or rest / (V - 2) > m):
         raise InputError(f"m: {m} is too small for two tied top atoms at V={V} (need m >= 1/V)")
@@ -657,7 +657,7 @@ def construct_tied_atoms(V: int, m: float, *, xp: Any = None, dtype: Any = None,
 def construct_spread_tail(V: int, m: float, *, xp: Any = None, dtype: Any = None, device: Any = None) -> Any:
     """:math:`(m, \\tfrac{1-m}{V-1}, \\dots)`: approaches the infimum :math:`m(1-m)` as V grows."""
     V = _vocabulary(V)
-    m = check_probability(m, "m", 1.0 / V, 1.0)
+    m = check_real_in(m, "m", 1.0 / V, 1.0)
     p = np.full(V, (1.0 - m) / (V - 1))
     p[0] = m
     return _emit(p, xp, dtype, device)
@@ -685,10 +685,10 @@ def construct_logits(
 
     Gaps up to ~800 give rows whose complement underflows a naive ``1 - max(p)``."""
     V = _vocabulary(V)
-    gap = check_probability(gap, "gap", 0.0, 1e4)
-    runners = check_size(runners, "runners", 1, V - 1)
-    offset = check_probability(offset, "offset", -1e12, 1e12)
-    tail_gap = gap if tail_gap is None else check_probability(tail_gap, "tail_gap", 0.0, 1e4)
+    gap = check_real_in(gap, "gap", 0.0, 1e4)
+    runners = check_integer_in(runners, "runners", 1, V - 1)
+    offset = check_real_in(offset, "offset", -1e12, 1e12)
+    tail_gap = gap if tail_gap is None else check_real_in(tail_gap, "tail_gap", 0.0, 1e4)
     z = np.full(V, offset - gap - tail_gap)
     z[0] = offset + gap
     z[1 : 1 + runners] = offset
@@ -701,8 +701,8 @@ def construct_dirichlet(
     """A Dirichlet(:math:`\\alpha`) row; small :math:`\\alpha` gives peaked rows with exact
     zeros (underflow), large :math:`\\alpha` near-uniform ones."""
     V = _vocabulary(V)
-    concentration = check_probability(concentration, "concentration", 1e-3, 1e6)
-    rng = np.random.default_rng(check_size(seed, "seed", 0))
+    concentration = check_real_in(concentration, "concentration", 1e-3, 1e6)
+    rng = np.random.default_rng(check_integer_in(seed, "seed", 0))
     g = rng.gamma(concentration, size=V)
     if g.sum() == 0:
         g[rng.integers(V)] = 1.0
@@ -712,8 +712,8 @@ def construct_dirichlet(
 def construct_sparse(V: int, support: int, seed: int, *, xp: Any = None, dtype: Any = None, device: Any = None) -> Any:
     """A row positive on ``support`` random positions and exactly zero elsewhere."""
     V = _vocabulary(V)
-    support = check_size(support, "support", 1, V)
-    rng = np.random.default_rng(check_size(seed, "seed", 0))
+    support = check_integer_in(support, "support", 1, V)
+    rng = np.random.default_rng(check_integer_in(seed, "seed", 0))
     p = np.zeros(V)
     p[rng.choice(V, size=support, replace=False)] = rng.uniform(0.05, 1.0, size=support)
     return _emit(p / p.sum(), xp, dtype, device)
@@ -732,7 +732,7 @@ def construct_direction(
     """A test direction :math:`u = \\text{offset} + \\text{scale} \\cdot g`, g standard normal.
     A large common ``offset`` stresses the cancellation in :math:`E[u^2] - E[u]^2`."""
     V = _vocabulary(V)
-    rng = np.random.default_rng(check_size(seed, "seed", 0))
-    scale = check_probability(scale, "scale", 0.0, 1e150)
-    offset = check_probability(offset, "offset", -1e150, 1e150)
+    rng = np.random.default_rng(check_integer_in(seed, "seed", 0))
+    scale = check_real_in(scale, "scale", 0.0, 1e150)
+    offset = check_real_in(offset, "offset", -1e150, 1e150)
     return _emit(offset + scale * rng.standard_normal(V), xp, dtype, device)

@@ -37,14 +37,14 @@ import array_api_compat
 import flint
 import numpy as np
 
-from rankwall.theory._validation import (
+from rankwall.theory.validation import (
     InputError,
     as_array,
     as_numeric_array,
     as_real_scalar,
     check_finite,
+    check_integer_in,
     check_real_floating,
-    check_size,
     is_exact,
 )
 
@@ -183,7 +183,7 @@ def _float_namespace(x: Any, name: str) -> tuple[Any, Any]:
 def tail_norm(G: Any, rank: int) -> float:
     """:math:`(\\sum_{i > r} \\sigma_i(G)^2)^{1/2}`: the Eckart-Young residual of the best rank-r fit."""
     xp, G = _float_namespace(G, "G")
-    rank = check_size(rank, "rank", 0, min(G.shape))
+    rank = check_integer_in(rank, "rank", 0, min(G.shape))
     sigma = xp.linalg.svdvals(G)
     return float(xp.linalg.vector_norm(sigma[rank:]))
 
@@ -191,7 +191,7 @@ def tail_norm(G: Any, rank: int) -> float:
 def truncated_svd(G: Any, rank: int) -> Any:
     """:math:`G_r`, the best approximation of rank at most r (the witness that attains Prop. A.6)."""
     xp, G = _float_namespace(G, "G")
-    rank = check_size(rank, "rank", 0, min(G.shape))
+    rank = check_integer_in(rank, "rank", 0, min(G.shape))
     U, sigma, Vt = xp.linalg.svd(G, full_matrices=False)
     return (U[:, :rank] * sigma[None, :rank]) @ Vt[:rank, :]
 
@@ -219,12 +219,12 @@ def construct_step(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Random (H, W, G): Gaussian, or integer entries in [-spread, spread] for exact checks.
     G is a generic dense gradient of full rank min(contexts, V)."""
-    contexts = check_size(contexts, "contexts", 1, 100_000)
-    V = check_size(V, "V", 2, 1 << 24)
-    D = check_size(D, "D", 1, V)
-    rng = np.random.default_rng(check_size(seed, "seed", 0))
+    contexts = check_integer_in(contexts, "contexts", 1, 100_000)
+    V = check_integer_in(V, "V", 2, 1 << 24)
+    D = check_integer_in(D, "D", 1, V)
+    rng = np.random.default_rng(check_integer_in(seed, "seed", 0))
     if integers:
-        spread = check_size(spread, "spread", 1, 1000)
+        spread = check_integer_in(spread, "spread", 1, 1000)
         draw = lambda *shape: rng.integers(-spread, spread + 1, size=shape)  # noqa: E731
     else:
         draw = lambda *shape: rng.standard_normal(shape)  # noqa: E731

@@ -60,7 +60,7 @@ from rankwall.checks.verdict import (
     tightened_integer_bound,
 )
 from rankwall.theory import error_rank as er
-from rankwall.theory._validation import InputError
+from rankwall.theory.validation import InputError
 
 # --------------------------------------------------------------------------- cases
 

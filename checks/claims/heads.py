@@ -46,7 +46,7 @@ from rankwall.checks.verdict import (
     tightened_integer_bound,
 )
 from rankwall.theory import heads as hd
-from rankwall.theory._validation import InputError
+from rankwall.theory.validation import InputError
 
 # --------------------------------------------------------------------------- cases and strategies
 

@@ -40,7 +40,7 @@ from rankwall.checks.data import read_corpus
 from rankwall.checks.models.loading import DEFAULT_MODEL, LoadedModel, load_causal_lm
 from rankwall.checks.models.spot import attention_rows, captured_attention, read_tokens
 from rankwall.checks.outputs import peak_memory_mb, progress_bar, write_outputs
-from rankwall.theory._validation import InputError
+from rankwall.theory.validation import InputError
 
 NAME = "attention-heads"
 SUMMARY = "confident previous-token heads of SmolLM2: ablated, mean-ablated, replaced by shift-by-one (seed 002)"

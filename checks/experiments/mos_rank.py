@@ -33,7 +33,7 @@ from rankwall.checks.arguments import integer_in
 from rankwall.checks.claims import heads as ch
 from rankwall.checks.outputs import peak_memory_mb, progress_bar, write_outputs
 from rankwall.theory import heads as hd
-from rankwall.theory._validation import InputError
+from rankwall.theory.validation import InputError
 
 NAME = "mos-rank"
 SUMMARY = "certified rank of log P for softmax, MoC and MoS against K (seed 001)"

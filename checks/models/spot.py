@@ -37,7 +37,7 @@ from rankwall.checks.outputs import peak_memory_mb, write_outputs
 from rankwall.theory import compression as cp
 from rankwall.theory import expressivity as ex
 from rankwall.theory import softmax_jacobian as sj
-from rankwall.theory._validation import InputError
+from rankwall.theory.validation import InputError
 
 #: Fractions of the logit norm along which the Figure 6 loss changes are measured.
 UPDATE_FRACTIONS = (1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1)

@@ -177,7 +177,7 @@ def validated_like(xp: Any, u: Any, reference: Any, name: str) -> Any:
     return u
 
 
-def check_size(value: Any, name: str, low: int, high: int | None = None) -> int:
+def check_integer_in(value: Any, name: str, low: int, high: int | None = None) -> int:
     """Require an integer in ``[low, high]``."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise InputError(f"{name}: expected an integer, got {value!r}")
@@ -203,7 +203,7 @@ def as_real_scalar(value: Any, name: str) -> int | Fraction | float:
         raise InputError(f"{name}: expected a real number, got {value!r}") from None
 
 
-def check_probability(value: Any, name: str, low: float, high: float, closed: bool = True) -> float:
+def check_real_in(value: Any, name: str, low: float, high: float, closed: bool = True) -> float:
     """Require a finite real in ``[low, high]`` (or ``(low, high)`` when ``closed`` is false)."""
     try:
         v = float(as_real_scalar(value, name))
