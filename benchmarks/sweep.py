@@ -58,7 +58,7 @@ def sweep(pattern: str, sizes: list[int], workers: int) -> list[dict[str, Any]]:
 def measure(pattern: str, V: int) -> dict[str, Any]:
     """Peak MiB before and after checking every instance of the claims at V, and bytes per entry."""
     from rankwall.checks.backends import resolve
-    from rankwall.checks.cli import NUMPY_ONLY, matched_claims
+    from rankwall.checks.commands.common import NUMPY_ONLY, matched_claims
     from rankwall.checks.outputs import peak_memory_mb
 
     claims = matched_claims([pattern])

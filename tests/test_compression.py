@@ -140,8 +140,8 @@ def test_a_case_has_the_json_form_of_its_family():
     """A typed case writes the JSON of the untyped form: its family, then every parameter."""
     case = claims.BatchGradient(V=64, D=32, rank=None, tokens=96, seed=32, scale=1.0, aligned=False)
     expected = {"V": 64, "D": 32, "rank": None, "tokens": 96, "seed": 32, "scale": 1.0, "aligned": False}
-    assert case.to_json() == {"family": "batch-gradient", **expected}
-    assert list(case.to_json()) == ["family", *expected]
+    assert case.to_json() == {"case": "batch-gradient", **expected}
+    assert list(case.to_json()) == ["case", *expected]
     assert case.vocabulary == 64 and claims.ky_fan.witnesses(64)[0] == case
 
 

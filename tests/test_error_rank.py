@@ -275,7 +275,7 @@ class TestEveryClaimNamesItsBound:
     """--tighten needs a direction: a lower bound is raised, an upper bound lowered."""
 
     def test_directions(self):
-        assert {c.id: c.bound for c in FAMILIES} == {**BOUNDS, "error-rank.attracting-components": None}
+        assert {c.id: c.direction for c in FAMILIES} == {**BOUNDS, "error-rank.attracting-components": None}
 
     def test_row_shift_tightened_by_0_99_allows_no_change(self):
         """An upper bound b = 1 tightened by F = 0.99 asks |rank difference| <= ⌈0.99⌉ - 1 = 0: a shift

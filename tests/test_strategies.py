@@ -34,7 +34,7 @@ def test_directions_are_attached(instance):
     assert {"direction_seed", "direction_scale", "direction_offset"} <= set(instance.params)
 
 
-@pytest.mark.parametrize("case", list(BUILDERS), ids=lambda case: case.FAMILY)
+@pytest.mark.parametrize("case", list(BUILDERS), ids=lambda case: case.KIND)
 def test_every_family_is_drawn(case):
     assert isinstance(find(strategies.any_row(), lambda i: isinstance(i, case)), case)
 

@@ -26,7 +26,6 @@ margin inside its tolerance is re-decided by the judges from a NumPy float64 mea
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -38,8 +37,9 @@ import numpy as np
 from hypothesis import strategies as st
 
 from rankwall.checks import tolerance
-from rankwall.checks.backends import Backend, resolve, singular_values
-from rankwall.checks.verdict import Case, Certification, Family, Judgement, Measurement, Relation, planted_side
+from rankwall.checks.backends import Backend, singular_values
+from rankwall.checks.toolkit import Family, numpy_float64, planted_side, two_sided
+from rankwall.checks.verdict import Case, Certification, Judgement, Measurement, Relation
 from rankwall.theory import compression as cp
 
 # --------------------------------------------------------------------------- cases and strategies
@@ -51,7 +51,7 @@ class BatchGradient(Case):
     ``rank``, full when ``None``), drawn from ``seed``, with logits scaled by ``scale``; an
     ``aligned`` head is replaced by G's top D right singular vectors."""
 
-    FAMILY: ClassVar[str] = "batch-gradient"
+    KIND: ClassVar[str] = "batch-gradient"
     V: int
     D: int
     rank: int | None = None
@@ -130,12 +130,6 @@ class Enclosure:
         return [self.value, self.lo, self.hi]
 
 
-@functools.lru_cache(maxsize=1)
-def _numpy_float64() -> Backend:
-    """NumPy float64: the default backend, where the judgements re-decide what a measurement left open."""
-    return resolve("numpy")
-
-
 def unit(X: Any) -> float:
     """The unit roundoff u of the dtype X was computed in (float32's for a float32 backend)."""
     return tolerance.unit_roundoff(X.dtype)
@@ -143,7 +137,7 @@ def unit(X: Any) -> float:
 
 def label(backend: Backend | None) -> str:
     """Where a measurement ran: backend name and dtype."""
-    b = _numpy_float64() if backend is None else backend
+    b = numpy_float64() if backend is None else backend
     return f"{b.name} {b.dtype_name}"
 
 
@@ -155,7 +149,7 @@ def gradient(case: BatchGradient, backend: Backend | None = None) -> tuple[Any, 
     :func:`rankwall.theory.compression.column_basis` on NumPy float64 (the route the experiments use),
     elsewhere the SVD basis of :func:`rankwall.theory.compression.svd_column_basis` (the array API has no
     pivoted QR): either way the claims are about the span of the computed Q, orthonormal to a measured eta."""
-    backend = _numpy_float64() if backend is None else backend
+    backend = numpy_float64() if backend is None else backend
     W = cp.construct_head(case.V, case.D, case.seed, rank=case.rank)
     H, targets = cp.construct_batch(case.tokens, W.shape[1], case.V, case.seed + 1, scale=case.scale)
     G = backend.asarray(np.concatenate(list(cp.logit_gradient_blocks(H, W, targets))))
@@ -318,20 +312,9 @@ def _measurement(lhs: Enclosure, rhs: Enclosure, method: str, slack: float = 0.0
     return Measurement(lhs.value, rhs.value, tol, method, certificate, certified_by=Certification.TWO_SIDED)
 
 
-def two_sided(m: Measurement, relation: Relation) -> Judgement:
-    """The sign of rhs - lhs where the measured margin is beyond the tolerance in either direction
-    (the exact sides then lie in disjoint intervals: for an identity, a violation), else undecided."""
-    margin = m.rhs - m.lhs
-    if abs(margin) <= m.tolerance:
-        return Judgement(m.lhs, m.rhs, None, f"{m.method} (inside its bound: undecided)", m.tolerance, m.certificate)
-    sign = 1 if margin > 0 and relation is Relation.AT_MOST else -1
-    method = f"{m.method}; two-sided rounding-model margin"
-    return Judgement(m.lhs, m.rhs, sign, method, m.tolerance, m.certificate, Certification.TWO_SIDED)
-
-
 def basis(backend: Backend | None) -> str:
     """The route to the basis of col W on this backend (see :func:`gradient`)."""
-    b = _numpy_float64() if backend is None else backend
+    b = numpy_float64() if backend is None else backend
     return "pivoted-QR" if b.name == "numpy" and b.dtype_name == "float64" else "SVD-basis"
 
 
@@ -447,7 +430,6 @@ pythagoras = FAMILY.claim(
     statement="r² + c² = 1 for r = ‖G − GΠ‖_F/‖G‖_F (destroyed in ker Wᵀ) and c = ‖GΠ‖_F/‖G‖_F (surviving)",
     domain="G the frequency-weighted cross-entropy logit gradient of a batch; W random, low rank, or aligned",
     relation=Relation.EQUAL,
-    bound=None,
     measure=measure_pythagoras,
     judge_exactly=judge_pythagoras,
 )
@@ -458,7 +440,6 @@ ky_fan_attained = FAMILY.claim(
     statement="c² = Σ_{i ≤ D} σ_i(G)² / ‖G‖_F² when col W is spanned by G's top D right singular vectors",
     domain="aligned heads W = (top D right singular vectors of G)",
     relation=Relation.EQUAL,
-    bound=None,
     measure=measure_ky_fan_attained,
     judge_exactly=judge_ky_fan_attained,
     witnesses=_aligned_witnesses,
@@ -471,7 +452,7 @@ ky_fan = FAMILY.claim(
     statement="c² ≤ Σ_{i ≤ rank W} σ_i(G)² / ‖G‖_F², with equality when col W is G's top right singular subspace",
     domain="as for compression.pythagoras",
     relation=Relation.AT_MOST,
-    bound="upper",
+    direction="upper",
     measure=measure_ky_fan,
     judge_exactly=judge_ky_fan,
 )
@@ -483,7 +464,7 @@ efficiency = FAMILY.claim(
     "that along −G",
     domain="as for compression.pythagoras",
     relation=Relation.AT_MOST,
-    bound="upper",
+    direction="upper",
     measure=measure_efficiency,
     judge_exactly=judge_efficiency,
 )

@@ -35,7 +35,6 @@ one). Conclusions are measured, never assumed.
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass, replace
 from fractions import Fraction
@@ -46,17 +45,16 @@ import numpy as np
 from hypothesis import strategies as st
 
 from rankwall.checks import exact, tolerance
-from rankwall.checks.backends import Backend, float64_copy, resolve
+from rankwall.checks.backends import Backend, float64_copy
 from rankwall.checks.data import characters, read_corpus, words
+from rankwall.checks.toolkit import Family, numpy_float64, planted_side
 from rankwall.checks.verdict import (
     Case,
     Certification,
-    Family,
     Judgement,
     Measurement,
     RankInterval,
     Relation,
-    planted_side,
     tightened_integer_bound,
 )
 from rankwall.theory import error_rank as er
@@ -70,7 +68,7 @@ class UniqueContinuation(Case):
     """k contexts with distinct unique continuations among V tokens, logits HWᵀ of rank D
     (:func:`rankwall.theory.error_rank.construct_unique_continuation`)."""
 
-    FAMILY: ClassVar[str] = "unique-continuation"
+    KIND: ClassVar[str] = "unique-continuation"
     V: int
     k: int
     D: int
@@ -82,7 +80,7 @@ class UniqueContinuation(Case):
 class CorpusContinuations(Case):
     """The unique continuations of the n-gram contexts of a shipped corpus, logits of rank D."""
 
-    FAMILY: ClassVar[str] = "corpus"
+    KIND: ClassVar[str] = "corpus"
     corpus: str = "tinyshakespeare.txt"
     level: str = "char"
     order: int = 3
@@ -95,7 +93,7 @@ class CorpusContinuations(Case):
 class StochasticPattern(Case):
     """A row-stochastic n x n pattern with ``closed`` attracting classes (integer weights)."""
 
-    FAMILY: ClassVar[str] = "stochastic"
+    KIND: ClassVar[str] = "stochastic"
     n: int
     closed: int = 1
     seed: int = 0
@@ -106,7 +104,7 @@ class StochasticPattern(Case):
 class WcddPattern(Case):
     """diag(w) - W of an n x n pattern with one closed class, ``leaks`` of whose rows leak mass."""
 
-    FAMILY: ClassVar[str] = "wcdd"
+    KIND: ClassVar[str] = "wcdd"
     n: int
     leaks: int = 1
     seed: int = 0
@@ -118,7 +116,7 @@ class MiniBatch(Case):
     """A Zipfian language over V tokens and ``contexts`` contexts, a batch of ``batch_tokens``
     drawn without replacement, and P = (1 - δ)Ñ + δ/V."""
 
-    FAMILY: ClassVar[str] = "batch"
+    KIND: ClassVar[str] = "batch"
     V: int
     contexts: int
     seed: int = 0
@@ -131,7 +129,7 @@ class MiniBatch(Case):
 class LowRank(Case):
     """An integer rows x columns matrix of the given rank (entries up to ``spread``), times ``scale``."""
 
-    FAMILY: ClassVar[str] = "low-rank"
+    KIND: ClassVar[str] = "low-rank"
     rows: int
     columns: int
     rank: int
@@ -144,7 +142,7 @@ class LowRank(Case):
 class Factors(Case):
     """Gaussian factors H (rows x rank, times ``scale``) and W (columns x rank) of logits HWᵀ."""
 
-    FAMILY: ClassVar[str] = "factors"
+    KIND: ClassVar[str] = "factors"
     rows: int
     columns: int
     rank: int
@@ -156,7 +154,7 @@ class Factors(Case):
 class RowShift(Case):
     """A low-rank integer matrix A and two integer row shifts (the second times ``second``: 0 or 1)."""
 
-    FAMILY: ClassVar[str] = "row-shift"
+    KIND: ClassVar[str] = "row-shift"
     rows: int
     columns: int
     rank: int
@@ -749,19 +747,13 @@ def _label(x: Any) -> str:
     return f"{library} {tolerance.dtype_name(x.dtype)}"
 
 
-@functools.lru_cache(maxsize=1)
-def _numpy_float64() -> Backend:
-    """NumPy float64: the default backend, where the judgements re-decide."""
-    return resolve("numpy")
-
-
 def log_softmax_decision(
     case: LowRank, factor: Fraction, drop: int, backend: Backend | None = None
 ) -> tuple[Measurement, Judgement]:
     """rank(log softmax A) <= rank(A) + 1 (minus ``drop`` for the mutant), tightened; rank(A) exact, and
     log softmax A computed in the backend (NumPy float64 by default). The right factor is [Aᵀ, 1]:
     L = A - z1ᵀ = [A, -z][I, 1]ᵀ has rows in rowspace(A) + span(1)."""
-    backend = _numpy_float64() if backend is None else backend
+    backend = numpy_float64() if backend is None else backend
     A = low_rank_matrix(case) * case.scale
     rank_A, _ = exact.exact_rank(A)
     Z = backend.asarray(A)
@@ -792,7 +784,7 @@ def bottleneck_decision(
     """rank(log softmax(HWᵀ)) <= d + 1 (plus ``extra``: negative for the mutant), tightened, with H and W
     rounded to the backend's dtype and Z, L computed there (NumPy float64 by default). The right factor
     is the rounded [W, 1] read exactly (rows of dyadic rationals, scaled to integers)."""
-    backend = _numpy_float64() if backend is None else backend
+    backend = numpy_float64() if backend is None else backend
     rng = np.random.default_rng(case.seed)
     H = backend.asarray(case.scale * rng.standard_normal((case.rows, case.rank)))
     W = backend.asarray(rng.standard_normal((case.columns, case.rank)))
@@ -846,7 +838,7 @@ def judge_row_shift(case: RowShift, factor: Fraction, allowed: int = 1) -> Judge
 
 
 #: NumPy only by default: sparse counts, graphs and exact ranks (the log-softmax ranks opt in).
-_SHARED = {"bound": None, "array_api": False, "random_instances": lambda V, n, seed: []}
+_SHARED = {"array_api": False, "random_instances": lambda V, n, seed: []}
 ERROR_RANK = Family("error-rank", **_SHARED)
 LOGPROB_RANK = Family("logprob-rank", **_SHARED)
 
@@ -882,7 +874,7 @@ unique_continuation = ERROR_RANK.claim(
     "each the only observed continuation of some context",
     domain="P = softmax(HWᵀ) (strictly positive in exact arithmetic); any V, k, D",
     relation=Relation.AT_MOST,
-    bound="lower",
+    direction="lower",
     array_api=True,
     measure=measure_unique,
     judge_exactly=judge_unique,
@@ -914,7 +906,7 @@ wcdd = ERROR_RANK.claim(
     statement="rank(M) ≥ n for a weakly chained diagonally dominant n × n matrix M (so rank n)",
     domain="integer matrices diag(w) − W built from a substochastic pattern with leaking rows",
     relation=Relation.AT_MOST,
-    bound="lower",
+    direction="lower",
     measure=measure_wcdd,
     judge_exactly=judge_wcdd,
     witnesses=lambda V: [WcddPattern(n=min(V, 60), leaks=1, seed=s, density=0.1) for s in range(4)],
@@ -929,7 +921,7 @@ mini_batch = ERROR_RANK.claim(
     "weakly chained diagonally dominant limit (Ñ − Ñ^B)[C^u_B, T_B] is nonsingular",
     domain="Zipfian languages, batches drawn without replacement, P = (1 − δ)Ñ + δ/V with δ > 0 (exact rationals)",
     relation=Relation.AT_MOST,
-    bound="lower",
+    direction="lower",
     measure=measure_batch,
     judge_exactly=judge_batch,
     witnesses=lambda V: [
@@ -945,7 +937,7 @@ log_softmax_rank = LOGPROB_RANK.claim(
     statement="rank(log softmax(A)) ≤ rank(A) + 1",
     domain="integer matrices A of chosen rank (exact rank by python-flint), times an integer scale",
     relation=Relation.AT_MOST,
-    bound="upper",
+    direction="upper",
     array_api=True,
     measure=measure_log_softmax,
     judge_exactly=judge_log_softmax,
@@ -964,7 +956,7 @@ row_shift = LOGPROB_RANK.claim(
     statement="|rank(A + λ1ᵀ) − rank(A + μ1ᵀ)| ≤ 1 for all vectors λ, μ",
     domain="integer A of chosen rank, integer shifts (exact ranks by python-flint)",
     relation=Relation.AT_MOST,
-    bound="upper",
+    direction="upper",
     measure=measure_row_shift,
     judge_exactly=judge_row_shift,
     witnesses=lambda V: [
@@ -982,7 +974,7 @@ bottleneck = LOGPROB_RANK.claim(
     statement="rank(log softmax(HWᵀ)) ≤ d + 1 for H ∈ ℝ^{N×d}, W ∈ ℝ^{V×d}",
     domain="Gaussian factors, scales 0.1 to 30",
     relation=Relation.AT_MOST,
-    bound="upper",
+    direction="upper",
     array_api=True,
     measure=measure_bottleneck,
     judge_exactly=judge_bottleneck,

@@ -29,7 +29,6 @@ How each is decided (docs/expressivity.md has the details):
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -42,8 +41,9 @@ import numpy as np
 from hypothesis import strategies as st
 
 from rankwall.checks import exact, tolerance
-from rankwall.checks.backends import Backend, float64_copy, resolve
-from rankwall.checks.verdict import Case, Certification, Family, Judgement, Measurement, Relation, planted_side
+from rankwall.checks.backends import Backend, float64_copy
+from rankwall.checks.toolkit import Family, left_to_the_exact_route, numpy_float64, planted_side
+from rankwall.checks.verdict import Case, Certification, Judgement, Measurement, Relation
 from rankwall.theory import error_rank as er
 from rankwall.theory import expressivity as ex
 
@@ -55,7 +55,7 @@ class GibbsCase(Case):
     """A Zipfian language of ``contexts`` x ``V`` counts (its ``seed``) and Gaussian logits of standard
     deviation ``scale`` (seed + 1), or P = Ñ itself when ``exact_fit``."""
 
-    FAMILY: ClassVar[str] = "gibbs"
+    KIND: ClassVar[str] = "gibbs"
     V: int
     contexts: int = 64
     seed: int = 0
@@ -68,7 +68,7 @@ class Top1Case(Case):
     """The circle witness in dimension ``D`` for ``contexts`` targets and top-1 probabilities drawn
     from ``seed``, reached to within ``eps``."""
 
-    FAMILY: ClassVar[str] = "top1"
+    KIND: ClassVar[str] = "top1"
     V: int
     D: int = 2
     contexts: int = 16
@@ -80,7 +80,7 @@ class Top1Case(Case):
 class TangentCase(Case):
     """The D = 1 tangent head of :func:`rankwall.theory.expressivity.tangent_head` (V weights, ``seed``)."""
 
-    FAMILY: ClassVar[str] = "tangent"
+    KIND: ClassVar[str] = "tangent"
     V: int
     seed: int = 0
 
@@ -89,7 +89,7 @@ class TangentCase(Case):
 class ArgmaxHeadCase(Case):
     """A Gaussian V x D head without bias (``seed``) and ``interior`` rows planted inside its hull."""
 
-    FAMILY: ClassVar[str] = "argmax-head"
+    KIND: ClassVar[str] = "argmax-head"
     V: int
     D: int = 2
     seed: int = 0
@@ -157,12 +157,6 @@ def gibbs_instance(case: GibbsCase) -> tuple[np.ndarray, np.ndarray]:
     counts = er.construct_zipf_language(case.V, case.contexts, case.seed).toarray()
     z = np.random.default_rng(case.seed + 1).standard_normal(counts.shape) * case.scale
     return counts, z
-
-
-@functools.lru_cache(maxsize=1)
-def _numpy_float64() -> Backend:
-    """NumPy float64: the default backend, where the judgement re-decides what a measurement left open."""
-    return resolve("numpy")
 
 
 @dataclass(frozen=True)
@@ -300,12 +294,6 @@ def identity_residuals(a: GibbsArrays, unweighted: bool, ce: dict[str, Any]) -> 
     }
 
 
-def left_to_the_exact_route(method: str, certificate: dict[str, Any] | None = None) -> Measurement:
-    """A float measurement that decides nothing (NaN sides never clear a tolerance): the exact judge,
-    NumPy float64 and then balls on the exact instance, decides instead."""
-    return Measurement(NAN, NAN, NAN, f"{method}: not bounded in this dtype, left to the exact route", certificate)
-
-
 def gibbs_decision(
     case: GibbsCase,
     factor: Fraction,
@@ -319,12 +307,12 @@ def gibbs_decision(
     model); the bound inside its rounding band goes to :func:`gibbs_in_balls` (on the float64 logits).
     Where the backend's dtype cannot bound a side (a count it does not hold exactly, a side or a bound
     that is not finite), the measurement is left to the exact route (NaN sides)."""
-    backend = _numpy_float64() if backend is None else backend
+    backend = numpy_float64() if backend is None else backend
     where = f"{backend.name} {backend.dtype_name}"
     counts, z = gibbs_instance(case)
     u = tolerance.unit_roundoff(backend.dtype)
     if not counts_exact_in(counts, u):
-        measured = left_to_the_exact_route(f"{where} cross-entropies (a count beyond the dtype's integers)")
+        measured = left_to_the_exact_route(f"{where} cross-entropies", "a count beyond the dtype's integers")
         return measured, lambda: gibbs_decision(case, factor, uniform, unweighted)[1]()
     a = gibbs_arrays(counts, z, case.exact_fit, backend)
     ce = cross_entropies(a, case.exact_fit)
@@ -332,7 +320,7 @@ def gibbs_decision(
     ce.pop("errors")
     certificate = {**identity, **ce, "backend": backend.name, "dtype": backend.dtype_name}
     if not all(math.isfinite(x) for x in certificate.values() if isinstance(x, float)):
-        measured = left_to_the_exact_route(f"{where} cross-entropies (a side or a bound not finite)", certificate)
+        measured = left_to_the_exact_route(f"{where} cross-entropies", "a side or a bound not finite", certificate)
         return measured, lambda: gibbs_decision(case, factor, uniform, unweighted)[1]()
     for side, what in (("kl", "Σ f KL"), ("ce", "CE(P) - CE(Ñ) computed apart")):
         if abs(identity[f"{side}_residual"]) > identity[f"{side}_bound"]:
@@ -784,7 +772,7 @@ gibbs = FAMILY.claim(
     statement="CE(Ñ) ≤ CE(P), the excess being CE(P) − CE(Ñ) = Σ_c f_c KL(Ñ_c ‖ P_c) ≥ 0, with equality at P = Ñ",
     domain="Zipfian count matrices, P a softmax of Gaussian logits (or Ñ itself)",
     relation=Relation.AT_MOST,
-    bound="lower",
+    direction="lower",
     array_api=True,
     **bound_claim(gibbs_decision),
     witnesses=lambda V: [
@@ -813,7 +801,6 @@ top1_witness = FAMILY.claim(
     "t_c is the strict argmax and |top-1 − p_c| ≤ ε in every one",
     domain="float64, V up to 131,072 (float32 loses the argmax near V ≈ 49,152: docs/expressivity.md)",
     relation=Relation.EQUAL,
-    bound=None,
     **count_claim(top1_decision),
     witnesses=_top1_witnesses,
     strategy=expressivity_instances,
@@ -839,7 +826,6 @@ d1_bias = FAMILY.claim(
     statement="for the tangent head z_v(h) = w_v h − w_v²/2, 0 tokens t fail to be the strict argmax at h = w_t",
     domain="distinct weights w_v, V ≥ 2, the head as constructed in float64",
     relation=Relation.EQUAL,
-    bound=None,
     **count_claim(tangent_decision),
     witnesses=lambda V: [TangentCase(V=v, seed=s) for v in sorted({2, 3, min(V, 4096)}) for s in (0, 1)],
     strategy=lambda: expressivity_instances(tangent=True),
@@ -858,7 +844,6 @@ argmax_vs_hull = FAMILY.claim(
     statement="the LP pipeline's certified answers disagree with the vertices of conv{w_v} (qhull) on 0 tokens",
     domain="Gaussian heads without bias, D = 2..6, with or without planted interior rows",
     relation=Relation.EQUAL,
-    bound=None,
     **count_claim(hull_decision),
     witnesses=lambda V: [
         ArgmaxHeadCase(V=max(min(V, 300), D + 3), D=D, seed=s, interior=k)

@@ -19,6 +19,38 @@ uᵀJu ≥ 0, is the upper bound (E_p u)² ≤ E_p[u²] (as uᵀJu = E_p[u²] �
 
 from __future__ import annotations
 
+#: The public API of the family: its case types, the Cases bundles its claims range over, its quantities.
+__all__ = [
+    "Dirichlet",
+    "Logits",
+    "Row",
+    "RunnerUp",
+    "Sparse",
+    "SpreadTail",
+    "TiedAtoms",
+    "Uniform",
+    "collision_complement",
+    "complement",
+    "entropy",
+    "envelope_witnesses",
+    "kernel_residual",
+    "mean",
+    "norm",
+    "quadratic_form",
+    "rank",
+    "rows",
+    "rows_with_direction",
+    "runner_ups",
+    "second_moment",
+    "spread_tails",
+    "support",
+    "tied_atoms",
+    "top",
+    "trace",
+    "variance",
+    "vocabulary",
+]
+
 import functools
 import math
 from collections.abc import Callable
@@ -30,19 +62,22 @@ import flint
 import numpy as np
 from hypothesis import strategies as st
 
-from rankwall.checks import exact, exact_softmax, tolerance
+from rankwall.checks import exact, exact_softmax, tolerance, toolkit
 from rankwall.checks.backends import Backend, to_numpy
-from rankwall.checks.verdict import (
-    Case,
-    Certification,
+from rankwall.checks.quantities import Context, Measured, quantity
+from rankwall.checks.toolkit import (
+    Cases,
     Family,
-    Judgement,
-    Measurement,
-    RankInterval,
-    Relation,
+    judge_sides,
+    left_to_the_exact_route,
+    numpy_float64,
+    planted_exactly,
     planted_side,
+    scalar,
 )
+from rankwall.checks.verdict import Case, Certification, Judgement, Measurement, RankInterval, Relation
 from rankwall.theory import softmax_jacobian as sj
+from rankwall.theory.validation import InputError
 
 # --------------------------------------------------------------------------- cases
 
@@ -77,7 +112,7 @@ class Row(Case):
 class RunnerUp(Row):
     """Top mass m, one runner-up, ``tail_mass`` spread over the rest (:func:`sj.construct_runner_up`)."""
 
-    FAMILY: ClassVar[str] = "runner-up"
+    KIND: ClassVar[str] = "runner-up"
     m: float
     tail_mass: float = 0.0
 
@@ -86,7 +121,7 @@ class RunnerUp(Row):
 class TiedAtoms(Row):
     """Two atoms tied at m, the rest spread evenly (:func:`sj.construct_tied_atoms`)."""
 
-    FAMILY: ClassVar[str] = "tied-atoms"
+    KIND: ClassVar[str] = "tied-atoms"
     m: float
 
 
@@ -94,7 +129,7 @@ class TiedAtoms(Row):
 class SpreadTail(Row):
     """Top mass m, 1 − m spread evenly over V − 1 atoms (:func:`sj.construct_spread_tail`)."""
 
-    FAMILY: ClassVar[str] = "spread-tail"
+    KIND: ClassVar[str] = "spread-tail"
     m: float
 
 
@@ -102,14 +137,14 @@ class SpreadTail(Row):
 class Uniform(Row):
     """The uniform row 1/V (:func:`sj.construct_uniform`)."""
 
-    FAMILY: ClassVar[str] = "uniform"
+    KIND: ClassVar[str] = "uniform"
 
 
 @dataclass(frozen=True)
 class Dirichlet(Row):
     """A Dirichlet draw of the given concentration (:func:`sj.construct_dirichlet`)."""
 
-    FAMILY: ClassVar[str] = "dirichlet"
+    KIND: ClassVar[str] = "dirichlet"
     concentration: float
     seed: int
 
@@ -118,7 +153,7 @@ class Dirichlet(Row):
 class Sparse(Row):
     """Random masses on ``support`` random atoms, zeros elsewhere (:func:`sj.construct_sparse`)."""
 
-    FAMILY: ClassVar[str] = "sparse"
+    KIND: ClassVar[str] = "sparse"
     support: int
     seed: int
 
@@ -127,7 +162,7 @@ class Sparse(Row):
 class Logits(Row):
     """Logits with a top gap over ``runners`` runner-ups (:func:`sj.construct_logits`)."""
 
-    FAMILY: ClassVar[str] = "logits"
+    KIND: ClassVar[str] = "logits"
     gap: float
     offset: float = 0.0
     runners: int = 1
@@ -254,8 +289,8 @@ BUILDERS: dict[type[Row], tuple[str, Callable[..., Any]]] = {
 
 
 @dataclass(frozen=True)
-class Built:
-    """An instance in a backend: its rows, the raw float row (for the exact route), a direction."""
+class Built(toolkit.Built):
+    """A row in a backend: its rows, the raw float row (for the exact route), a direction."""
 
     rows: sj.SoftmaxRows
     raw: np.ndarray
@@ -288,27 +323,12 @@ def build(case: SoftmaxRow, backend: Backend) -> Built:
             device=backend.device,
         )
         direction = backend.xp.reshape(direction, (1, -1))
-    return Built(rows, to_numpy(row)[0].astype(np.float64), form, direction, int(case.V))
-
-
-@functools.lru_cache(maxsize=64)
-def _numpy_backend() -> Backend:
-    from rankwall.checks.backends import resolve
-
-    return resolve("numpy")
+    return Built(backend, rows, to_numpy(row)[0].astype(np.float64), form, direction, int(case.V))
 
 
 def rebuilt(case: SoftmaxRow) -> Built:
     """The case rebuilt in float64 NumPy (what the exact routes read)."""
-    return build(case, _numpy_backend())
-
-
-def _scalar(x: Any) -> float:
-    return float(to_numpy(x).reshape(-1)[0])
-
-
-def _u(built: Built) -> float:
-    return tolerance.unit_roundoff(built.rows.p.dtype)
+    return build(case, numpy_float64())
 
 
 # --------------------------------------------------------------------------- exact helpers
@@ -324,23 +344,6 @@ def exact_entries(built: Built) -> tuple[list[Any], bool]:
     values = [exact.rational(x) for x in built.raw]
     total = sum(values, start=flint.fmpq(0))
     return [x / total for x in values], True
-
-
-def judge_sides(sides: Callable[[], tuple[Any, Any, bool]]) -> Judgement:
-    """Evaluate ``(lhs, rhs, is_exact)`` exactly, or in balls at rising precision until the
-    sign of ``rhs - lhs`` is decided (a ball can never show two sides equal)."""
-    for bits in exact.BALL_PRECISIONS:
-        with exact.precision(bits):
-            lhs, rhs, is_exact = sides()
-            difference = rhs - lhs
-            decided = exact.sign(difference)
-            method = "exact-rational" if is_exact else f"interval-{bits}"
-            if decided is not None or is_exact:
-                break
-    kind = None if decided is None else Certification.EXACT if is_exact else Certification.TWO_SIDED
-    return Judgement(
-        exact.to_float(lhs), exact.to_float(rhs), decided, method, exact.radius(difference), certified_by=kind
-    )
 
 
 def norm_certification(method: str, bound: exact_softmax.Bound) -> Certification:
@@ -360,7 +363,7 @@ def _norm_against(built: Built, bound: exact_softmax.Bound, norm_on_left: bool) 
     """Exact comparison of the spectral norm with a bound t(m, s)."""
     row = built.exact_row
     outcome, method = exact_softmax.decide_norm_at_most(row, bound)
-    estimate = _scalar(sj.spectral_norm(rebuilt_rows(built)))
+    estimate = scalar(sj.spectral_norm(rebuilt_rows(built)))
     lo, hi, _ = exact_softmax.certified_norm(row, estimate)
     norm = 0.5 * (lo + hi)
     with exact.precision(128):
@@ -418,22 +421,15 @@ def subnormal(built: Built, *values: float) -> bool:
     return any(0 < abs(v) < tiny or (v == 0 and built.form == "logits") for v in values)
 
 
-def left_to_the_exact_route(method: str) -> Measurement:
-    """A float measurement that decides nothing (NaN sides never clear a tolerance): the exact
-    judge, in balls on the exact row, decides instead."""
-    nan = math.nan
-    return Measurement(nan, nan, nan, f"{method}: a side below the normal range, left to the exact route")
-
-
 def _measure_norm_bound(kind: str, norm_on_left: bool) -> Callable[[SoftmaxRow, Backend, Fraction], Measurement]:
     def measure(case: SoftmaxRow, backend: Backend, factor: Fraction) -> Measurement:
         built = build(case, backend)
-        norm = _scalar(sj.spectral_norm(built.rows))
-        m, s = _scalar(built.rows.top), _scalar(built.rows.complement)
+        norm = scalar(sj.spectral_norm(built.rows))
+        m, s = scalar(built.rows.top), scalar(built.rows.complement)
         if subnormal(built, s, norm):
-            return left_to_the_exact_route(f"{backend.dtype_name} secular solve")
+            return left_to_the_exact_route(f"{backend.dtype_name} secular solve", "a side below the normal range")
         bound = {"lower": m * s, "upper": 2 * m * s, "envelope": min(m, 2 * m * s)}[kind] * float(factor)
-        tol = tolerance.spectral_norm_tolerance(built.V, _u(built), max(norm, bound))
+        tol = tolerance.spectral_norm_tolerance(built.V, built.u, max(norm, bound))
         lhs, rhs = (norm, bound) if norm_on_left else (bound, norm)
         return Measurement(lhs, rhs, tol, f"{backend.dtype_name} secular solve")
 
@@ -458,13 +454,13 @@ def _judge_norm_bound(kind: str, norm_on_left: bool) -> Callable[[SoftmaxRow, Fr
 
 def measure_spread(case: SpreadTail, backend: Backend, factor: Fraction) -> Measurement:
     built = build(case, backend)
-    norm = _scalar(sj.spectral_norm(built.rows))
-    m, s = _scalar(built.rows.top), _scalar(built.rows.complement)
+    norm = scalar(sj.spectral_norm(built.rows))
+    m, s = scalar(built.rows.top), scalar(built.rows.complement)
     if subnormal(built, s, norm):
-        return left_to_the_exact_route(f"{backend.dtype_name} secular solve")
+        return left_to_the_exact_route(f"{backend.dtype_name} secular solve", "a side below the normal range")
     atoms = built.V - 1
     ceiling = m * s * atoms / (atoms - 1) * float(factor)
-    tol = tolerance.spectral_norm_tolerance(built.V, _u(built), max(norm, ceiling))
+    tol = tolerance.spectral_norm_tolerance(built.V, built.u, max(norm, ceiling))
     return Measurement(norm, ceiling, tol, f"{backend.dtype_name} secular solve")
 
 
@@ -477,10 +473,10 @@ def judge_spread(case: SpreadTail, factor: Fraction) -> Judgement:
 def measure_variance(case: SoftmaxRow, backend: Backend, factor: Fraction, centred: bool = True) -> Measurement:
     """uᵀJu (matrix form) against Var_p(u) (two-pass), or against E_p[u²] for the mutant."""
     built = build(case, backend)
-    lhs = _scalar(sj.quadratic_form(built.rows, built.direction))
-    second = _scalar(backend.xp.sum(built.rows.p * built.direction**2))
-    rhs = planted_side(_scalar(sj.variance(built.rows, built.direction)) if centred else second, factor)
-    tol = tolerance.quadratic_form_tolerance(built.V, _u(built), second)
+    lhs = scalar(sj.quadratic_form(built.rows, built.direction))
+    second = scalar(backend.xp.sum(built.rows.p * built.direction**2))
+    rhs = planted_side(scalar(sj.variance(built.rows, built.direction)) if centred else second, factor)
+    tol = tolerance.quadratic_form_tolerance(built.V, built.u, second)
     return Measurement(
         lhs, rhs, tol, f"{backend.dtype_name} matrix form vs {'two-pass variance' if centred else 'E_p[u^2]'}"
     )
@@ -512,7 +508,7 @@ def judge_variance(case: SoftmaxRow, factor: Fraction, centred: bool = True) -> 
     def sides() -> tuple[Any, Any, bool]:
         _, p, u, is_exact = _exact_direction(case)
         form, variance, second = _exact_moments(p, u, flint.fmpq(0) if is_exact else flint.arb(0))
-        return form, exact.planted_exactly(variance if centred else second, factor), is_exact
+        return form, planted_exactly(variance if centred else second, factor), is_exact
 
     return judge_sides(sides)
 
@@ -521,9 +517,9 @@ def measure_psd(case: SoftmaxRow, backend: Backend, factor: Fraction, allowed: F
     """(E_p u)² ≤ F·c·E_p[u²] as (1 − F·c)·E_p[u²] ≤ uᵀJu (matrix form): c = 1 is uᵀJu ≥ 0, c = 0 the
     mutant J ⪰ diag(p)."""
     built = build(case, backend)
-    form = _scalar(sj.quadratic_form(built.rows, built.direction))
-    second = _scalar(backend.xp.sum(built.rows.p * built.direction**2))
-    tol = tolerance.quadratic_form_tolerance(built.V, _u(built), second)
+    form = scalar(sj.quadratic_form(built.rows, built.direction))
+    second = scalar(backend.xp.sum(built.rows.p * built.direction**2))
+    tol = tolerance.quadratic_form_tolerance(built.V, built.u, second)
     return Measurement(float(1 - factor * allowed) * second, form, tol, f"{backend.dtype_name} matrix form")
 
 
@@ -548,8 +544,8 @@ def measure_kernel(case: SoftmaxRow, backend: Backend, factor: Fraction, directi
     built = build(case, backend)
     xp = backend.xp
     product = sj.jvp(built.rows, _kernel_direction(xp, built.rows.p, direction))
-    residual = _scalar(xp.max(xp.abs(product)))
-    tol = tolerance.gamma(built.V + 2, _u(built)) * _scalar(built.rows.top)
+    residual = scalar(xp.max(xp.abs(product)))
+    tol = tolerance.gamma(built.V + 2, built.u) * scalar(built.rows.top)
     return Measurement(residual, planted_side(0.0, factor), tol, f"{backend.dtype_name} O(V) product J·u")
 
 
@@ -561,7 +557,7 @@ def judge_kernel(case: SoftmaxRow, factor: Fraction, direction: str = "ones") ->
         zero = flint.fmpq(0) if is_exact else flint.arb(0)
         u = [zero + 1 for _ in p] if direction == "ones" else p
         worst_entry = max((abs(x) for x in exact_jvp(p, u, zero)), key=exact.to_float)
-        return worst_entry, exact.planted_exactly(0 * worst_entry, factor), is_exact
+        return worst_entry, planted_exactly(0 * worst_entry, factor), is_exact
 
     return judge_sides(sides)
 
@@ -572,18 +568,18 @@ def _trace_sides(
     """tr J (eigenvalues summed, or the diagonal) against ``other`` of the row, moved by ``factor``."""
     built = build(case, backend)
     xp = backend.xp
-    u = _u(built)
+    u = built.u
     if built.V <= DENSE_LIMIT:
         eigenvalues = xp.linalg.eigvalsh(sj.dense_jacobian(built.rows))
-        lhs = _scalar(xp.sum(eigenvalues))
-        norm = max(_scalar(xp.max(eigenvalues)), 0.0)
-        tol = built.V * tolerance.dense_eigenvalue_error(built.V, u, norm, _scalar(built.rows.top))
+        lhs = scalar(xp.sum(eigenvalues))
+        norm = max(scalar(xp.max(eigenvalues)), 0.0)
+        tol = built.V * tolerance.dense_eigenvalue_error(built.V, u, norm, scalar(built.rows.top))
         method = f"{backend.dtype_name} sum of eigvalsh(J)"
     else:
-        lhs = _scalar(sj.trace(built.rows))
+        lhs = scalar(sj.trace(built.rows))
         tol = 0.0
         method = f"{backend.dtype_name} diagonal sum"
-    rhs = planted_side(_scalar(other(built.rows)), factor)
+    rhs = planted_side(scalar(other(built.rows)), factor)
     tol += 2 * tolerance.sum_tolerance(built.V, u, max(lhs, rhs, 0.0), extra_operations=3)
     return Measurement(lhs, rhs, tol, method)
 
@@ -597,7 +593,7 @@ def judge_trace(case: SoftmaxRow, factor: Fraction) -> Judgement:
         p, is_exact = exact_entries(rebuilt(case))
         zero = flint.fmpq(0) if is_exact else flint.arb(0)
         trace = sum((pi * (1 - pi) for pi in p), start=zero)
-        return trace, exact.planted_exactly(1 - sum((pi * pi for pi in p), start=zero), factor), is_exact
+        return trace, planted_exactly(1 - sum((pi * pi for pi in p), start=zero), factor), is_exact
 
     return judge_sides(sides)
 
@@ -646,7 +642,7 @@ def rank_enclosure(built: Built, backend: Backend) -> RankInterval:
     xp = backend.xp
     eigenvalues = np.sort(to_numpy(xp.linalg.eigvalsh(sj.dense_jacobian(built.rows)))[0])
     threshold = tolerance.dense_eigenvalue_error(
-        built.V, _u(built), max(float(eigenvalues[-1]), 0.0), _scalar(built.rows.top)
+        built.V, built.u, max(float(eigenvalues[-1]), 0.0), scalar(built.rows.top)
     )
     lo = int(np.sum(eigenvalues > threshold))
     lower = f"{built.V}x{built.V} eigvalsh above a Weyl threshold"
@@ -675,7 +671,7 @@ def claimed_rank(built: Built, statement: str, exact_row: bool = False) -> int:
         return built.V
     if exact_row and built.form == "logits":
         return built.V - 1
-    return int(_scalar(sj.support_size(built.rows))) - 1
+    return int(scalar(sj.support_size(built.rows))) - 1
 
 
 def measure_rank(case: SoftmaxRow, backend: Backend, factor: Fraction, statement: str = "support") -> Measurement:
@@ -690,10 +686,287 @@ def judge_rank(case: SoftmaxRow, factor: Fraction, statement: str = "support") -
     return exact_rank_enclosure(case).sides(value, "equal")[1]
 
 
+# --------------------------------------------------------------------------- quantities (the public API)
+#
+# Each quantity of a row is measured in the backend with a bound on its distance from the same
+# quantity of the exact instance (the built row read exactly and normalised exactly, or the softmax of
+# the built logits), and evaluated exactly on the float64 instance, in rationals or balls. A user states
+# a claim with them (``rankwall.declare``): ``norm <= 2 * top * complement``.
+
+
+def built_in(ctx: Context) -> Built:
+    """The case built once per context (both sides of a claim share it)."""
+    return ctx.once("built", lambda: build(ctx.case, ctx.backend))
+
+
+def exact_row_of(ctx: Context) -> exact_softmax.ExactRow:
+    return ctx.once("exact row", lambda: rebuilt(ctx.case).exact_row)
+
+
+def exact_probabilities(ctx: Context) -> tuple[list[Any], bool]:
+    """The exact row p̂ (rationals, or balls at the working precision) and whether it is rational."""
+    return ctx.once(("exact p", flint.ctx.prec), lambda: exact_entries(rebuilt(ctx.case)))
+
+
+def exact_direction(ctx: Context) -> list[Any]:
+    """The test direction u of the float64 instance, exactly (rationals, or balls beside a ball row)."""
+    built = rebuilt(ctx.case)
+    if built.direction is None:
+        raise InputError(f"{ctx.case.KIND}: this quantity needs a test direction u (use rows_with_direction)")
+    _, is_exact = exact_probabilities(ctx)
+    return [exact.rational(x) if is_exact else exact.ball(x) for x in to_numpy(built.direction)[0]]
+
+
+def entry_error(built: Built) -> float:
+    """Relative error of each computed p_i against p̂_i: a division by a sum of V terms (and, from logits,
+    an exponential): gamma_{V+4}."""
+    return tolerance.gamma(built.V + 4, built.u)
+
+
+def _relative(value: float, relative_error: float, built: Built, *, tiny_is_exact: bool = False) -> Measured:
+    """``value`` within ``relative_error`` of itself, unless it fell below the dtype's normal range (the
+    relative model no longer holds there: the exact route decides)."""
+    if subnormal(built, value) and not tiny_is_exact:
+        return Measured(value, math.inf)
+    return Measured(value, relative_error * abs(value))
+
+
+def _second_moment_of(built: Built) -> float:
+    return scalar(built.backend.xp.sum(built.rows.p * built.direction**2))
+
+
+def _exact_sum(ctx: Context, term: Callable[[Any, Any], Any]) -> Any:
+    p, is_exact = exact_probabilities(ctx)
+    zero = flint.fmpq(0) if is_exact else flint.arb(0)
+    return sum((term(pi, ui) for pi, ui in zip(p, exact_direction(ctx), strict=True)), start=zero)
+
+
+def _exact_mean(ctx: Context) -> Any:
+    return _exact_sum(ctx, lambda pi, ui: pi * ui)
+
+
+def _exact_norm(ctx: Context) -> Any:
+    """‖J(p̂)‖₂ exactly where the structure gives it (one-hot 0, a tied top m, two atoms 2m(1 − m)),
+    else a ball from the certified enclosure of the secular equation's largest root."""
+    row = exact_row_of(ctx)
+    positive = [(v, c) for v, c in zip(row.values[::-1], row.counts[::-1], strict=True) if row.logits or v > 0]
+    m, s, _, _ = row.parts(row.use_exact())
+    if len(positive) == 1 and positive[0][1] == 1:
+        return 0 * m
+    if positive[0][1] >= 2:
+        return m
+    if len(positive) == 2 and positive[1][1] == 1:
+        return 2 * m * s
+    estimate = scalar(sj.spectral_norm(rebuilt_rows(rebuilt(ctx.case))))
+    lo, hi, _ = exact_softmax.certified_norm(row, estimate)
+    return flint.arb(exact.rational(lo)).union(flint.arb(exact.rational(hi)))
+
+
+def _compare_norm(ctx: Context, t: Any) -> int | None:
+    """sign(‖J(p̂)‖₂ − t) for a rational t, from the sign of the secular function at t."""
+    if not isinstance(t, flint.fmpq):
+        return None
+    outcome, _ = exact_softmax.decide_norm_at_most(
+        exact_row_of(ctx), exact_softmax.Bound("constant", Fraction(int(t.p), int(t.q)))
+    )
+    return None if outcome is None else -outcome
+
+
+def _measure_norm(ctx: Context) -> Measured:
+    built = built_in(ctx)
+    norm = scalar(sj.spectral_norm(built.rows))
+    if subnormal(built, norm, scalar(built.rows.complement)):
+        return Measured(norm, math.inf)
+    return Measured(norm, tolerance.spectral_norm_tolerance(built.V, built.u, norm))
+
+
+def _support_interval(built: Built) -> RankInterval:
+    """|supp p̂|: the positive entries of the built row (every entry of a softmax of finite logits is
+    positive, whatever underflowed in floating point)."""
+    n = built.V if built.form == "logits" else int(np.count_nonzero(built.raw > 0))
+    return RankInterval(n, n, "the positive entries", "the positive entries", exact=True)
+
+
+def _top(ctx: Context) -> Measured:
+    built = built_in(ctx)
+    return _relative(scalar(built.rows.top), entry_error(built), built)
+
+
+def _exact_parts(ctx: Context) -> tuple[Any, Any, list[Any], list[int]]:
+    """(m, s, tail values, tail counts) of p̂, rational where the row is (:meth:`ExactRow.parts`)."""
+    row = exact_row_of(ctx)
+    return ctx.once(("parts", flint.ctx.prec), lambda: row.parts(row.use_exact()))
+
+
+def _complement(ctx: Context) -> Measured:
+    built = built_in(ctx)
+    return _relative(scalar(built.rows.complement), tolerance.gamma(2 * built.V + 4, built.u), built)
+
+
+def _trace(ctx: Context) -> Measured:
+    built = built_in(ctx)
+    value = scalar(sj.trace(built.rows))
+    return _relative(value, tolerance.gamma(3 * built.V + 16, built.u), built, tiny_is_exact=True)
+
+
+def _exact_trace(ctx: Context) -> Any:
+    p, _ = exact_probabilities(ctx)
+    return sum((pi * (1 - pi) for pi in p), start=0 * p[0])
+
+
+def _collision_complement(ctx: Context) -> Measured:
+    """1 − Σ p² ≥ s (see :func:`rankwall.theory.softmax_jacobian.collision_complement`), so the errors of
+    s(1 + m) and of Σ_{i≠k} p_i², each at most gamma·s, stay within 3·gamma of the result."""
+    built = built_in(ctx)
+    value = scalar(sj.collision_complement(built.rows))
+    return _relative(value, 3 * tolerance.gamma(3 * built.V + 16, built.u), built, tiny_is_exact=True)
+
+
+def _exact_collision_complement(ctx: Context) -> Any:
+    p, _ = exact_probabilities(ctx)
+    return 1 - sum((pi * pi for pi in p), start=0 * p[0])
+
+
+def _entropy(ctx: Context) -> Measured:
+    """H(p): each p_i off by gamma_{V+4} moves p_i log p_i by at most that times p_i(|log p_i| + 1), and
+    the logarithms, products and the sum add gamma_{V+4} of H: within gamma_{3V+16}(2H + 1)."""
+    built = built_in(ctx)
+    value = scalar(sj.entropy(built.rows))
+    return Measured(value, tolerance.gamma(3 * built.V + 16, built.u) * (2 * value + 1))
+
+
+def _exact_entropy(ctx: Context) -> Any:
+    p, _ = exact_probabilities(ctx)
+    return -sum((flint.arb(pi) * flint.arb(pi).log() for pi in p if pi > 0), start=flint.arb(0))
+
+
+def _kernel_residual(ctx: Context) -> Measured:
+    """max_i |(J·1)_i| of the O(V) product: its exact value is 0, and each entry p_i(1 − Σ_j p_j) of the
+    computed row carries at most gamma_{V+4}·m of rounding."""
+    built = built_in(ctx)
+    xp = built.backend.xp
+    value = scalar(xp.max(xp.abs(sj.jvp(built.rows, xp.ones_like(built.rows.p)))))
+    return Measured(value, tolerance.gamma(built.V + 4, built.u) * scalar(built.rows.top))
+
+
+def _exact_kernel_residual(ctx: Context) -> Any:
+    p, _ = exact_probabilities(ctx)
+    ones = [1 + 0 * pi for pi in p]
+    return max((abs(x) for x in exact_jvp(p, ones, 0 * p[0])), key=exact.to_float)
+
+
+def _with_direction(ctx: Context) -> Built:
+    built = built_in(ctx)
+    if built.direction is None:
+        raise InputError(f"{ctx.case.KIND}: this quantity needs a test direction u (use rows_with_direction)")
+    return built
+
+
+def _mean(ctx: Context) -> Measured:
+    """E_p u: the entries of p (gamma_{V+4} each) and the sum (gamma_V) give gamma_{2V+6}·E_p|u|."""
+    built = _with_direction(ctx)
+    xp, p, u = built.backend.xp, built.rows.p, built.direction
+    value = scalar(xp.sum(p * u))
+    return Measured(value, tolerance.gamma(2 * built.V + 6, built.u) * scalar(xp.sum(p * xp.abs(u))))
+
+
+def _second_moment(ctx: Context) -> Measured:
+    built = _with_direction(ctx)
+    value = _second_moment_of(built)
+    return Measured(value, tolerance.gamma(2 * built.V + 8, built.u) * value)
+
+
+def _form(ctx: Context, computed: Callable[[Built], Any], own: float) -> Measured:
+    """A quadratic form in u computed two ways: its rounding (gamma_{V+5} of 2E_p[u²], as in
+    :func:`rankwall.checks.tolerance.quadratic_form_tolerance`) and the error of the entries of p
+    (at most 3·gamma_{V+4}·E_p[u²]) stay within 6·gamma_{V+5}·E_p[u²], plus ``own`` of the value."""
+    built = _with_direction(ctx)
+    value = scalar(computed(built))
+    error = 6 * tolerance.gamma(built.V + 5, built.u) * _second_moment_of(built)
+    return Measured(value, error + own * abs(value))
+
+
+def _quadratic_form(ctx: Context) -> Measured:
+    return _form(ctx, lambda b: sj.quadratic_form(b.rows, b.direction), 0.0)
+
+
+def _variance(ctx: Context) -> Measured:
+    built = _with_direction(ctx)
+    return _form(ctx, lambda b: sj.variance(b.rows, b.direction), tolerance.gamma(built.V + 6, built.u))
+
+
+def _exact_second_moment(ctx: Context) -> Any:
+    return _exact_sum(ctx, lambda pi, ui: pi * ui * ui)
+
+
+def _exact_variance(ctx: Context) -> Any:
+    mu = _exact_mean(ctx)
+    return _exact_sum(ctx, lambda pi, ui: pi * (ui - mu) ** 2)
+
+
+def _vocabulary(ctx: Context) -> RankInterval:
+    return RankInterval(ctx.case.V, ctx.case.V, "the case", "the case", exact=True)
+
+
+norm = quantity("‖J‖₂", _measure_norm, _exact_norm, compare=_compare_norm, doc="the spectral norm of J = diag(p) − ppᵀ")
+top = quantity("m", _top, lambda ctx: _exact_parts(ctx)[0], doc="m = max_i p_i")
+complement = quantity(
+    "(1 − m)", _complement, lambda ctx: _exact_parts(ctx)[1], doc="1 − m, as the sum of the other entries"
+)
+trace = quantity("tr J", _trace, _exact_trace, doc="tr J = Σ_i p_i(1 − p_i), from the diagonal")
+collision_complement = quantity("(1 − Σ p_i²)", _collision_complement, _exact_collision_complement, doc="1 − Σ p_i²")
+entropy = quantity("H(p)", _entropy, _exact_entropy, doc="the Shannon entropy −Σ p_i log p_i, in nats")
+kernel_residual = quantity(
+    "max_i |(J·1)_i|", _kernel_residual, _exact_kernel_residual, doc="the largest entry of the product J·1"
+)
+mean = quantity("E_p u", _mean, _exact_mean, doc="the mean of the test direction u under p")
+second_moment = quantity("E_p[u²]", _second_moment, _exact_second_moment, doc="E_p[u²] of the test direction u")
+quadratic_form = quantity(
+    "uᵀJu", _quadratic_form, lambda ctx: _exact_second_moment(ctx) - _exact_mean(ctx) ** 2, doc="uᵀJu, matrix form"
+)
+variance = quantity("Var_p(u)", _variance, _exact_variance, doc="Var_p(u), two-pass")
+support = quantity(
+    "|supp p|",
+    lambda ctx: _support_interval(built_in(ctx)),
+    lambda ctx: _support_interval(rebuilt(ctx.case)),
+    integer=True,
+    doc="the number of positive entries",
+)
+vocabulary = quantity("V", _vocabulary, _vocabulary, integer=True, doc="the vocabulary size V")
+rank = quantity(
+    "rank J",
+    lambda ctx: rank_enclosure(built_in(ctx), ctx.backend),
+    lambda ctx: exact_rank_enclosure(ctx.case),
+    integer=True,
+    doc="rank J, enclosed from J itself (eigenvalues above a Weyl threshold, interlacing)",
+)
+
+#: Where the claims of this family range: every row; every row with a test direction u; the witnesses
+#: of the envelope; spread tails (V >= 3).
+rows = Cases(any_row, witness_rows, random_rows)
+rows_with_direction = Cases(
+    lambda: with_direction(any_row()),
+    lambda V: _add_direction(witness_rows(V)),
+    lambda V, n, seed: _add_direction(random_rows(V, n, seed), seed),
+)
+runner_ups = Cases(
+    lambda: runner_up_instances(exact_witness=True), lambda V: [RunnerUp(V, m) for m in (0.5, 0.75, 0.99, 1 - 1e-9)]
+)
+tied_atoms = Cases(tied_instances, lambda V: [TiedAtoms(V, m) for m in (0.5, 0.3, 0.25) if V > 2 and m >= 1 / V])
+envelope_witnesses = Cases(
+    lambda: st.one_of(runner_ups.strategy(), tied_atoms.strategy()),
+    lambda V: runner_ups.witnesses(V) + tied_atoms.witnesses(V),
+)
+spread_tails = Cases(
+    lambda: spread_instances(low_vocabulary=3),
+    lambda V: [SpreadTail(V, m) for m in (0.99, 0.75, 0.5) if V >= 3 and m >= 1 / V],
+)
+
+
 # --------------------------------------------------------------------------- registration
 
 
-FAMILY = Family("softmax-jacobian", witnesses=witness_rows, random_instances=random_rows, strategy=any_row, bound=None)
+FAMILY = Family("softmax-jacobian", rows)
 
 
 def _with_factor(
@@ -705,15 +978,7 @@ def _with_factor(
     }
 
 
-#: Instances for the quadratic-form claims: every row with a test direction u attached.
-WITH_DIRECTIONS: dict[str, Any] = {
-    "witnesses": lambda V: _add_direction(witness_rows(V)),
-    "random_instances": lambda V, n, seed: _add_direction(random_rows(V, n, seed), seed),
-    "strategy": lambda: with_direction(any_row()),
-}
-
-
-variance_form = FAMILY.claim(
+variance_form_claim = FAMILY.claim(
     "variance-form",
     source="seed 002, 'The gradient is a variance' (displayed identity)",
     title="The quadratic form of J is a variance",
@@ -722,21 +987,21 @@ variance_form = FAMILY.claim(
     relation=Relation.EQUAL,
     measure=measure_variance,
     judge_exactly=judge_variance,
-    **WITH_DIRECTIONS,
+    cases=rows_with_direction,
 )
-psd = FAMILY.claim(
+psd_claim = FAMILY.claim(
     "psd",
     source="seed 002, 'The gradient is a variance'",
     title="J is symmetric positive semidefinite",
     statement="uᵀ J u ≥ 0 for every u, i.e. (E_p u)² ≤ E_p[u²] (J = diag(p) − ppᵀ is symmetric by construction)",
     domain="every probability vector p, every real u",
     relation=Relation.AT_MOST,
-    bound="upper",
+    direction="upper",
     measure=measure_psd,
     judge_exactly=judge_psd,
-    **WITH_DIRECTIONS,
+    cases=rows_with_direction,
 )
-kernel = FAMILY.claim(
+kernel_claim = FAMILY.claim(
     "kernel",
     source="seed 002, 'How tight that is' (smallest eigenvalue); 'What to keep' 3",
     title="J annihilates the constant direction",
@@ -746,7 +1011,7 @@ kernel = FAMILY.claim(
     measure=measure_kernel,
     judge_exactly=judge_kernel,
 )
-trace = FAMILY.claim(
+trace_claim = FAMILY.claim(
     "trace",
     source="seed 002, 'How tight that is' (trace line); 'What to keep' 3",
     title="The trace of J is a collision complement",
@@ -756,7 +1021,7 @@ trace = FAMILY.claim(
     measure=measure_trace,
     judge_exactly=judge_trace,
 )
-rank = FAMILY.claim(
+rank_claim = FAMILY.claim(
     "rank",
     source="rankwall (reconstructed; seed 002 shows only the zero eigenvalue)",
     title="The rank of J is the support size minus one",
@@ -766,47 +1031,42 @@ rank = FAMILY.claim(
     measure=measure_rank,
     judge_exactly=judge_rank,
 )
-lower_bound = FAMILY.claim(
+lower_bound_claim = FAMILY.claim(
     "lower-bound",
     source="seed 002, 'How tight that is' (displayed bound, lower half)",
     title="Lower bound on the spectral norm",
     statement="m(1 − m) ≤ ‖J‖₂,  m = max_i p_i",
     domain="every probability vector p (the seed states it for m ≥ 1/2)",
     relation=Relation.AT_MOST,
-    bound="lower",
+    direction="lower",
     measure=_measure_norm_bound("lower", norm_on_left=False),
     judge_exactly=_judge_norm_bound("lower", norm_on_left=False),
 )
-upper_bound = FAMILY.claim(
+upper_bound_claim = FAMILY.claim(
     "upper-bound",
     source="seed 002, 'How tight that is' (displayed bound, upper half)",
     title="Upper bound on the spectral norm",
     statement="‖J‖₂ ≤ 2m(1 − m),  m = max_i p_i",
     domain="every probability vector p (the seed states it for m ≥ 1/2; sharp exactly there)",
     relation=Relation.AT_MOST,
-    bound="upper",
+    direction="upper",
     measure=_measure_norm_bound("upper", norm_on_left=True),
     judge_exactly=_judge_norm_bound("upper", norm_on_left=True),
 )
-envelope = FAMILY.claim(
+envelope_claim = FAMILY.claim(
     "envelope",
     source="rankwall (exact envelope; sharpens seed 002's upper bound for m < 1/2)",
     title="The exact envelope of the spectral norm",
     statement="‖J‖₂ ≤ min(m, 2m(1 − m))",
     domain="every probability vector p",
     relation=Relation.AT_MOST,
-    bound="upper",
+    direction="upper",
     measure=_measure_norm_bound("envelope", norm_on_left=True),
     judge_exactly=_judge_norm_bound("envelope", norm_on_left=True),
 )
 
 
-def _attaining(V: int) -> list[RunnerUp | TiedAtoms]:
-    rows: list[RunnerUp | TiedAtoms] = [RunnerUp(V, m, tail_mass=0.0) for m in (0.5, 0.75, 0.99, 1 - 1e-9)]
-    return rows + [TiedAtoms(V, m) for m in (0.5, 0.3, 0.25) if V > 2 and m >= 1 / V]
-
-
-envelope_attained = FAMILY.claim(
+envelope_attained_claim = FAMILY.claim(
     "envelope-attained",
     source="rankwall (witnesses for the envelope)",
     title="The envelope is attained",
@@ -816,11 +1076,9 @@ envelope_attained = FAMILY.claim(
     relation=Relation.EQUAL,
     measure=_measure_norm_bound("envelope", norm_on_left=True),
     judge_exactly=_judge_norm_bound("envelope", norm_on_left=True),
-    witnesses=_attaining,
-    random_instances=lambda V, n, seed: [],
-    strategy=lambda: st.one_of(runner_up_instances(exact_witness=True), tied_instances()),
+    cases=envelope_witnesses,
 )
-lower_bound_approached = FAMILY.claim(
+lower_bound_approached_claim = FAMILY.claim(
     "lower-bound-approached",
     source="rankwall (seed 002's 64-position row, generalised)",
     title="The lower bound is approached by spreading the tail",
@@ -828,67 +1086,65 @@ lower_bound_approached = FAMILY.claim(
     "so inf{‖J‖₂ : max p = m} = m(1 − m) over all V",
     domain="the spread-tail witness, V ≥ 3",
     relation=Relation.AT_MOST,
-    bound="upper",
+    direction="upper",
     measure=measure_spread,
     judge_exactly=judge_spread,
-    witnesses=lambda V: [SpreadTail(V, m) for m in (0.99, 0.75, 0.5) if V >= 3 and m >= 1 / V],
-    random_instances=lambda V, n, seed: [],
-    strategy=lambda: spread_instances(low_vocabulary=3),
+    cases=spread_tails,
 )
 
-upper_bound.with_mutant(
+upper_bound_claim.with_mutant(
     "constant-1.9",
     statement="‖J‖₂ ≤ 1.9·m(1 − m)  (false: the runner-up row attains 2m(1 − m))",
-    **_with_factor(upper_bound.measure, upper_bound.judge_exactly, Fraction(19, 20)),
+    **_with_factor(upper_bound_claim.measure, upper_bound_claim.judge_exactly, Fraction(19, 20)),
 )
-lower_bound.with_mutant(
+lower_bound_claim.with_mutant(
     "factor-1.1",
     statement="1.1·m(1 − m) ≤ ‖J‖₂  (false: a spread tail comes within a factor n/(n−1))",
-    **_with_factor(lower_bound.measure, lower_bound.judge_exactly, Fraction(11, 10)),
+    **_with_factor(lower_bound_claim.measure, lower_bound_claim.judge_exactly, Fraction(11, 10)),
 )
-trace.with_mutant(
+trace_claim.with_mutant(
     "equals-entropy",
     statement="tr J = −Σ p_i log p_i  (false: the trace is a collision complement)",
     measure=measure_trace_entropy,
     judge_exactly=judge_trace_entropy,
 )
-variance_form.with_mutant(
+variance_form_claim.with_mutant(
     "second-moment",
     statement="uᵀ J u = E_p[u²]  (false: the mean is not removed; J = diag(p) − ppᵀ)",
     measure=lambda i, b, f: measure_variance(i, b, f, centred=False),
     judge_exactly=lambda i, f: judge_variance(i, f, centred=False),
 )
-psd.with_mutant(
+psd_claim.with_mutant(
     "dominates-diag-p",
     statement="uᵀ J u ≥ E_p[u²], i.e. J ⪰ diag(p)  (false: J = diag(p) − ppᵀ ⪯ diag(p))",
     measure=lambda i, b, f: measure_psd(i, b, f, allowed=Fraction(0)),
     judge_exactly=lambda i, f: judge_psd(i, f, allowed=Fraction(0)),
 )
-kernel.with_mutant(
+kernel_claim.with_mutant(
     "annihilates-p",
     statement="J·p = 0  (false: (Jp)_i = p_i(p_i − Σ_j p_j²), zero only for a row uniform on its support)",
     measure=lambda i, b, f: measure_kernel(i, b, f, direction="p"),
     judge_exactly=lambda i, f: judge_kernel(i, f, direction="p"),
 )
-envelope.with_mutant(
+envelope_claim.with_mutant(
     "at-most-m(1-m)",
     statement="‖J‖₂ ≤ m(1 − m)  (false: the runner-up row has ‖J‖₂ = 2m(1 − m))",
     measure=_measure_norm_bound("lower", norm_on_left=True),
     judge_exactly=_judge_norm_bound("lower", norm_on_left=True),
 )
-envelope_attained.with_mutant(
+envelope_attained_claim.with_mutant(
     "always-2m(1-m)",
     statement="‖J‖₂ = 2m(1 − m) on both witnesses  (false: two atoms tied at m < 1/2 give ‖J‖₂ = m)",
     measure=_measure_norm_bound("upper", norm_on_left=True),
     judge_exactly=_judge_norm_bound("upper", norm_on_left=True),
 )
-lower_bound_approached.with_mutant(
+lower_bound_approached_claim.with_mutant(
     "attained",
     statement="‖J‖₂ ≤ m(1 − m) for the spread tail  (false: the infimum m(1 − m) is not attained for m < 1)",
     measure=_measure_norm_bound("lower", norm_on_left=True),
     judge_exactly=_judge_norm_bound("lower", norm_on_left=True),
 )
-rank.with_mutant(
+rank_claim.with_mutant(
     "equals-V",
     statement="rank J = V  (false: J·1 = 0 always)",
     measure=lambda i, b, f: measure_rank(i, b, f, "V"),

@@ -46,12 +46,12 @@ import mpmath
 import numpy as np
 from hypothesis import strategies as st
 
-from rankwall.checks import exact, tolerance
-from rankwall.checks.backends import Backend, resolve
+from rankwall.checks import exact, tolerance, toolkit
+from rankwall.checks.backends import Backend
+from rankwall.checks.toolkit import Family, numpy_float64
 from rankwall.checks.verdict import (
     Case,
     Certification,
-    Family,
     Judgement,
     Measurement,
     RankInterval,
@@ -71,7 +71,7 @@ class Step(Case):
     """A gradient step: ``up.construct_step(contexts, V, D, seed, integers=integers)`` with
     η = eta_num/eta_den, and the candidate update ``delta`` of the Eckart-Young claims."""
 
-    FAMILY: ClassVar[str] = "step"
+    KIND: ClassVar[str] = "step"
     contexts: int
     V: int
     D: int
@@ -113,30 +113,21 @@ def step(case: Step) -> tuple[np.ndarray, np.ndarray, np.ndarray, Fraction]:
 
 
 @dataclass(frozen=True)
-class Built:
-    """A Gaussian step in a backend: H, W, G rounded to its dtype, η as a float, the unit roundoff u of
-    that dtype and a label naming where it ran."""
+class Built(toolkit.Built):
+    """A Gaussian step in a backend: H, W, G rounded to its dtype and η as a float."""
 
     H: Any
     W: Any
     G: Any
     eta: float
-    u: float
-    label: str
 
 
 def built_step(case: Step, backend: Backend | None = None) -> Built:
     """The case's matrices in the backend's namespace, dtype and device (NumPy float64 by default)."""
-    backend = _numpy_float64() if backend is None else backend
+    backend = numpy_float64() if backend is None else backend
     H, W, G, eta = step(case)
     H, W, G = (backend.asarray(m) for m in (H, W, G))
-    return Built(H, W, G, float(eta), tolerance.unit_roundoff(backend.dtype), f"{backend.name} {backend.dtype_name}")
-
-
-@functools.lru_cache(maxsize=1)
-def _numpy_float64() -> Backend:
-    """NumPy float64: the default backend, where the judgements re-decide what a measurement left open."""
-    return resolve("numpy")
+    return Built(backend, H, W, G, float(eta))
 
 
 def update_matrix(case: Step, kind: str, backend: Backend | None = None) -> tuple[Any, bool]:
@@ -351,7 +342,7 @@ def _witnesses(V: int, deltas: tuple[DeltaKind, ...]) -> list[Step]:
     return rows
 
 
-FAMILY = Family("updates", bound=None, random_instances=lambda V, n, seed: [], source=f"{SEED_000}, Eq. 7 (§2.2)")
+FAMILY = Family("updates", random_instances=lambda V, n, seed: [], source=f"{SEED_000}, Eq. 7 (§2.2)")
 
 
 first_order_rank = FAMILY.claim(
@@ -360,7 +351,7 @@ first_order_rank = FAMILY.claim(
     statement="rank(−η(G W Wᵀ + H Hᵀ G)) ≤ 2D",
     domain="H: C × D, W: V × D, G: C × V; integer (exact rank) or Gaussian (certified rank interval)",
     relation=Relation.AT_MOST,
-    bound="upper",
+    direction="upper",
     measure=lambda i, b, f: measure_rank(i, b, f, "first-order"),
     judge_exactly=lambda i, f: judge_rank(i, f, "first-order"),
     witnesses=lambda V: _witnesses(V, ("first-order",)),
@@ -372,7 +363,7 @@ exact_step_rank = FAMILY.claim(
     statement="rank(H'W'ᵀ − HWᵀ) ≤ 2D for H' = H − ηGW, W' = W − ηGᵀH",
     domain="as for updates.first-order-rank; η = p/q rational",
     relation=Relation.AT_MOST,
-    bound="upper",
+    direction="upper",
     measure=lambda i, b, f: measure_rank(i, b, f, "exact-step"),
     judge_exactly=lambda i, f: judge_rank(i, f, "exact-step"),
     witnesses=lambda V: _witnesses(V, ("exact-step",)),
@@ -385,7 +376,7 @@ eckart_young = FAMILY.claim(
     statement="‖cΔ − G‖_F ≥ (Σ_{i>2D} σ_i(G)²)^{1/2} for every Δ of rank ≤ 2D and every scalar c",
     domain="Δ = the first-order update, the exact step, a random rank-2D matrix, or G's truncated SVD",
     relation=Relation.AT_MOST,
-    bound="lower",
+    direction="lower",
     measure=measure_eckart_young,
     judge_exactly=judge_eckart_young,
     witnesses=lambda V: _witnesses(V, ("first-order", "exact-step", "random-rank")),
