@@ -166,10 +166,8 @@ def _width_does_not_enter() -> str:
     wide, narrow = np.r_[0.99, np.full(63, 0.01 / 63)], np.array([0.99, 0.01])
     norms = [float(sj.spectral_norm(p)) for p in (wide, narrow)]
     bounds = {f"{float(sj.lower_bound(p)):.6f} .. {float(sj.upper_bound(p)):.6f}" for p in (wide, narrow)}
-    return (
-        f"m = 0.99: ||J|| = {norms[0]:.6f} (64 positions), {norms[1]:.6f} (2 positions); "
-        f"bounds {' / '.join(sorted(bounds))} for both"
-    )
+    return (f"m = 0.99: ||J|| = {norms[0]:.6f} (64 positions), {norms[1]:.6f} (2 positions); "
+            f"bounds {' / '.join(sorted(bounds))} for both")
 
 
 def _bounds_ratio() -> str:
@@ -180,10 +178,8 @@ def _bounds_ratio() -> str:
     ms = np.linspace(0.01, 0.99, 99)
     rows = np.stack([np.r_[m, 1 - m] for m in ms])
     ratio = sj.upper_bound(rows) / sj.lower_bound(rows)
-    return (
-        f"2m(1-m) / m(1-m) over m = 0.01..0.99: from {ratio.min():.12f} to {ratio.max():.12f}; "
-        f"(1+m)/m at m = 0.99 is {(1 + 0.99) / 0.99:.4f}"
-    )
+    return (f"2m(1-m) / m(1-m) over m = 0.01..0.99: from {ratio.min():.12f} to {ratio.max():.12f}; "
+            f"(1+m)/m at m = 0.99 is {(1 + 0.99) / 0.99:.4f}")
 
 
 def _slowdown() -> str:
@@ -203,10 +199,8 @@ def _rank_v_minus_one() -> str:
     unique = REGISTRY["error-rank.unique-continuation"]
     instance = UniqueContinuation(V=64, k=64, D=8, seed=0, scale=1.0)
     v = unique.check(instance, resolve("numpy"), Fraction("1.0001"))
-    return (
-        f"V = 64 with 64 unique continuations: rank in [{v.certificate['rank_lower']}, "
-        f"{v.certificate['rank_upper']}]; 'rank >= 64' {v.status.value}"
-    )
+    return (f"V = 64 with 64 unique continuations: rank in [{v.certificate['rank_lower']}, "
+            f"{v.certificate['rank_upper']}]; 'rank >= 64' {v.status.value}")
 
 
 # --------------------------------------------------------------------------- words for recorded runs
@@ -230,13 +224,8 @@ def _rank_cells(records: list[dict], heads: tuple[str, ...], K_from: int = 1) ->
 
 def _below(records: list[dict], head: str, D: int, K_from: int = 1) -> str:
     """Share of normalized singular values below 1e-9 (of min(N, V))."""
-    shares = sorted(
-        {
-            1 - r["numerical_rank"]["1e-09"] / len(r["spectrum"])
-            for r in records
-            if r["head"] == head and r["D"] == D and r["K"] >= K_from
-        }
-    )
+    shares = sorted({1 - r["numerical_rank"]["1e-09"] / len(r["spectrum"]) for r in records
+                     if r["head"] == head and r["D"] == D and r["K"] >= K_from})
     return " to ".join(f"{s:.1%}" for s in (shares[0], shares[-1])) if len(shares) > 1 else f"{shares[0]:.1%}"
 
 
@@ -246,9 +235,8 @@ def _smallest(records: list[dict], head: str, D: int, K_from: int = 1) -> float:
 
 
 def _spam(runs: list[dict], tied: bool) -> dict[int, float]:
-    return {
-        r["V"]: r["final_loss"] / r["initial_loss_log_V"] for r in runs if r["role"] == "sweep" and r["tied"] == tied
-    }
+    return {r["V"]: r["final_loss"] / r["initial_loss_log_V"] for r in runs
+            if r["role"] == "sweep" and r["tied"] == tied}
 
 
 def _tying(runs: list[dict]) -> str:
@@ -260,29 +248,22 @@ def _tying(runs: list[dict]) -> str:
 def _ordered(runs: list[dict]) -> str:
     curves = [r["valid_loss"] for r in runs]
     ordered = sum(all(a[i] > b[i] for a, b in pairwise(curves)) for i in range(len(curves[0])))
-    return (
-        f"validation loss strictly ordered by D at {ordered} of {len(curves[0])} evaluations (D = "
-        + ", ".join(str(r["D"]) for r in runs)
-        + ")"
-    )
+    return f"validation loss strictly ordered by D at {ordered} of {len(curves[0])} evaluations (D = " + \
+        ", ".join(str(r["D"]) for r in runs) + ")"
 
 
 def _saturated_head(heads: list[dict]) -> str:
     low, nxt = sorted(heads, key=lambda h: h["median_gain"])[:2]
-    return (
-        f"SmolLM2 layer {low['layer']} head {low['head']}: median m {low['median_m']:.6f}, median gain "
-        f"{low['median_gain']:.1e}, {nxt['median_gain'] / low['median_gain']:.0f}x less than the next-lowest head"
-    )
+    return (f"SmolLM2 layer {low['layer']} head {low['head']}: median m {low['median_m']:.6f}, median gain "
+            f"{low['median_gain']:.1e}, {nxt['median_gain'] / low['median_gain']:.0f}x less than the next-lowest head")
 
 
 def _essential(head: dict) -> str:
     iv = head["interventions"]
-    return (
-        f"SmolLM2 layer {head['layer']} head {head['head']} (median m {head['median_m']:.2f}, previous token on "
-        f"{head['previous_token_share']:.0%}): zeroed {iv['zero']['loss_change']:+.3f} "
-        f"± {iv['zero']['standard_error']:.3f} nats, shift-by-one {iv['shift']['loss_change']:+.3f} "
-        f"± {iv['shift']['standard_error']:.3f}"
-    )
+    return (f"SmolLM2 layer {head['layer']} head {head['head']} (median m {head['median_m']:.2f}, previous token on "
+            f"{head['previous_token_share']:.0%}): zeroed {iv['zero']['loss_change']:+.3f} "
+            f"± {iv['zero']['standard_error']:.3f} nats, shift-by-one {iv['shift']['loss_change']:+.3f} "
+            f"± {iv['shift']['standard_error']:.3f}")
 
 
 def _gap(sweep: dict) -> float:
@@ -293,742 +274,301 @@ def _gap(sweep: dict) -> float:
 
 ROWS: tuple[Row, ...] = (
     # ---- seed 000: "Lost in Backpropagation"
-    Row(
-        "000",
-        "Props. A.2-A.3",
-        "log softmax(A) has rank at most rank(A) + 1, so a rank-D logit matrix "
+    Row("000", "Props. A.2-A.3", "log softmax(A) has rank at most rank(A) + 1, so a rank-D logit matrix "
         "gives log-probabilities of rank at most D + 1",
-        Status.REPRODUCED,
-        "error_rank",
-        "rankwall verify 'logprob-rank.*'",
-        (Checked(("logprob-rank.log-softmax", "logprob-rank.bottleneck")),),
-    ),
-    Row(
-        "000",
-        "Prop. A.1",
-        "cross-entropy is smallest at the empirical conditionals; the excess is a "
+        Status.REPRODUCED, "error_rank", "rankwall verify 'logprob-rank.*'",
+        (Checked(("logprob-rank.log-softmax", "logprob-rank.bottleneck")),)),
+    Row("000", "Prop. A.1", "cross-entropy is smallest at the empirical conditionals; the excess is a "
         "frequency-weighted sum of KL divergences",
-        Status.REPRODUCED,
-        "expressivity",
-        "rankwall verify expressivity.gibbs",
-        (Checked(("expressivity.gibbs",)),),
-    ),
-    Row(
-        "000",
-        "§2.1, Prop. A.4, B.1",
-        "at D >= 2, without a bias, any token can be the argmax with any "
+        Status.REPRODUCED, "expressivity", "rankwall verify expressivity.gibbs",
+        (Checked(("expressivity.gibbs",)),)),
+    Row("000", "§2.1, Prop. A.4, B.1", "at D >= 2, without a bias, any token can be the argmax with any "
         "top-1 probability, to arbitrary precision and for any V",
-        Status.REPRODUCED,
-        "expressivity",
-        "rankwall verify expressivity.top1-witness",
-        (Checked(("expressivity.top1-witness",)),),
-    ),
-    Row(
-        "000",
-        "Prop. A.4 (hypothesis D >= 2)",
-        "the top-1 construction needs two dimensions",
-        Status.QUALIFIED,
-        "expressivity",
-        "rankwall verify expressivity.d1-bias-argmax",
+        Status.REPRODUCED, "expressivity", "rankwall verify expressivity.top1-witness",
+        (Checked(("expressivity.top1-witness",)),)),
+    Row("000", "Prop. A.4 (hypothesis D >= 2)", "the top-1 construction needs two dimensions",
+        Status.QUALIFIED, "expressivity", "rankwall verify expressivity.d1-bias-argmax",
         (Checked(("expressivity.d1-bias-argmax",)),),
         "D >= 2 is needed only without a bias: at D = 1 a bias makes every token the argmax, though not "
-        "with every top-1 probability",
-    ),
-    Row(
-        "000",
-        "§2.2, Eq. 7",
-        "a gradient step on H and W moves the logits by a matrix of rank at most 2D",
-        Status.REPRODUCED,
-        "updates",
-        "rankwall verify 'updates.*-rank'",
-        (Checked(("updates.exact-step-rank", "updates.first-order-rank")),),
-    ),
-    Row(
-        "000",
-        "§2.2, Result 1",
-        "the logit gradient has full rank V",
-        Status.REFUTED,
-        "error_rank",
-        "rankwall verify error-rank.unique-continuation",
+        "with every top-1 probability"),
+    Row("000", "§2.2, Eq. 7", "a gradient step on H and W moves the logits by a matrix of rank at most 2D",
+        Status.REPRODUCED, "updates", "rankwall verify 'updates.*-rank'",
+        (Checked(("updates.exact-step-rank", "updates.first-order-rank")),)),
+    Row("000", "§2.2, Result 1", "the logit gradient has full rank V",
+        Status.REFUTED, "error_rank", "rankwall verify error-rank.unique-continuation",
         (Computed(_rank_v_minus_one),),
-        "every row of P - Ñ sums to zero, so its rank is at most V - 1; the seed's own proofs (B.2, B.3) give V - 1",
-    ),
-    Row(
-        "000",
-        "Prop. A.5, B.2",
-        "when many distinct tokens are each the unique continuation of a context, "
+        "every row of P - Ñ sums to zero, so its rank is at most V - 1; the seed's own proofs (B.2, B.3) "
+        "give V - 1"),
+    Row("000", "Prop. A.5, B.2", "when many distinct tokens are each the unique continuation of a context, "
         "rank(P - Ñ) >= min(#such contexts, V - 1) for every positive P",
-        Status.REPRODUCED,
-        "error_rank",
-        "rankwall verify 'error-rank.*'",
+        Status.REPRODUCED, "error_rank", "rankwall verify 'error-rank.*'",
         (Checked(("error-rank.unique-continuation", "error-rank.wcdd")),),
-        "the statement is lost from the seed and reconstructed from its proof (positivity of P named)",
-    ),
-    Row(
-        "000",
-        "Prop. A.6",
-        "no rescaled rank-2D update gets closer to the gradient than its singular values beyond 2D (Eckart-Young)",
-        Status.REPRODUCED,
-        "updates",
-        "rankwall verify 'updates.eckart-young*'",
-        (Checked(("updates.eckart-young", "updates.eckart-young-attained")),),
-    ),
-    Row(
-        "000",
-        "§2.3, Result 2; Prop. A.7, Cor. A.8",
-        "near convergence a mini-batch's prediction error has rank close to V - 1",
-        Status.QUALIFIED,
-        "error_rank",
-        "rankwall verify error-rank.mini-batch",
+        "the statement is lost from the seed and reconstructed from its proof (positivity of P named)"),
+    Row("000", "Prop. A.6", "no rescaled rank-2D update gets closer to the gradient than its singular "
+        "values beyond 2D (Eckart-Young)",
+        Status.REPRODUCED, "updates", "rankwall verify 'updates.eckart-young*'",
+        (Checked(("updates.eckart-young", "updates.eckart-young-attained")),)),
+    Row("000", "§2.3, Result 2; Prop. A.7, Cor. A.8", "near convergence a mini-batch's prediction error "
+        "has rank close to V - 1",
+        Status.QUALIFIED, "error_rank", "rankwall verify error-rank.mini-batch",
         (Checked(("error-rank.mini-batch",)),),
-        "the statements are lost; reconstructed with the hypotheses the proof uses (eps_B, connectivity)",
-    ),
-    Row(
-        "000",
-        "§2.3, Eq. 10",
-        "for any head g, the gradient reaching H passes through a Jacobian of rank at most D",
-        Status.REPRODUCED,
-        "heads",
-        "rankwall verify heads.jacobian-rank",
-        (Checked(("heads.jacobian-rank",)),),
-    ),
-    Row(
-        "000",
-        "§1, §2.4, §3.3, §5; Eq. 1, Fig. 4(a)",
-        "95-99% of the logit-gradient norm is destroyed in ker W^T, across five model families",
-        Status.QUALIFIED,
-        "models",
-        "rankwall spot --tokens 1024 --json",
-        (
-            Recorded(
-                (Pointer(SPOT, ("eq1", "destroyed")), Pointer(SPOT, ("eq1", "paper_destroyed_range"))),
-                lambda r, paper: f"SmolLM2-135M destroys {r:.4f} (seed: {_range(paper)})",
-            ),
-        ),
-        "one model, and its share lies above the seed's range, barely below that of a random head of its shape",
-    ),
-    Row(
-        "000",
-        "§2.4, Fig. 4(b)",
-        "cosine between the gradient and what survives: only 0.1-0.2",
-        Status.REPRODUCED,
-        "models",
-        "rankwall spot --tokens 1024 --json",
+        "the statements are lost; reconstructed with the hypotheses the proof uses (eps_B, connectivity)"),
+    Row("000", "§2.3, Eq. 10", "for any head g, the gradient reaching H passes through a Jacobian of "
+        "rank at most D",
+        Status.REPRODUCED, "heads", "rankwall verify heads.jacobian-rank",
+        (Checked(("heads.jacobian-rank",)),)),
+    Row("000", "§1, §2.4, §3.3, §5; Eq. 1, Fig. 4(a)", "95-99% of the logit-gradient norm is destroyed "
+        "in ker W^T, across five model families",
+        Status.QUALIFIED, "models", "rankwall spot --tokens 1024 --json",
+        (Recorded((Pointer(SPOT, ("eq1", "destroyed")), Pointer(SPOT, ("eq1", "paper_destroyed_range"))),
+                  lambda r, paper: f"SmolLM2-135M destroys {r:.4f} (seed: {_range(paper)})"),),
+        "one model, and its share lies above the seed's range, barely below that of a random head of its shape"),
+    Row("000", "§2.4, Fig. 4(b)", "cosine between the gradient and what survives: only 0.1-0.2",
+        Status.REPRODUCED, "models", "rankwall spot --tokens 1024 --json",
         (Recorded((Pointer(SPOT, ("eq1", "cosine")),), lambda c: f"SmolLM2-135M cosine {c:.4f}"),),
-        "one model (SmolLM2-135M, wikitext-2), inside the range",
-    ),
-    Row(
-        "000",
-        "§3.3, Fig. 4(b)",
-        "most cosines lie between 0.1 and 0.3",
-        Status.REPRODUCED,
-        "models",
-        "rankwall spot --tokens 1024 --json",
-        (
-            Recorded(
-                (Pointer(SPOT, ("eq1", "cosine")), Pointer(SPOT, ("eq1", "paper_cosine_range"))),
-                lambda c, paper: f"SmolLM2-135M cosine {c:.4f} (recorded seed range {_range(paper)})",
-            ),
-        ),
-        "one model, inside the range",
-    ),
-    Row(
-        "000",
-        "§3.3, Fig. 4",
-        "within each family the destroyed share falls as D grows",
-        Status.IN_MINIATURE,
-        "experiments",
-        "rankwall experiment lowrank-heads",
-        (
-            Recorded(
-                (Pointer(LOWRANK, ("bpe", "runs")),),
-                lambda runs: (
-                    "trained W = AB heads, V = 4,096, destroyed at the end (random subspace): "
-                    + ", ".join(
-                        f"D = {r['D']}: {r['final_heads']['trained']['destroyed']:.3f} "
-                        f"({r['final_heads']['random_subspace_same_gradient']['destroyed']:.3f})"
-                        for r in runs
-                    )
-                ),
-            ),
-        ),
-        "a 2-block Transformer on tinyshakespeare BPE, not five pretrained families",
-    ),
-    Row(
-        "000",
-        "§3.3, App. E",
-        "the destroyed share and the cosine stay nearly constant through training (OLMo2-1B checkpoints)",
-        Status.IN_MINIATURE,
-        "experiments",
-        "rankwall experiment lowrank-heads",
-        (
-            Recorded(
-                (Pointer(LOWRANK, ("bpe", "runs")),),
-                lambda runs: (
-                    "destroyed share over the evaluations, min to max: "
-                    + ", ".join(
-                        f"D = {r['D']}: {min(r['eq1']['destroyed']):.3f} to {max(r['eq1']['destroyed']):.3f}"
-                        for r in runs
-                    )
-                ),
-            ),
-        ),
-        "one short training run per D, on the first validation batch",
-    ),
-    Row(
-        "000",
-        "§3.3, Fig. 5",
-        "the observed token's negative coefficient keeps its sign under the projection",
-        Status.REPRODUCED,
-        "experiments",
-        "rankwall experiment sign-agreement",
-        (
-            Recorded(
-                (Pointer(SIGNS, ("heads",)), Pointer(SIGNS, ("tokens",))),
-                lambda heads, n: (
-                    f"kept on {heads[TRAINED]['target_sign_agreement']:.1%} of {n} tokens by "
-                    f"SmolLM2's head, {heads[RANDOM]['target_sign_agreement']:.1%} by a random head of its shape"
-                ),
-            ),
-        ),
-        "one model; a random head keeps it too, so it is the geometry, not training",
-    ),
-    Row(
-        "000",
-        "§3.3, Fig. 5",
-        "the first 5-10 coefficients shrink strongly but stay correlated with the full gradient",
-        Status.QUALIFIED,
-        "experiments",
-        "rankwall experiment sign-agreement",
-        (
-            Recorded(
-                (Pointer(SIGNS, ("heads",)), Pointer(SIGNS, ("chance_sign_agreement",))),
-                lambda heads, chance: (
-                    "sign kept on the top 10: "
-                    f"SmolLM2 {heads[TRAINED]['top_k_sign_agreement']['10']:.3f}, random head "
-                    f"{heads[RANDOM]['top_k_sign_agreement']['10']:.3f}, chance {chance:.3f}"
-                ),
-            ),
-        ),
-        "above chance, but below a random head of the same shape: nothing here is learned alignment",
-    ),
-    Row(
-        "000",
-        "§3.3, Fig. 5",
-        "the projected gradient puts a larger share of its norm in the tail of low-probability tokens, as noise",
-        Status.REPRODUCED,
-        "experiments",
-        "rankwall experiment sign-agreement",
-        (
-            Recorded(
-                (Pointer(SIGNS, ("heads",)),),
-                lambda heads: (
-                    "tail share of the squared norm, before -> after: SmolLM2 "
-                    f"{heads[TRAINED]['tail_share_squared']['before']:.1e} -> "
-                    f"{heads[TRAINED]['tail_share_squared']['after']:.3f}, random head "
-                    f"{heads[RANDOM]['tail_share_squared']['after']:.3f}"
-                ),
-            ),
-        ),
-        "one model; a random head of its shape moves as much of the norm to the tail",
-    ),
-    Row(
-        "000",
-        "§3.4, Fig. 6",
-        "for the same update norm, moving H along its gradient lowers the loss "
+        "one model (SmolLM2-135M, wikitext-2), inside the range"),
+    Row("000", "§3.3, Fig. 4(b)", "most cosines lie between 0.1 and 0.3",
+        Status.REPRODUCED, "models", "rankwall spot --tokens 1024 --json",
+        (Recorded((Pointer(SPOT, ("eq1", "cosine")), Pointer(SPOT, ("eq1", "paper_cosine_range"))),
+                  lambda c, paper: f"SmolLM2-135M cosine {c:.4f} (recorded seed range {_range(paper)})"),),
+        "one model, inside the range"),
+    Row("000", "§3.3, Fig. 4", "within each family the destroyed share falls as D grows",
+        Status.IN_MINIATURE, "experiments", "rankwall experiment lowrank-heads",
+        (Recorded((Pointer(LOWRANK, ("bpe", "runs")),),
+                  lambda runs: "trained W = AB heads, V = 4,096, destroyed at the end (random subspace): " + ", ".join(
+                      f"D = {r['D']}: {r['final_heads']['trained']['destroyed']:.3f} "
+                      f"({r['final_heads']['random_subspace_same_gradient']['destroyed']:.3f})" for r in runs)),),
+        "a 2-block Transformer on tinyshakespeare BPE, not five pretrained families"),
+    Row("000", "§3.3, App. E", "the destroyed share and the cosine stay nearly constant through training "
+        "(OLMo2-1B checkpoints)",
+        Status.IN_MINIATURE, "experiments", "rankwall experiment lowrank-heads",
+        (Recorded((Pointer(LOWRANK, ("bpe", "runs")),),
+                  lambda runs: "destroyed share over the evaluations, min to max: " + ", ".join(
+                      f"D = {r['D']}: {min(r['eq1']['destroyed']):.3f} to {max(r['eq1']['destroyed']):.3f}"
+                      for r in runs)),),
+        "one short training run per D, on the first validation batch"),
+    Row("000", "§3.3, Fig. 5", "the observed token's negative coefficient keeps its sign under the "
+        "projection",
+        Status.REPRODUCED, "experiments", "rankwall experiment sign-agreement",
+        (Recorded((Pointer(SIGNS, ("heads",)), Pointer(SIGNS, ("tokens",))),
+                  lambda heads, n: f"kept on {heads[TRAINED]['target_sign_agreement']:.1%} of {n} tokens by "
+                  f"SmolLM2's head, {heads[RANDOM]['target_sign_agreement']:.1%} by a random head of its shape"),),
+        "one model; a random head keeps it too, so it is the geometry, not training"),
+    Row("000", "§3.3, Fig. 5", "the first 5-10 coefficients shrink strongly but stay correlated with the "
+        "full gradient",
+        Status.QUALIFIED, "experiments", "rankwall experiment sign-agreement",
+        (Recorded((Pointer(SIGNS, ("heads",)), Pointer(SIGNS, ("chance_sign_agreement",))),
+                  lambda heads, chance: "sign kept on the top 10: "
+                  f"SmolLM2 {heads[TRAINED]['top_k_sign_agreement']['10']:.3f}, random head "
+                  f"{heads[RANDOM]['top_k_sign_agreement']['10']:.3f}, chance {chance:.3f}"),),
+        "above chance, but below a random head of the same shape: nothing here is learned alignment"),
+    Row("000", "§3.3, Fig. 5", "the projected gradient puts a larger share of its norm in the tail of "
+        "low-probability tokens, as noise",
+        Status.REPRODUCED, "experiments", "rankwall experiment sign-agreement",
+        (Recorded((Pointer(SIGNS, ("heads",)),),
+                  lambda heads: "tail share of the squared norm, before -> after: SmolLM2 "
+                  f"{heads[TRAINED]['tail_share_squared']['before']:.1e} -> "
+                  f"{heads[TRAINED]['tail_share_squared']['after']:.3f}, random head "
+                  f"{heads[RANDOM]['tail_share_squared']['after']:.3f}"),),
+        "one model; a random head of its shape moves as much of the norm to the tail"),
+    Row("000", "§3.4, Fig. 6", "for the same update norm, moving H along its gradient lowers the loss "
         "orders of magnitude less than moving the logits along theirs",
-        Status.REPRODUCED,
-        "models",
-        "rankwall spot --tokens 1024 --json",
-        (
-            Recorded(
-                (Pointer(SPOT, ("update_efficiency",)),),
-                lambda e: (
-                    f"SmolLM2-135M at {e['fractions'][0]:g} of the norm: "
-                    f"{e['logit gradient'][0] / e['hidden-state update'][0]:.0f}x less"
-                ),
-            ),
-        ),
-        "one model, 1,024 tokens of wikitext-2",
-    ),
-    Row(
-        "000",
-        "§3.4, Fig. 6",
-        "the update along the H-gradient gets more efficient as D grows",
-        Status.IN_MINIATURE,
-        "experiments",
-        "rankwall experiment efficiency-anatomy",
-        (
-            Recorded(
-                (Pointer(ANATOMY, ("heads",)),),
-                lambda heads: (
-                    "loss-decrease ratio, -G over -GWW^T, random Gaussian heads (V = "
-                    f"{heads[0]['V']:,}): "
-                    + ", ".join(f"D = {h['D']}: {h['total']:.1f}x" for h in heads if h["kind"] == "random Gaussian")
-                ),
-            ),
-        ),
-        "random heads at V = 4,096, not trained families",
-    ),
-    Row(
-        "000",
-        "§3.4, Fig. 6",
-        "models that share D (Pythia 1B and 1.4B) give the same curve, whatever their size",
-        Status.OUT_OF_REACH,
-        "experiments",
-        "none",
-        (),
-        "needs two trained models of different size sharing D; SmolLM2 is the only real model here",
-    ),
-    Row(
-        "000",
-        "§2.4, App. A.3.1, Fig. 7(a)",
-        "the logit gradient's rank grows with the batch and approaches V",
-        Status.IN_MINIATURE,
-        "models",
-        "rankwall spot --tokens 1024 --json",
-        (
-            Recorded(
-                (Pointer(SPOT, ("gradient_rank",)), Pointer(SPOT, ("V",))),
-                lambda g, V: (
-                    f"certified rank = n at {sum(r['certified_rank'] == r['tokens'] for r in g)} of "
-                    f"{len(g)} batch sizes n = {g[0]['tokens']}..{g[-1]['tokens']} (V = {V:,})"
-                ),
-            ),
-        ),
-        "batches of at most 1,024 tokens, far below V",
-    ),
-    Row(
-        "000",
-        "§2.4, App. A.3.1, Fig. 7(b)",
-        "70% of the gradient in under 1,000 components; 99.9% needs up to 30,000 at 500,000 tokens",
-        Status.IN_MINIATURE,
-        "models",
-        "rankwall spot --tokens 1024 --json",
-        (
-            Recorded(
-                (Pointer(SPOT, ("gradient_rank", -1)),),
-                lambda r: (
-                    f"at {r['tokens']:,} tokens: 70% of the norm in {r['components_70']}, 99.9% in "
-                    f"{r['components_99.9']} components"
-                ),
-            ),
-        ),
-        "1,024 tokens, not 500,000; the seed does not say whether it counts norm or energy",
-    ),
-    Row(
-        "000",
-        "§3.2, Fig. 3",
-        "SpamLang at fixed D: convergence gets harder as V grows",
-        Status.IN_MINIATURE,
-        "experiments",
-        "rankwall experiment spamlang",
-        (
-            Recorded(
-                (Pointer(EXPERIMENTS + "spamlang.json"),),
-                lambda runs: (
-                    "loss / log V after the run, tied: "
-                    + ", ".join(f"V = {V:,}: {x:.3f}" for V, x in _spam(runs, True).items())
-                ),
-            ),
-        ),
-        "D = 64 and 150 steps on two cores; fewer sightings per token at large V confound the sweep",
-    ),
-    Row(
-        "000",
-        "§3.2, App. G",
-        "weight tying may make the SpamLang solution easier to reach",
-        Status.IN_MINIATURE,
-        "experiments",
-        "rankwall experiment spamlang",
+        Status.REPRODUCED, "models", "rankwall spot --tokens 1024 --json",
+        (Recorded((Pointer(SPOT, ("update_efficiency",)),),
+                  lambda e: f"SmolLM2-135M at {e['fractions'][0]:g} of the norm: "
+                  f"{e['logit gradient'][0] / e['hidden-state update'][0]:.0f}x less"),),
+        "one model, 1,024 tokens of wikitext-2"),
+    Row("000", "§3.4, Fig. 6", "the update along the H-gradient gets more efficient as D grows",
+        Status.IN_MINIATURE, "experiments", "rankwall experiment efficiency-anatomy",
+        (Recorded((Pointer(ANATOMY, ("heads",)),),
+                  lambda heads: "loss-decrease ratio, -G over -GWW^T, random Gaussian heads (V = "
+                  f"{heads[0]['V']:,}): " + ", ".join(
+                      f"D = {h['D']}: {h['total']:.1f}x" for h in heads if h["kind"] == "random Gaussian")),),
+        "random heads at V = 4,096, not trained families"),
+    Row("000", "§3.4, Fig. 6", "models that share D (Pythia 1B and 1.4B) give the same curve, whatever "
+        "their size",
+        Status.OUT_OF_REACH, "experiments", "none",
+        (), "needs two trained models of different size sharing D; SmolLM2 is the only real model here"),
+    Row("000", "§2.4, App. A.3.1, Fig. 7(a)", "the logit gradient's rank grows with the batch and "
+        "approaches V",
+        Status.IN_MINIATURE, "models", "rankwall spot --tokens 1024 --json",
+        (Recorded((Pointer(SPOT, ("gradient_rank",)), Pointer(SPOT, ("V",))),
+                  lambda g, V: f"certified rank = n at {sum(r['certified_rank'] == r['tokens'] for r in g)} of "
+                  f"{len(g)} batch sizes n = {g[0]['tokens']}..{g[-1]['tokens']} (V = {V:,})"),),
+        "batches of at most 1,024 tokens, far below V"),
+    Row("000", "§2.4, App. A.3.1, Fig. 7(b)", "70% of the gradient in under 1,000 components; 99.9% "
+        "needs up to 30,000 at 500,000 tokens",
+        Status.IN_MINIATURE, "models", "rankwall spot --tokens 1024 --json",
+        (Recorded((Pointer(SPOT, ("gradient_rank", -1)),),
+                  lambda r: f"at {r['tokens']:,} tokens: 70% of the norm in {r['components_70']}, 99.9% in "
+                  f"{r['components_99.9']} components"),),
+        "1,024 tokens, not 500,000; the seed does not say whether it counts norm or energy"),
+    Row("000", "§3.2, Fig. 3", "SpamLang at fixed D: convergence gets harder as V grows",
+        Status.IN_MINIATURE, "experiments", "rankwall experiment spamlang",
+        (Recorded((Pointer(EXPERIMENTS + "spamlang.json"),),
+                  lambda runs: "loss / log V after the run, tied: " + ", ".join(
+                      f"V = {V:,}: {x:.3f}" for V, x in _spam(runs, True).items())),),
+        "D = 64 and 150 steps on two cores; fewer sightings per token at large V confound the sweep"),
+    Row("000", "§3.2, App. G", "weight tying may make the SpamLang solution easier to reach",
+        Status.IN_MINIATURE, "experiments", "rankwall experiment spamlang",
         (Recorded((Pointer(EXPERIMENTS + "spamlang.json"),), _tying),),
-        "the same miniature runs",
-    ),
-    Row(
-        "000",
-        "§1, §3.1, Fig. 2(a)",
-        "with the same backbone, D = 4,096 reaches D = 32's final loss 16x sooner",
-        Status.IN_MINIATURE,
-        "experiments",
-        "rankwall experiment lowrank-heads",
-        (
-            Recorded(
-                (Pointer(EXPERIMENTS + "lowrank_heads.json", ("bpe",)),),
-                lambda s: (
-                    f"V = {s['V']:,}, D = {s['runs'][-1]['D']} reaches D = {s['runs'][0]['D']}'s final "
-                    f"loss {s['speedup_largest_over_smallest_D']:.2f}x sooner"
-                ),
-            ),
-        ),
-        "a 2-block Transformer on tinyshakespeare BPE, D = 4 to 128",
-    ),
-    Row(
-        "000",
-        "§3.1, Fig. 2(a)",
-        "the validation losses are separated by consistent gaps along training",
-        Status.IN_MINIATURE,
-        "experiments",
-        "rankwall experiment lowrank-heads",
+        "the same miniature runs"),
+    Row("000", "§1, §3.1, Fig. 2(a)", "with the same backbone, D = 4,096 reaches D = 32's final loss 16x "
+        "sooner",
+        Status.IN_MINIATURE, "experiments", "rankwall experiment lowrank-heads",
+        (Recorded((Pointer(EXPERIMENTS + "lowrank_heads.json", ("bpe",)),),
+                  lambda s: f"V = {s['V']:,}, D = {s['runs'][-1]['D']} reaches D = {s['runs'][0]['D']}'s final "
+                  f"loss {s['speedup_largest_over_smallest_D']:.2f}x sooner"),),
+        "a 2-block Transformer on tinyshakespeare BPE, D = 4 to 128"),
+    Row("000", "§3.1, Fig. 2(a)", "the validation losses are separated by consistent gaps along training",
+        Status.IN_MINIATURE, "experiments", "rankwall experiment lowrank-heads",
         (Recorded((Pointer(EXPERIMENTS + "lowrank_heads.json", ("bpe", "runs")),), _ordered),),
-        "the same miniature runs",
-    ),
-    Row(
-        "000",
-        "§3.1, Fig. 2(b)",
-        "downstream scores converge faster with D; D = 4,096 beats D = 2,048 by +0.55 on average",
-        Status.OUT_OF_REACH,
-        "experiments",
-        "none",
-        (),
-        "2B-parameter models and zero-shot benchmarks; no run here trains past D = 128 on a binding vocabulary",
-    ),
+        "the same miniature runs"),
+    Row("000", "§3.1, Fig. 2(b)", "downstream scores converge faster with D; D = 4,096 beats D = 2,048 "
+        "by +0.55 on average",
+        Status.OUT_OF_REACH, "experiments", "none",
+        (), "2B-parameter models and zero-shot benchmarks; no run here trains past D = 128 on a binding vocabulary"),
     # ---- seed 001: the softmax bottleneck and the mixture of softmaxes
-    Row(
-        "001",
-        "Property 2",
-        "row-shifted versions of A (A + Λ1^T) differ in rank by at most one",
-        Status.REPRODUCED,
-        "error_rank",
-        "rankwall verify logprob-rank.row-shift",
-        (Checked(("logprob-rank.row-shift",)),),
-    ),
-    Row(
-        "001",
-        "the argument; mixture of contexts",
-        "softmax logits, and a mixture of contexts, keep log P at the rank of a d-wide factorization",
-        Status.QUALIFIED,
-        "experiments",
-        "rankwall experiment mos-rank",
-        (
-            Checked(("heads.softmax-moc-rank",)),
-            Recorded(
-                (Pointer(EXPERIMENTS + "mos_rank.json", ("records",)),),
-                lambda rec: "softmax and MoC, every K: " + _rank_cells(rec, ("softmax", "moc")),
-            ),
-        ),
-        "the ceiling is d + 1, not d: the row shift adds one",
-    ),
-    Row(
-        "001",
-        "mixture of softmaxes",
-        "log of a mixture of K softmaxes has no rank ceiling; generically full rank",
-        Status.REPRODUCED,
-        "experiments",
-        "rankwall experiment mos-rank",
-        (
-            Checked(("heads.nonlinear-heads-exceed",)),
-            Recorded(
-                (
-                    Pointer(EXPERIMENTS + "mos_rank.json", ("saturation_K",)),
-                    Pointer(EXPERIMENTS + "mos_rank.json", ("ceiling",)),
-                ),
-                lambda sat, ceiling: (
-                    "MoS pinned at min(N, V) = "
-                    + str(ceiling)
-                    + ": "
-                    + ", ".join(f"D = {D} from K = {K}" if K else f"D = {D} not certified" for D, K in sat.items())
-                ),
-            ),
-        ),
-        "at D = 2 the float64 certificate stops short of the ceiling",
-    ),
-    Row(
-        "001",
-        "the evidence (PTB)",
-        "measured ranks: softmax d = 400 gives 400, MoC d = 280 gives 280, MoS gives 9,981 of 10,000",
-        Status.QUALIFIED,
-        "experiments",
-        "rankwall experiment mos-rank",
-        (
-            Recorded(
-                (Pointer(EXPERIMENTS + "mos_rank.json", ("records",)),),
-                lambda rec: (
-                    "certified: softmax "
-                    + _rank_cells(rec, ("softmax",))
-                    + "; MoS K >= 2 "
-                    + _rank_cells(rec, ("mos",), K_from=2)
-                ),
-            ),
-        ),
-        "certified ranks are d + 1; the essay's are numerical ranks of trained models at V = 10,000",
-    ),
-    Row(
-        "001",
-        "the evidence (PTB)",
-        "rank climbs with K (6,467, 8,930, 9,973) and saturates at 9,981 by K = 15",
-        Status.QUALIFIED,
-        "experiments",
-        "rankwall experiment mos-rank",
-        (
-            Recorded(
-                (Pointer(EXPERIMENTS + "mos_rank.json", ("records",)),),
-                lambda rec: (
-                    "D = 8, numerical rank above 1e-3 for K = 2..64: "
-                    + ", ".join(
-                        str(r["numerical_rank"]["1e-03"])
-                        for r in rec
-                        if r["head"] == "mos" and r["D"] == 8 and r["K"] >= 2
-                    )
-                ),
-            ),
-        ),
-        "for generic heads the certified rank jumps to min(N, V) at K = 2; the climb is about trained models",
-    ),
-    Row(
-        "001",
-        "the evidence (PTB)",
-        "perplexity is best at K = 15 and worse at K = 20, where rank has saturated",
-        Status.OUT_OF_REACH,
-        "experiments",
-        "rankwall experiment lowrank-heads",
-        (
-            Recorded(
-                (Pointer(EXPERIMENTS + "lowrank_heads.json", ("bpe", "runs")),),
-                lambda runs: (
-                    "nearest run: last validation loss at most "
-                    f"{max(r['valid_loss'][-1] - min(r['valid_loss']) for r in runs):.4f} nats above the best"
-                ),
-            ),
-        ),
-        "needs a K sweep trained past its validation minimum on a binding vocabulary; our CPU runs still improve",
-    ),
-    Row(
-        "001",
-        "the evidence (spectra)",
-        "softmax and MoC put about 96% of normalized singular values below 1e-9; MoS's are spread from 1e-5 upward",
-        Status.IN_MINIATURE,
-        "experiments",
-        "rankwall experiment mos-rank",
-        (
-            Recorded(
-                (Pointer(EXPERIMENTS + "mos_rank.json", ("records",)),),
-                lambda rec: (
-                    f"D = 8, N = V = 256: below 1e-9 softmax {_below(rec, 'softmax', 8)}, "
-                    f"MoC {_below(rec, 'moc', 8)}, MoS (K >= 2) {_below(rec, 'mos', 8, 2)}; MoS smallest "
-                    f"{_smallest(rec, 'mos', 8, 2):.0e}"
-                ),
-            ),
-        ),
-        "random heads at N = V = 256; MoS spectra reach below 1e-5",
-    ),
-    Row(
-        "001",
-        "the inverse experiment (text8)",
-        "where rank(A) <= |V| is below d, the bottleneck-breaking head changes nothing",
-        Status.IN_MINIATURE,
-        "experiments",
-        "rankwall experiment lowrank-heads",
-        (
-            Recorded(
-                (
-                    Pointer(EXPERIMENTS + "lowrank_heads.json", ("characters",)),
-                    Pointer(EXPERIMENTS + "lowrank_heads.json", ("bpe",)),
-                ),
-                lambda ch, bpe: (
-                    f"characters (V = {ch['V']}): smallest-minus-largest D gap {_gap(ch):.3f} nats; "
-                    f"BPE (V = {bpe['V']:,}): {_gap(bpe):.3f}"
-                ),
-            ),
-        ),
-        "a low-rank head against D, not MoS against softmax",
-    ),
-    Row(
-        "001",
-        "what happened to the idea (stolen probability)",
-        "a token whose embedding lies inside the convex hull of the others can never be the argmax",
-        Status.REPRODUCED,
-        "expressivity",
-        "rankwall verify expressivity.argmaxable-vs-hull",
-        (Checked(("expressivity.argmaxable-vs-hull",)),),
-    ),
-    Row(
-        "001",
-        "what happened to the idea (Grivas et al.)",
-        "13 of 150 public models have unargmaxable tokens, and they are rare",
-        Status.QUALIFIED,
-        "models",
-        "rankwall argmax",
-        (
-            Recorded(
-                (
-                    Pointer(SPOT, ("unargmaxable",)),
-                    Pointer(SPOT, ("V",)),
-                    Pointer(SPOT, ("argmax_methods", "duplicate row")),
-                ),
-                lambda never, V, twins: (
-                    f"SmolLM2-135M: {len(never)} of {V:,} tokens never the strict argmax, "
-                    f"{twins} of them duplicate rows"
-                ),
-            ),
-        ),
-        "one model; every unargmaxable token ties an identical row of the quantized head",
-    ),
-    Row(
-        "001",
-        "the evidence (appendix)",
-        "expected pairwise KL between contexts: softmax 4.763, MoC 4.864, MoS 5.284",
-        Status.OUT_OF_REACH,
-        "experiments",
-        "none",
-        (),
-        "needs the trained PTB models",
-    ),
+    Row("001", "Property 2", "row-shifted versions of A (A + Λ1^T) differ in rank by at most one",
+        Status.REPRODUCED, "error_rank", "rankwall verify logprob-rank.row-shift",
+        (Checked(("logprob-rank.row-shift",)),)),
+    Row("001", "the argument; mixture of contexts", "softmax logits, and a mixture of contexts, keep "
+        "log P at the rank of a d-wide factorization",
+        Status.QUALIFIED, "experiments", "rankwall experiment mos-rank",
+        (Checked(("heads.softmax-moc-rank",)),
+         Recorded((Pointer(EXPERIMENTS + "mos_rank.json", ("records",)),),
+                  lambda rec: "softmax and MoC, every K: " + _rank_cells(rec, ("softmax", "moc")))),
+        "the ceiling is d + 1, not d: the row shift adds one"),
+    Row("001", "mixture of softmaxes", "log of a mixture of K softmaxes has no rank ceiling; generically "
+        "full rank",
+        Status.REPRODUCED, "experiments", "rankwall experiment mos-rank",
+        (Checked(("heads.nonlinear-heads-exceed",)),
+         Recorded((Pointer(EXPERIMENTS + "mos_rank.json", ("saturation_K",)),
+                   Pointer(EXPERIMENTS + "mos_rank.json", ("ceiling",))),
+                  lambda sat, ceiling: "MoS pinned at min(N, V) = " + str(ceiling) + ": " + ", ".join(
+                      f"D = {D} from K = {K}" if K else f"D = {D} not certified" for D, K in sat.items()))),
+        "at D = 2 the float64 certificate stops short of the ceiling"),
+    Row("001", "the evidence (PTB)", "measured ranks: softmax d = 400 gives 400, MoC d = 280 gives 280, "
+        "MoS gives 9,981 of 10,000",
+        Status.QUALIFIED, "experiments", "rankwall experiment mos-rank",
+        (Recorded((Pointer(EXPERIMENTS + "mos_rank.json", ("records",)),),
+                  lambda rec: "certified: softmax " + _rank_cells(rec, ("softmax",)) + "; MoS K >= 2 "
+                  + _rank_cells(rec, ("mos",), K_from=2)),),
+        "certified ranks are d + 1; the essay's are numerical ranks of trained models at V = 10,000"),
+    Row("001", "the evidence (PTB)", "rank climbs with K (6,467, 8,930, 9,973) and saturates at 9,981 "
+        "by K = 15",
+        Status.QUALIFIED, "experiments", "rankwall experiment mos-rank",
+        (Recorded((Pointer(EXPERIMENTS + "mos_rank.json", ("records",)),),
+                  lambda rec: "D = 8, numerical rank above 1e-3 for K = 2..64: " + ", ".join(
+                      str(r["numerical_rank"]["1e-03"]) for r in rec
+                      if r["head"] == "mos" and r["D"] == 8 and r["K"] >= 2)),),
+        "for generic heads the certified rank jumps to min(N, V) at K = 2; the climb is about trained models"),
+    Row("001", "the evidence (PTB)", "perplexity is best at K = 15 and worse at K = 20, where rank has "
+        "saturated",
+        Status.OUT_OF_REACH, "experiments", "rankwall experiment lowrank-heads",
+        (Recorded((Pointer(EXPERIMENTS + "lowrank_heads.json", ("bpe", "runs")),),
+                  lambda runs: "nearest run: last validation loss at most "
+                  f"{max(r['valid_loss'][-1] - min(r['valid_loss']) for r in runs):.4f} nats above the best"),),
+        "needs a K sweep trained past its validation minimum on a binding vocabulary; our CPU runs still improve"),
+    Row("001", "the evidence (spectra)", "softmax and MoC put about 96% of normalized singular values "
+        "below 1e-9; MoS's are spread from 1e-5 upward",
+        Status.IN_MINIATURE, "experiments", "rankwall experiment mos-rank",
+        (Recorded((Pointer(EXPERIMENTS + "mos_rank.json", ("records",)),),
+                  lambda rec: f"D = 8, N = V = 256: below 1e-9 softmax {_below(rec, 'softmax', 8)}, "
+                  f"MoC {_below(rec, 'moc', 8)}, MoS (K >= 2) {_below(rec, 'mos', 8, 2)}; MoS smallest "
+                  f"{_smallest(rec, 'mos', 8, 2):.0e}"),),
+        "random heads at N = V = 256; MoS spectra reach below 1e-5"),
+    Row("001", "the inverse experiment (text8)", "where rank(A) <= |V| is below d, the bottleneck-breaking "
+        "head changes nothing",
+        Status.IN_MINIATURE, "experiments", "rankwall experiment lowrank-heads",
+        (Recorded((Pointer(EXPERIMENTS + "lowrank_heads.json", ("characters",)),
+                   Pointer(EXPERIMENTS + "lowrank_heads.json", ("bpe",))),
+                  lambda ch, bpe: f"characters (V = {ch['V']}): smallest-minus-largest D gap {_gap(ch):.3f} nats; "
+                  f"BPE (V = {bpe['V']:,}): {_gap(bpe):.3f}"),),
+        "a low-rank head against D, not MoS against softmax"),
+    Row("001", "what happened to the idea (stolen probability)", "a token whose embedding lies inside the "
+        "convex hull of the others can never be the argmax",
+        Status.REPRODUCED, "expressivity", "rankwall verify expressivity.argmaxable-vs-hull",
+        (Checked(("expressivity.argmaxable-vs-hull",)),)),
+    Row("001", "what happened to the idea (Grivas et al.)", "13 of 150 public models have unargmaxable "
+        "tokens, and they are rare",
+        Status.QUALIFIED, "models", "rankwall argmax",
+        (Recorded((Pointer(SPOT, ("unargmaxable",)), Pointer(SPOT, ("V",)),
+                   Pointer(SPOT, ("argmax_methods", "duplicate row"))),
+                  lambda never, V, twins: f"SmolLM2-135M: {len(never)} of {V:,} tokens never the strict argmax, "
+                  f"{twins} of them duplicate rows"),),
+        "one model; every unargmaxable token ties an identical row of the quantized head"),
+    Row("001", "the evidence (appendix)", "expected pairwise KL between contexts: softmax 4.763, MoC 4.864, "
+        "MoS 5.284",
+        Status.OUT_OF_REACH, "experiments", "none",
+        (), "needs the trained PTB models"),
     # ---- seed 002: the softmax Jacobian
-    Row(
-        "002",
-        "the gradient is a variance",
-        "u^T (diag p - pp^T) u = Var_p(u)",
-        Status.REPRODUCED,
-        "softmax_jacobian",
-        "rankwall verify 'softmax-jacobian.*'",
-        (Checked(("softmax-jacobian.variance-form", "softmax-jacobian.psd")),),
-    ),
-    Row(
-        "002",
-        "how tight that is",
-        "m(1 - m) <= ||J|| <= 2m(1 - m) for m >= 1/2; no violation in 25,443 random rows",
-        Status.REPRODUCED,
-        "softmax_jacobian",
-        "rankwall verify 'softmax-jacobian.*-bound'",
-        (
-            Checked(("softmax-jacobian.lower-bound", "softmax-jacobian.upper-bound")),
-            Recorded(
-                (Pointer(SPOT, ("attention", "rows")), Pointer(SPOT, ("attention", "jacobian_bound_violations"))),
-                lambda rows, bad: f"SmolLM2 attention: {bad} violations in {rows:,} rows",
-            ),
-        ),
-        "both halves hold for every p, not only m >= 1/2",
-    ),
-    Row(
-        "002",
-        "how tight that is",
-        "the upper end is attained (to nine digits)",
-        Status.REPRODUCED,
-        "softmax_jacobian",
-        "rankwall verify softmax-jacobian.envelope-attained",
+    Row("002", "the gradient is a variance", "u^T (diag p - pp^T) u = Var_p(u)",
+        Status.REPRODUCED, "softmax_jacobian", "rankwall verify 'softmax-jacobian.*'",
+        (Checked(("softmax-jacobian.variance-form", "softmax-jacobian.psd")),)),
+    Row("002", "how tight that is", "m(1 - m) <= ||J|| <= 2m(1 - m) for m >= 1/2; no violation in 25,443 "
+        "random rows",
+        Status.REPRODUCED, "softmax_jacobian", "rankwall verify 'softmax-jacobian.*-bound'",
+        (Checked(("softmax-jacobian.lower-bound", "softmax-jacobian.upper-bound")),
+         Recorded((Pointer(SPOT, ("attention", "rows")), Pointer(SPOT, ("attention", "jacobian_bound_violations"))),
+                  lambda rows, bad: f"SmolLM2 attention: {bad} violations in {rows:,} rows")),
+        "both halves hold for every p, not only m >= 1/2"),
+    Row("002", "how tight that is", "the upper end is attained (to nine digits)",
+        Status.REPRODUCED, "softmax_jacobian", "rankwall verify softmax-jacobian.envelope-attained",
         (Checked(("softmax-jacobian.envelope-attained", "softmax-jacobian.envelope")),),
-        "the exact envelope is min(m, 2m(1 - m)): below 2m(1 - m) when m < 1/2",
-    ),
-    Row(
-        "002",
-        "how tight that is",
-        "the row's width does not enter: 64 and 2 positions at m = 0.99 share their bounds",
-        Status.REPRODUCED,
-        "softmax_jacobian",
-        "rankwall verify 'softmax-jacobian.*'",
-        (Computed(_width_does_not_enter),),
-    ),
-    Row(
-        "002",
-        "how tight that is",
-        "the two curves are a factor (1 + m)/m apart, under 2.01 above m = 0.99",
-        Status.REFUTED,
-        "softmax_jacobian",
-        "rankwall verify 'softmax-jacobian.*-bound'",
+        "the exact envelope is min(m, 2m(1 - m)): below 2m(1 - m) when m < 1/2"),
+    Row("002", "how tight that is", "the row's width does not enter: 64 and 2 positions at m = 0.99 share "
+        "their bounds",
+        Status.REPRODUCED, "softmax_jacobian", "rankwall verify 'softmax-jacobian.*'",
+        (Computed(_width_does_not_enter),)),
+    Row("002", "how tight that is", "the two curves are a factor (1 + m)/m apart, under 2.01 above m = 0.99",
+        Status.REFUTED, "softmax_jacobian", "rankwall verify 'softmax-jacobian.*-bound'",
         (Computed(_bounds_ratio),),
         "the stated band m(1 - m) .. 2m(1 - m) is exactly a factor 2 wide for every m; (1 + m)/m is "
-        "(1 - m²)/(m(1 - m)), the ratio of the ceiling of tr J to the lower bound, not the band",
-    ),
-    Row(
-        "002",
-        "how tight that is",
-        "tr J = 1 - Σp², a collision probability, not the entropy",
-        Status.REPRODUCED,
-        "softmax_jacobian",
-        "rankwall verify softmax-jacobian.trace",
-        (Checked(("softmax-jacobian.trace",)),),
-    ),
-    Row(
-        "002",
-        "how tight that is",
-        "J annihilates the constant direction: a row's logit gradients sum to "
+        "(1 - m²)/(m(1 - m)), the ratio of the ceiling of tr J to the lower bound, not the band"),
+    Row("002", "how tight that is", "tr J = 1 - Σp², a collision probability, not the entropy",
+        Status.REPRODUCED, "softmax_jacobian", "rankwall verify softmax-jacobian.trace",
+        (Checked(("softmax-jacobian.trace",)),)),
+    Row("002", "how tight that is", "J annihilates the constant direction: a row's logit gradients sum to "
         "zero (5.4e-8 of the row's scale measured)",
-        Status.REPRODUCED,
-        "models",
-        "rankwall spot --tokens 1024 --json",
-        (
-            Checked(("softmax-jacobian.kernel", "softmax-jacobian.rank")),
-            Recorded(
-                (
-                    Pointer(SPOT, ("attention", "row_sum_median")),
-                    Pointer(SPOT, ("attention", "rows_summing_to_zero_within_float32_rounding")),
-                ),
-                lambda med, n: f"SmolLM2: median relative row sum {med:.1e}, {n:,} rows zero to float32 rounding",
-            ),
-        ),
-        "rank J = |supp p| - 1 is reconstructed; the seed shows one zero eigenvalue",
-    ),
-    Row(
-        "002",
-        "a bound that predicts",
-        "the realised gain goes as (2m(1 - m))^1.03 with constant 0.128 (48,384 rows)",
-        Status.QUALIFIED,
-        "models",
-        "rankwall spot --tokens 1024 --json",
-        (
-            Recorded(
-                (
-                    Pointer(SPOT, ("attention", "gain_vs_capacity_log_slope")),
-                    Pointer(SPOT, ("attention", "gain_vs_capacity_constant")),
-                    Pointer(SPOT, ("attention", "rows")),
-                ),
-                lambda s, c, n: f"SmolLM2: exponent {s:.2f}, constant {c:.3f} ({n:,} rows)",
-            ),
-        ),
-        "another model: the exponent is again near one, the constant about ten times smaller",
-    ),
-    Row(
-        "002",
-        "a bound that predicts",
-        "as a rate, a head at m = 0.98 changes its routing about 13x slower "
+        Status.REPRODUCED, "models", "rankwall spot --tokens 1024 --json",
+        (Checked(("softmax-jacobian.kernel", "softmax-jacobian.rank")),
+         Recorded((Pointer(SPOT, ("attention", "row_sum_median")),
+                   Pointer(SPOT, ("attention", "rows_summing_to_zero_within_float32_rounding"))),
+                  lambda med, n: f"SmolLM2: median relative row sum {med:.1e}, {n:,} rows zero to float32 rounding")),
+        "rank J = |supp p| - 1 is reconstructed; the seed shows one zero eigenvalue"),
+    Row("002", "a bound that predicts", "the realised gain goes as (2m(1 - m))^1.03 with constant 0.128 "
+        "(48,384 rows)",
+        Status.QUALIFIED, "models", "rankwall spot --tokens 1024 --json",
+        (Recorded((Pointer(SPOT, ("attention", "gain_vs_capacity_log_slope")),
+                   Pointer(SPOT, ("attention", "gain_vs_capacity_constant")),
+                   Pointer(SPOT, ("attention", "rows"))),
+                  lambda s, c, n: f"SmolLM2: exponent {s:.2f}, constant {c:.3f} ({n:,} rows)"),),
+        "another model: the exponent is again near one, the constant about ten times smaller"),
+    Row("002", "a bound that predicts", "as a rate, a head at m = 0.98 changes its routing about 13x slower "
         "than at m = 0.5, at m = 0.9999 about 2,500x",
-        Status.REPRODUCED,
-        "softmax_jacobian",
-        "none (a formula)",
-        (Computed(_slowdown),),
-    ),
-    Row(
-        "002",
-        "the gradient is a variance",
-        "12.8% of the model's attention rows put more than 0.9 on one position",
-        Status.QUALIFIED,
-        "models",
-        "rankwall spot --tokens 1024 --json",
+        Status.REPRODUCED, "softmax_jacobian", "none (a formula)",
+        (Computed(_slowdown),)),
+    Row("002", "the gradient is a variance", "12.8% of the model's attention rows put more than 0.9 on one "
+        "position",
+        Status.QUALIFIED, "models", "rankwall spot --tokens 1024 --json",
         (Recorded((Pointer(SPOT, ("attention", "share_m_above_0.9")),), lambda s: f"SmolLM2: {s:.1%}"),),
-        "a property of one model; SmolLM2 is another",
-    ),
-    Row(
-        "002",
-        "one head of sixteen",
-        "a confident head passes almost no gradient: the saturated head passes 5.9x less than the next-lowest",
-        Status.QUALIFIED,
-        "models",
-        "rankwall spot --tokens 1024 --json",
+        "a property of one model; SmolLM2 is another"),
+    Row("002", "one head of sixteen", "a confident head passes almost no gradient: the saturated head "
+        "passes 5.9x less than the next-lowest",
+        Status.QUALIFIED, "models", "rankwall spot --tokens 1024 --json",
         (Recorded((Pointer(SPOT, ("attention", "heads")),), _saturated_head),),
         "on SmolLM2 only at the extreme, m near 1; its previous-token heads (m 0.67 to 0.84) get as much "
-        "score gradient as a baseline head",
-    ),
-    Row(
-        "002",
-        "the part that changes the story",
-        "the saturated head is essential (zeroing it costs "
+        "score gradient as a baseline head"),
+    Row("002", "the part that changes the story", "the saturated head is essential (zeroing it costs "
         "1.125 nats) yet replaceable (a fixed shift-by-one costs 0.0013)",
-        Status.QUALIFIED,
-        "experiments",
-        "rankwall experiment attention-heads",
+        Status.QUALIFIED, "experiments", "rankwall experiment attention-heads",
         (Recorded((Pointer(ATTENTION, ("chosen", 0)),), _essential),),
-        "essential and replaceable on SmolLM2, by a tenth of a nat, but the head is not saturated",
-    ),
-    Row(
-        "002",
-        "when the commitment happened",
-        "the head commits between steps 200 and 400, then holds for 800 steps while the loss falls from 2.03 to 1.68",
-        Status.OUT_OF_REACH,
-        "models",
-        "none",
-        (),
-        "needs a training run of an attention model with per-head logging",
-    ),
+        "essential and replaceable on SmolLM2, by a tenth of a nat, but the head is not saturated"),
+    Row("002", "when the commitment happened", "the head commits between steps 200 and 400, then holds for "
+        "800 steps while the loss falls from 2.03 to 1.68",
+        Status.OUT_OF_REACH, "models", "none",
+        (), "needs a training run of an attention model with per-head logging"),
 )
 
 
@@ -1048,8 +588,7 @@ def render(docs: Path, rows: Sequence[Row] = ROWS, width: int = 100) -> str:
             fields.append(("why", row.reason))
         fields.append(("from", f"{row.command}  (docs: {row.page})"))
         for label, text in fields:
-            lines += textwrap.wrap(
-                text, width, initial_indent=f"    {label + ':':10}", subsequent_indent=" " * 14, break_on_hyphens=False
-            )
+            lines += textwrap.wrap(text, width, initial_indent=f"    {label + ':':10}",
+                                   subsequent_indent=" " * 14, break_on_hyphens=False)
         blocks.append("\n".join(lines))
     return "\n".join(blocks)
