@@ -87,6 +87,16 @@ class Context:
 Exact = Any
 
 
+@dataclass(frozen=True)
+class Compared:
+    """What a comparison hook decided: the sign of (quantity − t), how, and whether exactly (rationals,
+    structure) or two-sided (balls)."""
+
+    sign: int
+    method: str
+    exact: bool
+
+
 class Quantity:
     """A real or integer function of a case, measured with a rounding bound and evaluated exactly
     (see the module docstring). Subclasses: :class:`Base`, :class:`Constant`, :class:`Combination`.
@@ -156,13 +166,13 @@ class Quantity:
 class Base(Quantity):
     """A quantity a family defines: ``measure(ctx)`` gives a :class:`Measured` (or, for an integer
     quantity, a :class:`~rankwall.checks.verdict.RankInterval`), ``exact(ctx)`` a rational or a ball
-    at the current precision (or ``None``), and ``compare(ctx, t)`` the exact sign of
-    (quantity - t) for an exact number t, or ``None`` where it cannot decide."""
+    at the current precision (or ``None``), and ``compare(ctx, t, expression)`` the exact sign of
+    (quantity - t) for the exact value t of ``expression``, or ``None`` where it cannot decide."""
 
     name: str
     measure_fn: Callable[[Context], Measured | RankInterval]
     exact_fn: Callable[[Context], Exact | None] | None = None
-    compare_fn: Callable[[Context, Exact], int | None] | None = None
+    compare_fn: Callable[[Context, Exact, Quantity], Compared | None] | None = None
     integer: bool = False
     follows_backend: bool = True
     doc: str = ""
@@ -175,8 +185,11 @@ class Base(Quantity):
             return None
         return ctx.once(("exact", id(self), flint.ctx.prec), lambda: self.exact_fn(ctx))
 
-    def compare(self, ctx: Context, t: Exact) -> int | None:
-        return None if self.compare_fn is None else self.compare_fn(ctx, t)
+    def compare(self, ctx: Context, t: Exact, expression: Quantity) -> Compared | None:
+        """sign(quantity − t) for the other side's exact value ``t``, which ``expression`` computes (a hook
+        may read the expression's structure, where no finite precision separates two equal sides), with
+        how it was decided and whether that was exact."""
+        return None if self.compare_fn is None else self.compare_fn(ctx, t, expression)
 
     def bases(self) -> list[Base]:
         return [self]
@@ -190,7 +203,7 @@ def quantity(
     measure: Callable[[Context], Measured | RankInterval],
     exact: Callable[[Context], Exact | None] | None = None,
     *,
-    compare: Callable[[Context, Exact], int | None] | None = None,
+    compare: Callable[[Context, Exact, Quantity], Compared | None] | None = None,
     integer: bool = False,
     follows_backend: bool = True,
     doc: str = "",
@@ -437,6 +450,13 @@ class Sides:
     def __str__(self) -> str:
         return f"{self.lhs} {self.relation} {self.rhs}"
 
+    def moved_rhs(self, factor: Fraction) -> Quantity:
+        """The stated side as an expression, moved by ``factor`` as :meth:`moved` moves its values."""
+        if factor == 1:
+            return self.rhs
+        f = Constant(factor)
+        return f * (self.rhs + 1) - 1 if self.direction is None else f * self.rhs
+
     def moved(self, right: Any, factor: Fraction) -> Any:
         """The stated side moved by ``factor`` (in either route): an inequality's bound times F, an
         integer bound tightened strictly (:func:`tightened_integer_bound`), an identity's stated side
@@ -511,30 +531,33 @@ def judgement_of(sides: Sides, ctx: Context, factor: Fraction) -> Judgement:
             left, right = (interval_as_exact(x) if isinstance(x, RankInterval) else x for x in (left, right))
             if left is None or right is None:
                 return Judgement(math.nan, math.nan, None, "exact route: contradicting interval ends")
-            decided = _compared(sides, ctx, left, right)
             rational = isinstance(left, flint.fmpq) and isinstance(right, flint.fmpq)
+            hooked = None if rational else _hooked(sides, ctx, left, right, factor)
+            decided = hooked.sign if hooked is not None else exact.sign(right - left)
             if decided is not None or rational:
                 break
     lhs, rhs = (right, left) if sides.relation == ">=" else (left, right)
     sign = None if decided is None else (-decided if sides.relation == ">=" else decided)
-    kind = None if sign is None else Certification.EXACT if rational else Certification.TWO_SIDED
-    method = f"{'exact-rational' if rational else f'interval-{bits}'}: {sides}"
+    exactly = hooked.exact if hooked is not None else rational
+    kind = None if sign is None else Certification.EXACT if exactly else Certification.TWO_SIDED
+    how = hooked.method if hooked is not None else "exact-rational" if rational else f"interval-{bits}"
+    method = f"{how}: {sides}"
     radius = exact.radius(rhs - lhs)
     return Judgement(exact.to_float(lhs), exact.to_float(rhs), sign, method, radius, certified_by=kind)
 
 
-def _compared(sides: Sides, ctx: Context, left: Exact, right: Exact) -> int | None:
-    """sign(right - left): through a base side's comparison hook where it has one (the hook sees the
-    other side's exact value), else from the difference."""
+def _hooked(sides: Sides, ctx: Context, left: Exact, right: Exact, factor: Fraction) -> Compared | None:
+    """sign(right - left) from a base side's comparison hook, where one decides (the hook sees the other
+    side's exact value and expression); ``None`` leaves the difference of the exact values to decide."""
     if isinstance(sides.lhs, Base) and sides.lhs.compare_fn is not None:
-        below = sides.lhs.compare(ctx, right)  # sign(lhs - right)
+        below = sides.lhs.compare(ctx, right, sides.moved_rhs(factor))  # sign(lhs - right)
         if below is not None:
-            return -below
-    if isinstance(sides.rhs, Base) and sides.rhs.compare_fn is not None:
-        above = sides.rhs.compare(ctx, left)  # sign(rhs - left)
+            return Compared(-below.sign, below.method, below.exact)
+    if isinstance(sides.rhs, Base) and sides.rhs.compare_fn is not None and factor == 1:
+        above = sides.rhs.compare(ctx, left, sides.lhs)  # sign(rhs - left)
         if above is not None:
             return above
-    return exact.sign(right - left)
+    return None
 
 
 def _two_sided_float(sides: Sides, ctx: Context, factor: Fraction) -> Judgement:

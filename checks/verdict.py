@@ -395,7 +395,10 @@ class Claim:
     def with_mutant(self, name: str, statement: str, **changes: Any) -> Claim:
         """Plant a false variant ``id[name]`` of this claim (``rankwall search --mutant name``):
         the same claim with another statement and whichever fields the falsehood changes. A declared
-        claim's mutant may give new sides instead: ``lhs=``, ``rhs=``, ``relation=``."""
+        claim's mutant may give new sides instead: ``lhs=``, ``rhs=``, ``relation=``; ``cases=`` (a
+        :class:`~rankwall.checks.toolkit.Cases`) stands for its three fields."""
+        if "cases" in changes:
+            changes = {**changes.pop("cases").fields(), **changes}
         side_changes = {k: changes.pop(k) for k in ("lhs", "relation", "rhs") if k in changes}
         if side_changes:
             from rankwall.checks.quantities import mutated_fields

@@ -26,6 +26,19 @@ margin inside its tolerance is re-decided by the judges from a NumPy float64 mea
 
 from __future__ import annotations
 
+#: The public API of the family: its case types, the Cases bundles its claims range over, its quantities.
+__all__ = [
+    "BatchGradient",
+    "aligned_heads",
+    "batch_gradients",
+    "best_share",
+    "descent_along_gradient",
+    "descent_along_update",
+    "destroyed",
+    "rank_W",
+    "surviving",
+]
+
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -38,8 +51,9 @@ from hypothesis import strategies as st
 
 from rankwall.checks import tolerance
 from rankwall.checks.backends import Backend, singular_values
-from rankwall.checks.toolkit import Family, numpy_float64, planted_side, two_sided
-from rankwall.checks.verdict import Case, Certification, Judgement, Measurement, Relation
+from rankwall.checks.quantities import Context, Measured, quantity
+from rankwall.checks.toolkit import Cases, Family, numpy_float64, planted_side, two_sided
+from rankwall.checks.verdict import Case, Certification, Judgement, Measurement, RankInterval, Relation
 from rankwall.theory import compression as cp
 
 # --------------------------------------------------------------------------- cases and strategies
@@ -415,12 +429,63 @@ def _aligned_instances() -> Any:
     return compression_instances(aligned=True)
 
 
-FAMILY = Family(
-    "compression",
-    random_instances=lambda V, n, seed: [],
-    witnesses=_witnesses,
-    strategy=compression_instances,
+# --------------------------------------------------------------------------- quantities (the public API)
+#
+# Each is a two-sided enclosure (:class:`Enclosure`) from the rounding model, measured in the backend;
+# none has an exact route: a margin beyond both enclosures decides (and certifies) either answer.
+
+
+def _gradient_in(ctx: Context) -> tuple[Any, Any, Any]:
+    return ctx.once("gradient", lambda: gradient(ctx.case, ctx.backend))
+
+
+def _enclosed(e: Enclosure) -> Measured:
+    return Measured(e.value, e.radius)
+
+
+def _shares(ctx: Context) -> tuple[Enclosure, Enclosure]:
+    G, _, Q = _gradient_in(ctx)
+    return ctx.once("shares", lambda: eq1_shares(G, Q))
+
+
+def _rates(ctx: Context) -> tuple[Enclosure, Enclosure]:
+    G, W, _ = _gradient_in(ctx)
+    return ctx.once("rates", lambda: descent_rates(G, W))
+
+
+def _basis_rank(ctx: Context) -> RankInterval:
+    rank = _gradient_in(ctx)[2].shape[1]
+    return RankInterval(rank, rank, "the computed basis of col W", "the computed basis of col W", exact=True)
+
+
+surviving = quantity(
+    "c", lambda ctx: _enclosed(_shares(ctx)[0]), doc="c = ‖GΠ‖_F/‖G‖_F, the share of the logit gradient kept"
 )
+destroyed = quantity(
+    "r", lambda ctx: _enclosed(_shares(ctx)[1]), doc="r = ‖G − GΠ‖_F/‖G‖_F, the share destroyed in ker Wᵀ"
+)
+best_share = quantity(
+    "Σ_{i ≤ rank W} σ_i(G)²/‖G‖_F²",
+    lambda ctx: _enclosed(top_share(_gradient_in(ctx)[0], _gradient_in(ctx)[2].shape[1])),
+    doc="the Ky Fan share: the largest c² any head of the same rank can keep",
+)
+rank_W = quantity("rank W", _basis_rank, _basis_rank, integer=True, doc="the dimension of col W")
+descent_along_update = quantity(
+    "⟨G, GWWᵀ⟩/‖GWWᵀ‖_F",
+    lambda ctx: _enclosed(_rates(ctx)[0]),
+    doc="the first-order loss decrease per unit of logit-update norm along the H-update's direction −GWWᵀ",
+)
+descent_along_gradient = quantity(
+    "‖G‖_F", lambda ctx: _enclosed(_rates(ctx)[1]), doc="the steepest first-order decrease, along −G"
+)
+
+#: Where the claims of this family range: batch gradients through random or low-rank heads, and
+#: through heads aligned with the gradient's top singular subspace.
+batch_gradients = Cases(compression_instances, _witnesses)
+aligned_heads = Cases(_aligned_instances, _aligned_witnesses)
+
+
+FAMILY = Family("compression", batch_gradients)
 
 
 pythagoras = FAMILY.claim(
@@ -442,8 +507,7 @@ ky_fan_attained = FAMILY.claim(
     relation=Relation.EQUAL,
     measure=measure_ky_fan_attained,
     judge_exactly=judge_ky_fan_attained,
-    witnesses=_aligned_witnesses,
-    strategy=_aligned_instances,
+    cases=aligned_heads,
 )
 ky_fan = FAMILY.claim(
     "ky-fan",
@@ -479,8 +543,7 @@ ky_fan.with_mutant(
     statement="c² ≤ Σ_{i < rank W} σ_i(G)² / ‖G‖_F²  (false: an aligned head keeps the rank-W-th value too)",
     measure=lambda i, b, f: measure_ky_fan(i, b, f, ceiling=lambda G, k: top_share(G, k - 1)),
     judge_exactly=lambda i, f: judge_ky_fan(i, f, ceiling=lambda G, k: top_share(G, k - 1)),
-    witnesses=_aligned_witnesses,
-    strategy=_aligned_instances,
+    cases=aligned_heads,
 )
 ky_fan.with_mutant(
     "dimension-share",

@@ -35,6 +35,30 @@ one). Conclusions are measured, never assumed.
 
 from __future__ import annotations
 
+#: The public API of the family: its case types, the Cases bundles its claims range over, its quantities.
+__all__ = [
+    "CorpusContinuations",
+    "Factors",
+    "LowRank",
+    "MiniBatch",
+    "RowShift",
+    "StochasticPattern",
+    "UniqueContinuation",
+    "WcddPattern",
+    "bottleneck_rank",
+    "factors",
+    "hidden_size",
+    "log_softmax_rank",
+    "logit_rank",
+    "low_rank_matrices",
+    "prediction_error_rank",
+    "row_shifts",
+    "shift_rank_gap",
+    "unique_continuations",
+    "unique_tokens",
+    "vocabulary",
+]
+
 import math
 from dataclasses import dataclass, replace
 from fractions import Fraction
@@ -47,7 +71,8 @@ from hypothesis import strategies as st
 from rankwall.checks import exact, tolerance
 from rankwall.checks.backends import Backend, float64_copy
 from rankwall.checks.data import characters, read_corpus, words
-from rankwall.checks.toolkit import Family, numpy_float64, planted_side
+from rankwall.checks.quantities import Context, quantity
+from rankwall.checks.toolkit import Cases, Family, numpy_float64, planted_side
 from rankwall.checks.verdict import (
     Case,
     Certification,
@@ -747,12 +772,10 @@ def _label(x: Any) -> str:
     return f"{library} {tolerance.dtype_name(x.dtype)}"
 
 
-def log_softmax_decision(
-    case: LowRank, factor: Fraction, drop: int, backend: Backend | None = None
-) -> tuple[Measurement, Judgement]:
-    """rank(log softmax A) <= rank(A) + 1 (minus ``drop`` for the mutant), tightened; rank(A) exact, and
-    log softmax A computed in the backend (NumPy float64 by default). The right factor is [Aᵀ, 1]:
-    L = A - z1ᵀ = [A, -z][I, 1]ᵀ has rows in rowspace(A) + span(1)."""
+def log_softmax_interval(case: LowRank, backend: Backend | None = None) -> tuple[RankInterval, int]:
+    """rank(log softmax A) enclosed, with log softmax A computed in the backend (NumPy float64 by
+    default), and rank(A) exactly. The right factor is [Aᵀ, 1]: L = A - z1ᵀ = [A, -z][I, 1]ᵀ has rows in
+    rowspace(A) + span(1)."""
     backend = numpy_float64() if backend is None else backend
     A = low_rank_matrix(case) * case.scale
     rank_A, _ = exact.exact_rank(A)
@@ -763,7 +786,15 @@ def log_softmax_decision(
     right = np.vstack([A, np.ones((1, A.shape[1]), dtype=np.int64)]).T
     u = tolerance.unit_roundoff(backend.dtype)
     bounds = log_probability_bounds(Z, L, tolerance.log_softmax_error(float64_copy(Z), float64_copy(L), u), right)
-    bounds = replace(bounds, certificate={**bounds.certificate, "rank_A": rank_A})
+    return replace(bounds, certificate={**bounds.certificate, "rank_A": rank_A}), rank_A
+
+
+def log_softmax_decision(
+    case: LowRank, factor: Fraction, drop: int, backend: Backend | None = None
+) -> tuple[Measurement, Judgement]:
+    """rank(log softmax A) <= rank(A) + 1 (minus ``drop`` for the mutant), tightened
+    (:func:`log_softmax_interval`)."""
+    bounds, rank_A = log_softmax_interval(case, backend)
     bound = tightened_integer_bound(rank_A + 1 - drop, factor, "upper")
     return measurement(bounds, bound, "upper"), judgement(bounds, bound, "upper")
 
@@ -778,12 +809,10 @@ def judge_log_softmax(case: LowRank, factor: Fraction, drop: int = 0) -> Judgeme
     return log_softmax_decision(case, factor, drop)[1]
 
 
-def bottleneck_decision(
-    case: Factors, factor: Fraction, extra: int, backend: Backend | None = None
-) -> tuple[Measurement, Judgement]:
-    """rank(log softmax(HWᵀ)) <= d + 1 (plus ``extra``: negative for the mutant), tightened, with H and W
-    rounded to the backend's dtype and Z, L computed there (NumPy float64 by default). The right factor
-    is the rounded [W, 1] read exactly (rows of dyadic rationals, scaled to integers)."""
+def bottleneck_interval(case: Factors, backend: Backend | None = None) -> RankInterval:
+    """rank(log softmax(HWᵀ)) enclosed, with H and W rounded to the backend's dtype and Z, L computed
+    there (NumPy float64 by default). The right factor is the rounded [W, 1] read exactly (rows of
+    dyadic rationals, scaled to integers)."""
     backend = numpy_float64() if backend is None else backend
     rng = np.random.default_rng(case.seed)
     H = backend.asarray(case.scale * rng.standard_normal((case.rows, case.rank)))
@@ -796,7 +825,15 @@ def bottleneck_decision(
     through = product + product.max(axis=1, keepdims=True)  # an error in z_i moves L_ij and lse(z_i)
     entry_error = tolerance.log_softmax_error(float64_copy(Z), float64_copy(L), u) + float(np.linalg.norm(through))
     right = integer_rows(np.hstack([W_np, np.ones((W_np.shape[0], 1))]))
-    bounds = log_probability_bounds(Z, L, entry_error, right)
+    return log_probability_bounds(Z, L, entry_error, right)
+
+
+def bottleneck_decision(
+    case: Factors, factor: Fraction, extra: int, backend: Backend | None = None
+) -> tuple[Measurement, Judgement]:
+    """rank(log softmax(HWᵀ)) <= d + 1 (plus ``extra``: negative for the mutant), tightened
+    (:func:`bottleneck_interval`)."""
+    bounds = bottleneck_interval(case, backend)
     bound = tightened_integer_bound(case.rank + 1 + extra, factor, "upper")
     return measurement(bounds, bound, "upper"), judgement(bounds, bound, "upper")
 
@@ -834,6 +871,83 @@ def judge_row_shift(case: RowShift, factor: Fraction, allowed: int = 1) -> Judge
     return judgement(row_shift_bounds(case), tightened_integer_bound(allowed, factor, "upper"), "upper")
 
 
+# --------------------------------------------------------------------------- quantities (the public API)
+
+
+def _pinned(n: int, how: str) -> RankInterval:
+    return RankInterval(n, n, how, how, exact=True)
+
+
+def _unique_counts(ctx: Context) -> tuple[int, int]:
+    """(k, V) of a unique-continuation case."""
+    logits, tokens = ctx.once("unique instance", lambda: unique_instance(ctx.case))
+    return len(tokens), logits.shape[1]
+
+
+def _prediction_error_rank(ctx: Context, escalate: bool) -> RankInterval:
+    """rank(P − Ñ) from the float routes in the backend, or (``escalate``) with the exact and ball
+    routes that settle min(k, V − 1) (see :func:`unique_bounds`)."""
+    bound = unique_bound(ctx.case, Fraction(1), 0)
+    return unique_bounds(ctx.case, bound, escalate=escalate, backend=None if escalate else ctx.backend)
+
+
+prediction_error_rank = quantity(
+    "rank(P − Ñ)",
+    lambda ctx: _prediction_error_rank(ctx, escalate=False),
+    lambda ctx: _prediction_error_rank(ctx, escalate=True),
+    integer=True,
+    doc="the rank of the prediction error P − Ñ of a unique-continuation case, certified at both ends",
+)
+unique_tokens = quantity(
+    "k",
+    lambda ctx: _pinned(_unique_counts(ctx)[0], "the case"),
+    lambda ctx: _pinned(_unique_counts(ctx)[0], "the case"),
+    integer=True,
+    doc="the number of distinct tokens that are each the only observed continuation of some context",
+)
+vocabulary = quantity(
+    "V",
+    lambda ctx: _pinned(_unique_counts(ctx)[1], "the case"),
+    lambda ctx: _pinned(_unique_counts(ctx)[1], "the case"),
+    integer=True,
+    doc="the vocabulary size V of a unique-continuation case",
+)
+log_softmax_rank = quantity(
+    "rank(log softmax A)",
+    lambda ctx: log_softmax_interval(ctx.case, ctx.backend)[0],
+    lambda ctx: log_softmax_interval(ctx.case)[0],
+    integer=True,
+    doc="the rank of log softmax(A) for an integer matrix A of chosen rank (a LowRank case)",
+)
+logit_rank = quantity(
+    "rank A",
+    lambda ctx: _pinned(int(exact.exact_rank(low_rank_matrix(ctx.case) * ctx.case.scale)[0]), "exact rank"),
+    lambda ctx: _pinned(int(exact.exact_rank(low_rank_matrix(ctx.case) * ctx.case.scale)[0]), "exact rank"),
+    integer=True,
+    doc="the exact rank of the integer matrix A of a LowRank case (python-flint)",
+)
+bottleneck_rank = quantity(
+    "rank(log softmax(HWᵀ))",
+    lambda ctx: bottleneck_interval(ctx.case, ctx.backend),
+    lambda ctx: bottleneck_interval(ctx.case),
+    integer=True,
+    doc="the rank of the log-probabilities of rank-d logits HWᵀ (a Factors case)",
+)
+hidden_size = quantity(
+    "d",
+    lambda ctx: _pinned(ctx.case.rank, "the case"),
+    lambda ctx: _pinned(ctx.case.rank, "the case"),
+    integer=True,
+    doc="the inner dimension d of a Factors case",
+)
+shift_rank_gap = quantity(
+    "|rank(A + λ1ᵀ) − rank(A + μ1ᵀ)|",
+    lambda ctx: row_shift_bounds(ctx.case),
+    lambda ctx: row_shift_bounds(ctx.case),
+    integer=True,
+    doc="the gap between the exact ranks of two row shifts of A (a RowShift case)",
+)
+
 # --------------------------------------------------------------------------- registration
 
 
@@ -866,6 +980,43 @@ def _unique_random(V: int, n: int, seed: int) -> list[UniqueContinuation]:
     ]
 
 
+def _low_rank_witnesses(V: int) -> list[LowRank]:
+    return [
+        LowRank(rows=40, columns=min(V, 80), rank=r, seed=0, spread=3, scale=s)
+        for r in (0, 1, 5, min(V, 39))
+        for s in (1, 7)
+        if r <= min(V, 40)
+    ]
+
+
+def _row_shift_witnesses(V: int) -> list[RowShift]:
+    return [
+        RowShift(rows=30, columns=min(V, 50), rank=r, seed=0, spread=2, shift_seed=s, shift_spread=5, second=w)
+        for r in sorted({0, min(3, V), min(V, 29)})
+        for s in (0, 1)
+        for w in (0, 1)
+    ]
+
+
+def _factor_witnesses(V: int) -> list[Factors]:
+    return [
+        Factors(rows=60, columns=min(V, 120), rank=d, seed=0, scale=s)
+        for d in (1, 4, 16)
+        for s in (0.1, 3.0)
+        if d < min(V, 60)
+    ]
+
+
+#: Where the claims of these families range (the public API): unique continuations (and corpus
+#: contexts), integer matrices of chosen rank, row shifts of them, and Gaussian factors H, W.
+unique_continuations = Cases(
+    lambda: st.one_of(unique_continuation_instances(), corpus_instances()), _unique_witnesses, _unique_random
+)
+low_rank_matrices = Cases(low_rank_instances, _low_rank_witnesses)
+row_shifts = Cases(row_shift_instances, _row_shift_witnesses)
+factors = Cases(lambda: low_rank_instances(factors=True), _factor_witnesses)
+
+
 unique_continuation = ERROR_RANK.claim(
     "unique-continuation",
     title="Unique continuations force a high-rank prediction error",
@@ -878,9 +1029,7 @@ unique_continuation = ERROR_RANK.claim(
     array_api=True,
     measure=measure_unique,
     judge_exactly=judge_unique,
-    witnesses=_unique_witnesses,
-    random_instances=_unique_random,
-    strategy=lambda: st.one_of(unique_continuation_instances(), corpus_instances()),
+    cases=unique_continuations,
 )
 attracting = ERROR_RANK.claim(
     "attracting-components",
@@ -930,7 +1079,7 @@ mini_batch = ERROR_RANK.claim(
     ],
     strategy=batch_instances,
 )
-log_softmax_rank = LOGPROB_RANK.claim(
+log_softmax_claim = LOGPROB_RANK.claim(
     "log-softmax",
     title="log softmax adds at most one to the rank",
     source=f"{SEED_000}, Cor. A.3 (App. A.2)",
@@ -941,13 +1090,7 @@ log_softmax_rank = LOGPROB_RANK.claim(
     array_api=True,
     measure=measure_log_softmax,
     judge_exactly=judge_log_softmax,
-    witnesses=lambda V: [
-        LowRank(rows=40, columns=min(V, 80), rank=r, seed=0, spread=3, scale=s)
-        for r in (0, 1, 5, min(V, 39))
-        for s in (1, 7)
-        if r <= min(V, 40)
-    ],
-    strategy=low_rank_instances,
+    cases=low_rank_matrices,
 )
 row_shift = LOGPROB_RANK.claim(
     "row-shift",
@@ -959,13 +1102,7 @@ row_shift = LOGPROB_RANK.claim(
     direction="upper",
     measure=measure_row_shift,
     judge_exactly=judge_row_shift,
-    witnesses=lambda V: [
-        RowShift(rows=30, columns=min(V, 50), rank=r, seed=0, spread=2, shift_seed=s, shift_spread=5, second=w)
-        for r in sorted({0, min(3, V), min(V, 29)})
-        for s in (0, 1)
-        for w in (0, 1)
-    ],
-    strategy=row_shift_instances,
+    cases=row_shifts,
 )
 bottleneck = LOGPROB_RANK.claim(
     "bottleneck",
@@ -978,13 +1115,7 @@ bottleneck = LOGPROB_RANK.claim(
     array_api=True,
     measure=measure_bottleneck,
     judge_exactly=judge_bottleneck,
-    witnesses=lambda V: [
-        Factors(rows=60, columns=min(V, 120), rank=d, seed=0, scale=s)
-        for d in (1, 4, 16)
-        for s in (0.1, 3.0)
-        if d < min(V, 60)
-    ],
-    strategy=lambda: low_rank_instances(factors=True),
+    cases=factors,
 )
 
 unique_continuation.with_mutant(
@@ -1031,7 +1162,7 @@ row_shift.with_mutant(
     measure=lambda i, b, f: measure_row_shift(i, b, f, allowed=0),
     judge_exactly=lambda i, f: judge_row_shift(i, f, allowed=0),
 )
-log_softmax_rank.with_mutant(
+log_softmax_claim.with_mutant(
     "no-extra-rank",
     statement="rank(log softmax(A)) ≤ rank(A)  (false: the normaliser adds a direction)",
     measure=lambda i, b, f: measure_log_softmax(i, b, f, drop=1),

@@ -29,6 +29,20 @@ How each is decided (docs/expressivity.md has the details):
 
 from __future__ import annotations
 
+#: The public API of the family: its case types, the Cases bundles its claims range over, its quantities.
+__all__ = [
+    "ArgmaxHeadCase",
+    "GibbsCase",
+    "TangentCase",
+    "Top1Case",
+    "argmax_heads",
+    "cross_entropy_empirical",
+    "cross_entropy_model",
+    "gibbs_cases",
+    "head_size",
+    "unargmaxable_tokens",
+]
+
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -42,10 +56,12 @@ from hypothesis import strategies as st
 
 from rankwall.checks import exact, tolerance
 from rankwall.checks.backends import Backend, float64_copy
-from rankwall.checks.toolkit import Family, left_to_the_exact_route, numpy_float64, planted_side
-from rankwall.checks.verdict import Case, Certification, Judgement, Measurement, Relation
+from rankwall.checks.quantities import Context, Measured, quantity
+from rankwall.checks.toolkit import Cases, Family, left_to_the_exact_route, numpy_float64, planted_side
+from rankwall.checks.verdict import Case, Certification, Judgement, Measurement, RankInterval, Relation
 from rankwall.theory import error_rank as er
 from rankwall.theory import expressivity as ex
+from rankwall.theory.validation import InputError
 
 # --------------------------------------------------------------------------- cases
 
@@ -752,6 +768,103 @@ def expecting(decided: Measurement | Judgement, factor: Fraction) -> Measurement
     return replace(decided, rhs=float(expected), sign=sign)
 
 
+# --------------------------------------------------------------------------- quantities (the public API)
+
+
+def _cross_entropies_in(ctx: Context) -> dict[str, Any]:
+    def compute() -> dict[str, Any]:
+        counts, z = gibbs_instance(ctx.case)
+        if not counts_exact_in(counts, tolerance.unit_roundoff(ctx.backend.dtype)):
+            raise InputError(f"gibbs: a count beyond the integers {ctx.backend.dtype_name} holds exactly")
+        return cross_entropies(gibbs_arrays(counts, z, ctx.case.exact_fit, ctx.backend), ctx.case.exact_fit)
+
+    return ctx.once("cross-entropies", compute)
+
+
+def _exact_cross_entropy(ctx: Context, model: bool) -> Any:
+    """CE(Ñ) = −Σ (n_cv/n) log(n_cv/n_c), or CE(P) with log P_cv = z_cv − log Σ_w e^{z_cw}, in balls."""
+    counts, z = gibbs_instance(ctx.case)
+    rows, cols = np.nonzero(counts)
+    totals = counts.sum(axis=1)
+    n = float(counts.sum())
+    if model and not ctx.case.exact_fit:
+        lse = {c: sum((exact.ball(x).exp() for x in z[c]), flint.arb(0)).log() for c in set(rows.tolist())}
+        logs = (exact.ball(z[c, v]) - lse[c] for c, v in zip(rows, cols, strict=True))
+    else:
+        logs = (
+            flint.arb(int(counts[c, v])).log() - flint.arb(int(totals[c])).log()
+            for c, v in zip(rows, cols, strict=True)
+        )
+    weights = (int(counts[c, v]) for c, v in zip(rows, cols, strict=True))
+    return -sum((k * x for k, x in zip(weights, logs, strict=True)), flint.arb(0)) / int(n)
+
+
+def _certified_counts(ctx: Context) -> dict[str, np.ndarray]:
+    return ctx.once("answers", lambda: certified_answers(argmax_head(ctx.case)))
+
+
+def _never_tokens(ctx: Context) -> RankInterval:
+    """The tokens no h makes the strict argmax: at least those certified never (convex weights), at most
+    those not certified argmaxable (a winning h)."""
+    answers = _certified_counts(ctx)
+    V = len(answers["never"])
+    lo, hi = int(answers["never"].sum()), V - int(answers["argmaxable"].sum())
+    return RankInterval(lo, hi, "convex weights re-checked in Fractions", "winning h re-checked exactly", exact=True)
+
+
+cross_entropy_model = quantity(
+    "CE(P)",
+    lambda ctx: Measured(_cross_entropies_in(ctx)["ce_P"], _cross_entropies_in(ctx)["ce_P_error"]),
+    lambda ctx: _exact_cross_entropy(ctx, model=True),
+    doc="the cross-entropy −Σ_c f_c Σ_v Ñ_cv log P_cv of the model P = softmax(z) on a Gibbs case",
+)
+cross_entropy_empirical = quantity(
+    "CE(Ñ)",
+    lambda ctx: Measured(_cross_entropies_in(ctx)["ce_N"], _cross_entropies_in(ctx)["ce_N_error"]),
+    lambda ctx: _exact_cross_entropy(ctx, model=False),
+    doc="the cross-entropy of the empirical distribution Ñ itself (its entropy, frequency-weighted)",
+)
+unargmaxable_tokens = quantity(
+    "#{never the argmax}",
+    lambda ctx: _never_tokens(ctx),
+    lambda ctx: _never_tokens(ctx),
+    integer=True,
+    follows_backend=False,
+    doc="the tokens of an argmax head that no hidden state makes the strict argmax, certified both ways",
+)
+head_size = quantity(
+    "V",
+    lambda ctx: RankInterval(len(argmax_head(ctx.case)), len(argmax_head(ctx.case)), "the head", "the head", True),
+    lambda ctx: RankInterval(len(argmax_head(ctx.case)), len(argmax_head(ctx.case)), "the head", "the head", True),
+    integer=True,
+    doc="the number of rows of an argmax head (planted interior rows included)",
+)
+
+
+def _gibbs_witnesses(V: int) -> list[GibbsCase]:
+    return [
+        GibbsCase(V=min(V, 512), contexts=64, seed=s, scale=sc, exact_fit=e)
+        for s in (0, 1)
+        for sc in (0.5, 5.0)
+        for e in (False, True)
+    ]
+
+
+def _argmax_witnesses(V: int) -> list[ArgmaxHeadCase]:
+    return [
+        ArgmaxHeadCase(V=max(min(V, 300), D + 3), D=D, seed=s, interior=k)
+        for D in (2, 3, 5)
+        for s in (0, 1)
+        for k in (0, 3)
+    ]
+
+
+#: Where the claims of this family range (the public API): Gibbs cases (counts and model logits) and
+#: Gaussian heads without bias for the argmax claims.
+gibbs_cases = Cases(gibbs_instances, _gibbs_witnesses)
+argmax_heads = Cases(lambda: argmax_instances(), _argmax_witnesses)
+
+
 FAMILY = Family("expressivity", array_api=False, random_instances=lambda V, n, seed: [])
 
 
@@ -775,13 +888,7 @@ gibbs = FAMILY.claim(
     direction="lower",
     array_api=True,
     **bound_claim(gibbs_decision),
-    witnesses=lambda V: [
-        GibbsCase(V=min(V, 512), contexts=64, seed=s, scale=sc, exact_fit=e)
-        for s in (0, 1)
-        for sc in (0.5, 5.0)
-        for e in (False, True)
-    ],
-    strategy=gibbs_instances,
+    cases=gibbs_cases,
 )
 gibbs.with_mutant(
     "uniform-minimises",
@@ -845,13 +952,7 @@ argmax_vs_hull = FAMILY.claim(
     domain="Gaussian heads without bias, D = 2..6, with or without planted interior rows",
     relation=Relation.EQUAL,
     **count_claim(hull_decision),
-    witnesses=lambda V: [
-        ArgmaxHeadCase(V=max(min(V, 300), D + 3), D=D, seed=s, interior=k)
-        for D in (2, 3, 5)
-        for s in (0, 1)
-        for k in (0, 3)
-    ],
-    strategy=lambda: argmax_instances(),
+    cases=argmax_heads,
 )
 argmax_vs_hull.with_mutant(
     "every-token-argmaxable",

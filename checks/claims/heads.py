@@ -22,6 +22,19 @@ forward-mode autograd, which array-api-strict and CuPy lack, and its magnitude b
 
 from __future__ import annotations
 
+#: The public API of the family: its case types, the Cases bundles its claims range over, its quantities.
+__all__ = [
+    "HeadCase",
+    "contexts_count",
+    "every_head",
+    "hidden_size",
+    "jacobian_rank",
+    "log_probability_rank",
+    "nonlinear_heads",
+    "softmax_heads",
+    "vocabulary",
+]
+
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
@@ -34,7 +47,8 @@ from hypothesis import strategies as st
 
 from rankwall.checks import exact, tolerance, toolkit
 from rankwall.checks.backends import Backend, float64_copy
-from rankwall.checks.toolkit import Family, numpy_float64, planted_side
+from rankwall.checks.quantities import quantity
+from rankwall.checks.toolkit import Cases, Family, numpy_float64, planted_side
 from rankwall.checks.verdict import Case, Judgement, Measurement, RankInterval, Relation, tightened_integer_bound
 from rankwall.theory import heads as hd
 from rankwall.theory.validation import InputError
@@ -421,6 +435,39 @@ def judge_jacobian(case: HeadCase, factor: Fraction, claimed: ClaimedRank = clai
     return _jacobian_decision(case, claimed, factor)[1]
 
 
+# --------------------------------------------------------------------------- quantities (the public API)
+
+
+def _pinned(n: int) -> RankInterval:
+    return RankInterval(n, n, "the case", "the case", exact=True)
+
+
+log_probability_rank = quantity(
+    "rank(log P)",
+    lambda ctx: log_probability_interval(ctx.case, ctx.backend),
+    lambda ctx: log_probability_interval(ctx.case),
+    integer=True,
+    doc="the rank of the N x V log-probabilities of a head over its contexts, certified at both ends",
+)
+jacobian_rank = quantity(
+    "rank ∂log p/∂h",
+    lambda ctx: jacobian_interval(ctx.case),
+    lambda ctx: jacobian_interval(ctx.case),
+    integer=True,
+    follows_backend=False,
+    doc="the rank of the Jacobian of log p with respect to h at the first context (torch autograd, NumPy float64)",
+)
+hidden_size = quantity(
+    "d", lambda ctx: _pinned(ctx.case.d), lambda ctx: _pinned(ctx.case.d), integer=True, doc="the hidden size d"
+)
+contexts_count = quantity(
+    "N", lambda ctx: _pinned(ctx.case.N), lambda ctx: _pinned(ctx.case.N), integer=True, doc="the contexts N"
+)
+vocabulary = quantity(
+    "V", lambda ctx: _pinned(ctx.case.V), lambda ctx: _pinned(ctx.case.V), integer=True, doc="the vocabulary V"
+)
+
+
 # --------------------------------------------------------------------------- witnesses and strategies
 
 
@@ -453,6 +500,25 @@ def _with_single_latent(instances: Any) -> Any:
     return instances.map(lambda drawn: replace(drawn, K=1))
 
 
+#: Where the claims of this family range (the public API): softmax and mixture-of-contexts heads;
+#: the nonlinear heads (MoS with K >= 2, sigsoftmax, piecewise-linear); every head, for its Jacobian.
+softmax_heads = Cases(
+    lambda: _with_constant_column(head_instances(("softmax", "moc"))),
+    lambda V: _witnesses(V, ("softmax", "moc"), (1, 3), gap=1, constant=True),
+)
+nonlinear_heads = Cases(
+    lambda: head_instances(("mos", "sigsoftmax", "piecewise-linear"), K_min=2, scale_min=1.0),
+    lambda V: [
+        i
+        for i in _witnesses(V, ("mos", "sigsoftmax", "piecewise-linear"), (2, 4), gap=2)
+        if i.head == "mos" or i.K == 2
+    ],
+)
+every_head = Cases(
+    lambda: _with_constant_column(head_instances(hd.HEADS)),
+    lambda V: _witnesses(V, hd.HEADS, (3,), gap=None, constant=True),
+)
+
 FAMILY = Family("heads", array_api=False, random_instances=lambda V, n, seed: [])
 
 
@@ -467,8 +533,7 @@ bottleneck = FAMILY.claim(
     array_api=True,
     measure=measure_bottleneck,
     judge_exactly=judge_bottleneck,
-    witnesses=lambda V: _witnesses(V, ("softmax", "moc"), (1, 3), gap=1, constant=True),
-    strategy=lambda: _with_constant_column(head_instances(("softmax", "moc"))),
+    cases=softmax_heads,
 )
 mos = FAMILY.claim(
     "nonlinear-heads-exceed",
@@ -481,12 +546,7 @@ mos = FAMILY.claim(
     array_api=True,
     measure=measure_exceeds,
     judge_exactly=judge_exceeds,
-    witnesses=lambda V: [
-        i
-        for i in _witnesses(V, ("mos", "sigsoftmax", "piecewise-linear"), (2, 4), gap=2)
-        if i.head == "mos" or i.K == 2
-    ],
-    strategy=lambda: head_instances(("mos", "sigsoftmax", "piecewise-linear"), K_min=2, scale_min=1.0),
+    cases=nonlinear_heads,
 )
 jacobian = FAMILY.claim(
     "jacobian-rank",
@@ -504,8 +564,7 @@ jacobian = FAMILY.claim(
     relation=Relation.EQUAL,
     measure=measure_jacobian,
     judge_exactly=judge_jacobian,
-    witnesses=lambda V: _witnesses(V, hd.HEADS, (3,), gap=None, constant=True),
-    strategy=lambda: _with_constant_column(head_instances(hd.HEADS)),
+    cases=every_head,
 )
 bottleneck.with_mutant(
     "moc-exceeds-d-plus-1",

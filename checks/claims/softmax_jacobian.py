@@ -64,7 +64,7 @@ from hypothesis import strategies as st
 
 from rankwall.checks import exact, exact_softmax, tolerance, toolkit
 from rankwall.checks.backends import Backend, to_numpy
-from rankwall.checks.quantities import Context, Measured, quantity
+from rankwall.checks.quantities import Combination, Compared, Constant, Context, Measured, Quantity, quantity
 from rankwall.checks.toolkit import (
     Cases,
     Family,
@@ -762,14 +762,50 @@ def _exact_norm(ctx: Context) -> Any:
     return flint.arb(exact.rational(lo)).union(flint.arb(exact.rational(hi)))
 
 
-def _compare_norm(ctx: Context, t: Any) -> int | None:
-    """sign(‖J(p̂)‖₂ − t) for a rational t, from the sign of the secular function at t."""
-    if not isinstance(t, flint.fmpq):
+def norm_bound_of(expression: Quantity) -> exact_softmax.Bound | None:
+    """The structure of a bound t on ‖J‖₂ written with this family's quantities, where it has one:
+    c·m·(1 − m) (``"ms"``), c·min(m, 2m(1 − m)) (``"envelope"``) or a constant c. Known structure lets
+    the exact comparison use the tie and two-atom lemmas, which decide equalities no ball can."""
+    constant, factors = _product_of(expression)
+    if constant is None:
         return None
-    outcome, _ = exact_softmax.decide_norm_at_most(
-        exact_row_of(ctx), exact_softmax.Bound("constant", Fraction(int(t.p), int(t.q)))
-    )
-    return None if outcome is None else -outcome
+    if not factors:
+        return exact_softmax.Bound("constant", constant)
+    if sorted(map(id, factors)) == sorted((id(top), id(complement))):
+        return exact_softmax.Bound("ms", constant)
+    if len(factors) == 1 and isinstance(factors[0], Combination) and factors[0].op == "min":
+        a, b = factors[0].operands
+        inner = [norm_bound_of(x) for x in (a, b)]
+        if {(x.kind, x.coefficient) for x in inner if x is not None} == {("ms", Fraction(2))} and any(
+            x is top for x in (a, b)
+        ):
+            return exact_softmax.Bound("envelope", constant)
+    return None
+
+
+def _product_of(expression: Quantity) -> tuple[Fraction | None, list[Quantity]]:
+    """``(c, factors)`` with expression = c · Π factors, for a product of constants and quantities."""
+    if isinstance(expression, Constant):
+        return expression.value, []
+    if isinstance(expression, Combination) and expression.op == "*":
+        (c1, f1), (c2, f2) = (_product_of(x) for x in expression.operands)
+        return (None, []) if c1 is None or c2 is None else (c1 * c2, f1 + f2)
+    return Fraction(1), [expression]
+
+
+def _compare_norm(ctx: Context, t: Any, expression: Quantity) -> Compared | None:
+    """sign(‖J(p̂)‖₂ − t), from the sign of the secular function at t: against a bound of known structure
+    (:func:`norm_bound_of`) through :func:`rankwall.checks.exact_softmax.decide_norm_at_most` and its
+    lemmas, else against a rational t."""
+    bound = norm_bound_of(expression)
+    if bound is None and isinstance(t, flint.fmpq):
+        bound = exact_softmax.Bound("constant", Fraction(int(t.p), int(t.q)))
+    if bound is None:
+        return None
+    outcome, method = exact_softmax.decide_norm_at_most(exact_row_of(ctx), bound)
+    if outcome is None:
+        return None
+    return Compared(-outcome, method, norm_certification(method, bound) is Certification.EXACT)
 
 
 def _measure_norm(ctx: Context) -> Measured:

@@ -35,6 +35,20 @@ The Eckart-Young tail, a real lower bound on the residual, is multiplied by F as
 
 from __future__ import annotations
 
+#: The public API of the family: its case types, the Cases bundles its claims range over, its quantities.
+__all__ = [
+    "Step",
+    "candidate_steps",
+    "contexts_count",
+    "exact_step_rank",
+    "exact_steps",
+    "first_order_rank",
+    "first_order_steps",
+    "hidden_size",
+    "truncated_steps",
+    "vocabulary",
+]
+
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -48,7 +62,8 @@ from hypothesis import strategies as st
 
 from rankwall.checks import exact, tolerance, toolkit
 from rankwall.checks.backends import Backend
-from rankwall.checks.toolkit import Family, numpy_float64
+from rankwall.checks.quantities import quantity
+from rankwall.checks.toolkit import Cases, Family, numpy_float64
 from rankwall.checks.verdict import (
     Case,
     Certification,
@@ -342,10 +357,55 @@ def _witnesses(V: int, deltas: tuple[DeltaKind, ...]) -> list[Step]:
     return rows
 
 
+# --------------------------------------------------------------------------- quantities (the public API)
+
+
+def _pinned(n: int) -> RankInterval:
+    return RankInterval(n, n, "the case", "the case", exact=True)
+
+
+first_order_rank = quantity(
+    "rank(−η(GWWᵀ + HHᵀG))",
+    lambda ctx: rank_interval(ctx.case, "first-order", ctx.backend),
+    lambda ctx: rank_interval(ctx.case, "first-order"),
+    integer=True,
+    doc="the rank of the first-order logit update of a step: exact for integer steps, else a certified interval",
+)
+exact_step_rank = quantity(
+    "rank(H'W'ᵀ − HWᵀ)",
+    lambda ctx: rank_interval(ctx.case, "exact-step", ctx.backend),
+    lambda ctx: rank_interval(ctx.case, "exact-step"),
+    integer=True,
+    doc="the rank of the exact logit change of a gradient step",
+)
+hidden_size = quantity(
+    "D", lambda ctx: _pinned(ctx.case.D), lambda ctx: _pinned(ctx.case.D), integer=True, doc="the hidden size D"
+)
+contexts_count = quantity(
+    "C",
+    lambda ctx: _pinned(ctx.case.contexts),
+    lambda ctx: _pinned(ctx.case.contexts),
+    integer=True,
+    doc="the contexts C (rows of G)",
+)
+vocabulary = quantity(
+    "V", lambda ctx: _pinned(ctx.case.V), lambda ctx: _pinned(ctx.case.V), integer=True, doc="the vocabulary V"
+)
+
+#: Where the claims of this family range: gradient steps with a first-order update, with an exact
+#: step, and with any of the rank-2D candidates of the Eckart-Young claims.
+first_order_steps = Cases(lambda: step_instances("first-order"), lambda V: _witnesses(V, ("first-order",)))
+exact_steps = Cases(lambda: step_instances("exact-step"), lambda V: _witnesses(V, ("exact-step",)))
+candidate_steps = Cases(
+    lambda: step_instances("any"), lambda V: _witnesses(V, ("first-order", "exact-step", "random-rank"))
+)
+truncated_steps = Cases(lambda: step_instances("truncated-svd"), lambda V: _witnesses(V, ("truncated-svd",)))
+
+
 FAMILY = Family("updates", random_instances=lambda V, n, seed: [], source=f"{SEED_000}, Eq. 7 (§2.2)")
 
 
-first_order_rank = FAMILY.claim(
+first_order_rank_claim = FAMILY.claim(
     "first-order-rank",
     title="The first-order logit update has rank at most 2D",
     statement="rank(−η(G W Wᵀ + H Hᵀ G)) ≤ 2D",
@@ -354,10 +414,9 @@ first_order_rank = FAMILY.claim(
     direction="upper",
     measure=lambda i, b, f: measure_rank(i, b, f, "first-order"),
     judge_exactly=lambda i, f: judge_rank(i, f, "first-order"),
-    witnesses=lambda V: _witnesses(V, ("first-order",)),
-    strategy=lambda: step_instances("first-order"),
+    cases=first_order_steps,
 )
-exact_step_rank = FAMILY.claim(
+exact_step_rank_claim = FAMILY.claim(
     "exact-step-rank",
     title="The exact logit change of a gradient step has rank at most 2D",
     statement="rank(H'W'ᵀ − HWᵀ) ≤ 2D for H' = H − ηGW, W' = W − ηGᵀH",
@@ -366,8 +425,7 @@ exact_step_rank = FAMILY.claim(
     direction="upper",
     measure=lambda i, b, f: measure_rank(i, b, f, "exact-step"),
     judge_exactly=lambda i, f: judge_rank(i, f, "exact-step"),
-    witnesses=lambda V: _witnesses(V, ("exact-step",)),
-    strategy=lambda: step_instances("exact-step"),
+    cases=exact_steps,
 )
 eckart_young = FAMILY.claim(
     "eckart-young",
@@ -379,8 +437,7 @@ eckart_young = FAMILY.claim(
     direction="lower",
     measure=measure_eckart_young,
     judge_exactly=judge_eckart_young,
-    witnesses=lambda V: _witnesses(V, ("first-order", "exact-step", "random-rank")),
-    strategy=lambda: step_instances("any"),
+    cases=candidate_steps,
 )
 eckart_young_attained = FAMILY.claim(
     "eckart-young-attained",
@@ -391,17 +448,16 @@ eckart_young_attained = FAMILY.claim(
     relation=Relation.EQUAL,
     measure=measure_attained,
     judge_exactly=judge_attained,
-    witnesses=lambda V: _witnesses(V, ("truncated-svd",)),
-    strategy=lambda: step_instances("truncated-svd"),
+    cases=truncated_steps,
 )
 
-first_order_rank.with_mutant(
+first_order_rank_claim.with_mutant(
     "at-most-2D-minus-1",
     statement="rank of the first-order update ≤ 2D − 1  (false: generically it is 2D)",
     measure=lambda i, b, f: measure_rank(i, b, f, "first-order", lambda D: 2 * D - 1),
     judge_exactly=lambda i, f: judge_rank(i, f, "first-order", lambda D: 2 * D - 1),
 )
-exact_step_rank.with_mutant(
+exact_step_rank_claim.with_mutant(
     "at-most-D",
     statement="rank(H'W'ᵀ − HWᵀ) ≤ D  (false: H'W'ᵀ and HWᵀ have rank D each, their difference generically 2D)",
     measure=lambda i, b, f: measure_rank(i, b, f, "exact-step", lambda D: D),
@@ -412,8 +468,7 @@ eckart_young.with_mutant(
     statement="‖cΔ − G‖_F ≥ (Σ_{i≥2D} σ_i(G)²)^{1/2}  (false: the truncated SVD misses only i > 2D)",
     measure=lambda i, b, f: measure_eckart_young(i, b, f, extra=1),
     judge_exactly=lambda i, f: judge_eckart_young(i, f, extra=1),
-    witnesses=lambda V: _witnesses(V, ("truncated-svd",)),
-    strategy=lambda: step_instances("truncated-svd"),
+    cases=truncated_steps,
 )
 eckart_young_attained.with_mutant(
     "rank-D-truncation",
