@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import contextlib
 import math
+import time
+from dataclasses import replace
 from fractions import Fraction
 
 import flint
@@ -16,7 +18,7 @@ import numpy as np
 import pytest
 import sympy
 
-from rankwall.checks import exact, exact_softmax, tolerance
+from rankwall.checks import exact, exact_softmax, exact_vectors, tolerance
 from rankwall.checks.backends import resolve, to_numpy
 from rankwall.checks.claims import softmax_jacobian as sc
 from rankwall.checks.claims.softmax_jacobian import Dirichlet, Logits, RunnerUp, Sparse, Uniform
@@ -544,13 +546,17 @@ class TestKernelIsMeasuredThroughTheProduct:
 
         monkeypatch.setattr(sj, "jvp", planted_float)
         monkeypatch.setattr(sc, "exact_jvp", planted_exact)
+        real_numerators = exact_vectors.jvp_numerators  # the same plant in integers, times 2: + n_i <n, v>
+        monkeypatch.setattr(
+            exact_vectors, "jvp_numerators", lambda n, v: 2 * real_numerators(n, v) + n * int((n * v).sum())
+        )
         for instance in (RunnerUp(V=5, m=0.75, tail_mass=0.0), SPARSE_1024):
             verdict = REGISTRY["softmax-jacobian.kernel"].check(instance, NUMPY)
             assert verdict.status is Status.VIOLATED, verdict.to_json()
 
     def test_the_judge_decides_from_the_product(self, monkeypatch):
         """With only the exact product planted, the exact judgement sees J·1 ≠ 0 although Σp = 1."""
-        monkeypatch.setattr(sc, "exact_jvp", lambda p, u, zero: [pi / 2 for pi in p])
+        monkeypatch.setattr(exact_vectors, "jvp_numerators", lambda n, v: n)
         judgement = sc.judge_kernel(Uniform(V=4), Fraction(1))
         assert judgement.sign == -1 and judgement.certified_by is Certification.EXACT
 
@@ -563,6 +569,57 @@ class TestKernelIsMeasuredThroughTheProduct:
         )
         assert verdict.status is Status.VIOLATED and verdict.certified_by is Certification.EXACT, verdict.to_json()
         assert verdict.lhs == pytest.approx(0.75 * (0.75 - 0.625), rel=1e-12)
+
+
+EXACT_CASES = [
+    RunnerUp(V=7, m=0.75, tail_mass=0.1),
+    Sparse(V=40, support=9, seed=2),
+    Dirichlet(V=64, concentration=0.01, seed=3),
+    Dirichlet(V=300, concentration=5.0, seed=4),
+    Uniform(V=5),
+]
+
+
+class TestVectorisedExactArithmetic:
+    """checks/exact_vectors.py against the list-based exact routes (one python-flint rational per
+    entry, the slow and obviously right reference) at small V: the same rationals, exactly."""
+
+    @pytest.mark.parametrize("case", EXACT_CASES, ids=lambda c: f"{c.FAMILY}-{c.V}")
+    @pytest.mark.parametrize(("seed", "offset"), [(0, 0.0), (3, 1e4), (5, -1e8)])
+    def test_quadratic_moments_match_the_lists(self, case, seed, offset):
+        case = replace(case, direction_seed=seed, direction_offset=offset)
+        _, p, u, is_exact = sc._exact_direction(case)
+        assert is_exact
+        built = sc.rebuilt(case)
+        vectorised = exact_vectors.quadratic_moments(built.raw, to_numpy(built.direction)[0])
+        assert vectorised == sc._exact_moments(p, u, flint.fmpq(0))
+
+    @pytest.mark.parametrize("case", EXACT_CASES, ids=lambda c: f"{c.FAMILY}-{c.V}")
+    def test_trace_and_kernel_match_the_lists(self, case):
+        built = sc.rebuilt(case)
+        p, _ = sc.exact_entries(built)
+        zero = flint.fmpq(0)
+        trace = sum((x * (1 - x) for x in p), start=zero)
+        assert exact_vectors.trace_sides(built.raw) == (trace, 1 - sum((x * x for x in p), start=zero))
+        for direction in ("ones", "p"):
+            v = [zero + 1 for _ in p] if direction == "ones" else p
+            listed = max((abs(x) for x in sc.exact_jvp(p, v, zero)), key=exact.to_float)
+            assert exact_vectors.kernel_residual(built.raw, direction) == listed
+
+    def test_a_row_is_read_exactly(self):
+        """Every float, subnormal and huge exponents alike, is its integer times the common power of two."""
+        x = np.array([0.0, 5e-324, 1.5, -(2.0**-1070), 0.1, 1e300, -3.0])
+        row = exact_vectors.Dyadic.of(x)
+        assert [row.rational(int(n)) for n in row.integers] == [exact.rational(v) for v in x]
+
+    def test_psd_near_tie_at_2_to_the_20(self):
+        """Issue 22's slow case, a psd re-decision at V = 2^20 (841 s as lists), in exact rationals."""
+        case = replace(sc.Dirichlet(V=2**20, concentration=0.5, seed=0), direction_seed=1, direction_offset=1e4)
+        started = time.perf_counter()
+        judgement = sc.judge_psd(case, Fraction(1))
+        assert judgement.sign == 1 and judgement.certified_by is Certification.EXACT
+        assert judgement.method == "exact-rational"
+        assert time.perf_counter() - started < 120  # a generous ceiling on a shared machine
 
 
 MUTANTS = [(c.id, name) for c in REGISTRY if c.id.startswith("softmax-jacobian.") for name in c.mutants]
