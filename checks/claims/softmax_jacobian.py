@@ -318,7 +318,8 @@ def exact_entries(built: Built) -> tuple[list[Any], bool]:
     """The exact probabilities of the row: rationals, or (from logits) balls at the current
     working precision."""
     if built.form == "logits":
-        w = [(exact.ball(z) - exact.ball(built.raw.max())).exp() for z in built.raw]
+        top = exact.ball(built.raw.max())  # once: inside the list it made the route quadratic in V
+        w = [(exact.ball(z) - top).exp() for z in built.raw]
         total = sum(w, start=flint.arb(0))
         return [x / total for x in w], False
     values = [exact.rational(x) for x in built.raw]
