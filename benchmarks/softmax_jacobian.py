@@ -15,7 +15,7 @@ Prints, in one run:
   tensor's NumPy view, so its runs differ from NumPy's only by noise.
 
 Usage: python benchmarks/softmax_jacobian.py [--backend numpy|torch|cupy] [--device cpu|cuda]
-       [--rows N] [--no-dense] [--json]
+       [--rows N] [--no-dense] [--only] [--json]
 """
 
 from __future__ import annotations
@@ -122,12 +122,13 @@ def main() -> None:
     parser.add_argument("--dtype", default="float64")
     parser.add_argument("--rows", type=int, default=96)
     parser.add_argument("--no-dense", action="store_true", help="skip the eigvalsh comparison (about a minute)")
+    parser.add_argument("--only", action="store_true", help="only the named backend (no PyTorch, no bracketing run)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     backend = resolve(args.backend, args.device, args.dtype)
     V = 131072
     runs = [throughput(V, args.rows, backend)]
-    if args.backend == "numpy":
+    if args.backend == "numpy" and not args.only:
         for _, torch_backend in torch_cpu():
             runs.append(throughput(V, args.rows, torch_backend))
             runs.append(throughput(V, args.rows, torch_backend, threads=1))
