@@ -15,11 +15,11 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_the_dry_run_exits_0_and_writes_verdicts_timings_and_rates(tmp_path):
     env = {**os.environ, "OUT": str(tmp_path), "PYTHON": sys.executable}
-    argv = ["bash", "benchmarks/gpu_run.sh", "--dry-run", "--V", "256", "--examples", "1", "--rows", "2"]
+    argv = ["bash", "benchmarks/gpu_run.sh", "--dry-run", "--V", "64", "--examples", "0", "--rows", "2"]
     done = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     report = json.loads((tmp_path / "gpu_run.json").read_text())
-    assert report["dry_run"] and report["exit"] == 0 and report["V"] == 256
+    assert report["dry_run"] and report["exit"] == 0 and report["V"] == 64
     names = [r["name"] for r in report["runs"]]
     assert names == [f"{b}-{d}" for b in ("torch-cpu", "numpy-for-cupy") for d in ("float64", "float32")]
     for run in report["runs"]:
