@@ -331,7 +331,7 @@ class TestMomentRoute:
             raise AssertionError("a Dirichlet row was handed to the bracketing solver")
 
         monkeypatch.setattr(sj, "_from_probabilities", refuse)
-        rows = np.stack([sj.construct_dirichlet(131072, a, seed) for a in (0.05, 0.5, 5.0) for seed in range(3)])
+        rows = np.stack([sj.construct_dirichlet(131072, a, seed) for a in (0.05, 0.5, 5.0) for seed in range(1)])
         for p, norm in zip(rows, sj.spectral_norm(rows), strict=True):
             lo, hi = certified(p, float(norm))
             assert lo * (1 - SPECTRAL_NORM_ULPS * U64) <= norm <= hi * (1 + SPECTRAL_NORM_ULPS * U64)

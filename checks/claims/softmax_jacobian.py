@@ -318,10 +318,13 @@ def exact_entries(built: Built) -> tuple[list[Any], bool]:
     """The exact probabilities of the row: rationals, or (from logits) balls at the current
     working precision."""
     if built.form == "logits":
-        top = exact.ball(built.raw.max())  # once: inside the list it made the route quadratic in V
-        w = [(exact.ball(z) - top).exp() for z in built.raw]
-        total = sum(w, start=flint.arb(0))
-        return [x / total for x in w], False
+        # One ball per distinct logit (the same ball each entry would get): a constructed row has three.
+        top = exact.ball(built.raw.max())
+        values, inverse = np.unique(built.raw, return_inverse=True)
+        w = [(exact.ball(z) - top).exp() for z in values]
+        total = sum((w[i] for i in inverse.reshape(-1)), start=flint.arb(0))
+        shares = [x / total for x in w]
+        return [shares[i] for i in inverse.reshape(-1)], False
     values = [exact.rational(x) for x in built.raw]
     total = sum(values, start=flint.fmpq(0))
     return [x / total for x in values], True
