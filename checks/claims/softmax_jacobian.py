@@ -573,7 +573,7 @@ def judge_kernel(case: SoftmaxRow, factor: Fraction, direction: str = "ones") ->
         built = rebuilt(case)
         if built.form == "logits":
             p, is_exact = exact_entries(built)
-            u = [x * 0 + 1 for x in p] if direction == "ones" else p
+            u = [flint.arb(1) for _ in p] if direction == "ones" else p
             worst_entry = max((abs(x) for x in exact_jvp(p, u, flint.arb(0))), key=exact.to_float)
         else:
             worst_entry, is_exact = exact_vectors.kernel_residual(built.raw, direction), True
