@@ -8,7 +8,7 @@ the processes it waited for) and whether the two JSON outputs agree with the sec
 ``--measure N``: in this process, checks every instance of the claims at V = N after a warm-up at
 V = 64 and prints the peak memory before and after
 (:func:`rankwall.checks.outputs.peak_memory_mb`) and the bytes per vocabulary entry they imply,
-the figure behind :data:`rankwall.checks.distributed.BYTES_PER_ENTRY`.
+the figure behind :data:`rankwall.checks.runner.BYTES_PER_ENTRY`.
 
 Usage: python benchmarks/sweep.py [PATTERN] [--V N ...] [--workers W] [--measure N] [--json]
 """

@@ -62,7 +62,7 @@ import flint
 import numpy as np
 from hypothesis import strategies as st
 
-from rankwall.checks import exact, exact_softmax, tolerance, toolkit
+from rankwall.checks import exact, exact_softmax, exact_vectors, tolerance, toolkit
 from rankwall.checks.backends import Backend, to_numpy
 from rankwall.checks.quantities import Combination, Compared, Constant, Context, Measured, Quantity, quantity
 from rankwall.checks.toolkit import (
@@ -338,9 +338,13 @@ def exact_entries(built: Built) -> tuple[list[Any], bool]:
     """The exact probabilities of the row: rationals, or (from logits) balls at the current
     working precision."""
     if built.form == "logits":
-        w = [(exact.ball(z) - exact.ball(built.raw.max())).exp() for z in built.raw]
-        total = sum(w, start=flint.arb(0))
-        return [x / total for x in w], False
+        # One ball per distinct logit (the same ball each entry would get): a constructed row has three.
+        top = exact.ball(built.raw.max())
+        values, inverse = np.unique(built.raw, return_inverse=True)
+        w = [(exact.ball(z) - top).exp() for z in values]
+        total = sum((w[i] for i in inverse.reshape(-1)), start=flint.arb(0))
+        shares = [x / total for x in w]
+        return [shares[i] for i in inverse.reshape(-1)], False
     values = [exact.rational(x) for x in built.raw]
     total = sum(values, start=flint.fmpq(0))
     return [x / total for x in values], True
@@ -506,8 +510,7 @@ def _exact_moments(p: list[Any], u: list[Any], zero: Any) -> tuple[Any, Any, Any
 
 def judge_variance(case: SoftmaxRow, factor: Fraction, centred: bool = True) -> Judgement:
     def sides() -> tuple[Any, Any, bool]:
-        _, p, u, is_exact = _exact_direction(case)
-        form, variance, second = _exact_moments(p, u, flint.fmpq(0) if is_exact else flint.arb(0))
+        form, variance, second, is_exact = _vector_moments(case)
         return form, planted_exactly(variance if centred else second, factor), is_exact
 
     return judge_sides(sides)
@@ -523,10 +526,19 @@ def measure_psd(case: SoftmaxRow, backend: Backend, factor: Fraction, allowed: F
     return Measurement(float(1 - factor * allowed) * second, form, tol, f"{backend.dtype_name} matrix form")
 
 
+def _vector_moments(case: SoftmaxRow) -> tuple[Any, Any, Any, bool]:
+    """:func:`_exact_moments` of the exact row and direction: vectorised exact rationals
+    (:func:`exact_vectors.quadratic_moments`) for probabilities, balls entry by entry for logits."""
+    built = rebuilt(case)
+    if built.form == "logits":
+        _, p, u, _ = _exact_direction(case)
+        return (*_exact_moments(p, u, flint.arb(0)), False)
+    return (*exact_vectors.quadratic_moments(built.raw, to_numpy(built.direction)[0]), True)
+
+
 def judge_psd(case: SoftmaxRow, factor: Fraction, allowed: Fraction = Fraction(1)) -> Judgement:
     def sides() -> tuple[Any, Any, bool]:
-        _, p, u, is_exact = _exact_direction(case)
-        form, _, second = _exact_moments(p, u, flint.fmpq(0) if is_exact else flint.arb(0))
+        form, _, second, is_exact = _vector_moments(case)
         scale = flint.fmpq((1 - factor * allowed).numerator, (1 - factor * allowed).denominator)
         return scale * second, form, is_exact
 
@@ -550,13 +562,17 @@ def measure_kernel(case: SoftmaxRow, backend: Backend, factor: Fraction, directi
 
 
 def judge_kernel(case: SoftmaxRow, factor: Fraction, direction: str = "ones") -> Judgement:
-    """max_i |(J u)_i| from :func:`exact_jvp` on the exact row (the product itself, not 1 − Σ p)."""
+    """max_i |(J u)_i| from the product on the exact row (:func:`exact_vectors.kernel_residual` for
+    probabilities, :func:`exact_jvp` in balls for logits), not from 1 − Σ p."""
 
     def sides() -> tuple[Any, Any, bool]:
-        p, is_exact = exact_entries(rebuilt(case))
-        zero = flint.fmpq(0) if is_exact else flint.arb(0)
-        u = [zero + 1 for _ in p] if direction == "ones" else p
-        worst_entry = max((abs(x) for x in exact_jvp(p, u, zero)), key=exact.to_float)
+        built = rebuilt(case)
+        if built.form == "logits":
+            p, is_exact = exact_entries(built)
+            u = [flint.arb(1) for _ in p] if direction == "ones" else p
+            worst_entry = max((abs(x) for x in exact_jvp(p, u, flint.arb(0))), key=exact.to_float)
+        else:
+            worst_entry, is_exact = exact_vectors.kernel_residual(built.raw, direction), True
         return worst_entry, planted_exactly(0 * worst_entry, factor), is_exact
 
     return judge_sides(sides)
@@ -590,10 +606,14 @@ def measure_trace(case: SoftmaxRow, backend: Backend, factor: Fraction) -> Measu
 
 def judge_trace(case: SoftmaxRow, factor: Fraction) -> Judgement:
     def sides() -> tuple[Any, Any, bool]:
-        p, is_exact = exact_entries(rebuilt(case))
-        zero = flint.fmpq(0) if is_exact else flint.arb(0)
-        trace = sum((pi * (1 - pi) for pi in p), start=zero)
-        return trace, planted_exactly(1 - sum((pi * pi for pi in p), start=zero), factor), is_exact
+        built = rebuilt(case)
+        if built.form == "logits":
+            p, is_exact = exact_entries(built)
+            trace = sum((pi * (1 - pi) for pi in p), start=flint.arb(0))
+            collision = 1 - sum((pi * pi for pi in p), start=flint.arb(0))
+        else:
+            (trace, collision), is_exact = exact_vectors.trace_sides(built.raw), True
+        return trace, planted_exactly(collision, factor), is_exact
 
     return judge_sides(sides)
 
