@@ -175,7 +175,7 @@ class FidelityTable(SphinxDirective):
                          _text(row.figure(docs)), _text(row.reason or "—"), evidence))
             ids.append(f"row-{i}")
         headers = ("#", "where", "the seed says", "status", "rankwall's figure", "why", "evidence")
-        return [_table(headers, rows, (3, 10, 19, 8, 24, 18, 18), ("fidelity-table",), ids)]
+        return [_table(headers, rows, (3, 9, 18, 10, 23, 18, 19), ("fidelity-table",), ids)]
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
