@@ -130,12 +130,14 @@ def _claim(claim_id: str, sources: Sequence[str] = ()) -> Claim:
     return REGISTRY[claim_id]
 
 
-def _check(claim_id: str, instance: Case, spec: BackendSpec, sources: tuple[str, ...]) -> tuple[Verdict | None, float]:
+def _check(
+    claim_id: str, instance: Case, spec: BackendSpec, sources: tuple[str, ...], exact: bool | None
+) -> tuple[Verdict | None, float]:
     """One task of ``verify``: the verdict on one case (``None`` outside its domain) and its seconds."""
     from rankwall.checks.runner import check_in_domain
 
     started = time.perf_counter()
-    verdict = check_in_domain(_claim(claim_id, sources), instance, _backend(spec))
+    verdict = check_in_domain(_claim(claim_id, sources), instance, _backend(spec), exact)
     return verdict, time.perf_counter() - started
 
 
@@ -144,6 +146,7 @@ def check_all(
     jobs: Sequence[tuple[str, Case, BackendSpec]],
     on_done: Callable[[], None] | None = None,
     sources: Sequence[str] = (),
+    exact: bool | None = None,
 ) -> list[tuple[Verdict | None, float]]:
     """The verdict and seconds of each (claim id, case, backend) job, in the order of ``jobs``; every
     worker first loads the claims of ``sources``."""
@@ -151,7 +154,7 @@ def check_all(
         return []
     distributed = _distributed("--workers")
     ids, cases, specs = zip(*jobs, strict=True)
-    futures = client.map(_check, ids, cases, specs, [tuple(sources)] * len(jobs), pure=False)
+    futures = client.map(_check, ids, cases, specs, [tuple(sources)] * len(jobs), [exact] * len(jobs), pure=False)
     for _ in distributed.as_completed(futures):
         if on_done is not None:
             on_done()
@@ -166,6 +169,7 @@ def _search(
     budget: int,
     database: str,
     sources: tuple[str, ...],
+    exact: bool | None = None,
 ) -> SearchResult:
     """One task of ``search``: a whole seeded search on the shared database."""
     from hypothesis.errors import HypothesisDeprecationWarning
@@ -175,7 +179,13 @@ def _search(
         # Hypothesis takes for the strategy's doing; the search's randomness is its seed alone.
         warnings.filterwarnings("ignore", "Do not use the `random` module", HypothesisDeprecationWarning)
         return search(
-            _claim(claim_id, sources), _backend(spec), tighten=tighten, budget=budget, seed=seed, database=database
+            _claim(claim_id, sources),
+            _backend(spec),
+            tighten=tighten,
+            budget=budget,
+            seed=seed,
+            database=database,
+            exact=exact,
         )
 
 
@@ -190,6 +200,7 @@ def search_all(
     database: str,
     on_done: Callable[[], None] | None = None,
     sources: Sequence[str] = (),
+    exact: bool | None = None,
 ) -> list[SearchResult]:
     """One search of ``claim_id`` (a mutant as ``id[name]``) per seed, spread over the cluster's
     workers, sharing the ``database`` folder (which every worker must be able to read and write); the
@@ -200,6 +211,7 @@ def search_all(
         list(seeds),
         claim_id=claim_id,
         sources=tuple(sources),
+        exact=exact,
         spec=spec,
         tighten=tighten,
         budget=budget,

@@ -89,10 +89,10 @@ def admit(planned: Sequence[Planned], limit: int | None, what: str) -> None:
             )
 
 
-def check_in_domain(claim: Claim, case: Case, backend: Any) -> Verdict | None:
+def check_in_domain(claim: Claim, case: Case, backend: Any, exact: bool | None = None) -> Verdict | None:
     """The claim's verdict on the case, or ``None`` for a case whose built values leave its domain."""
     try:
-        return claim.check(case, backend)
+        return claim.check(case, backend, exact=exact)
     except OutsideDomain:
         return None
 
@@ -178,10 +178,12 @@ def verify(
     *,
     on_case: Callable[[Planned | None], None] = lambda planned: None,
     remote: Remote | None = None,
+    exact: bool | None = None,
 ) -> VerifyReport:
     """Check every planned case: in ``backend`` for a claim that follows the array API, else in
     ``numpy_backend``; here, or through ``remote`` (one job per case, results in plan order).
-    ``on_case`` is told of each case as it is done (with its plan entry, or ``None`` from ``remote``)."""
+    ``on_case`` is told of each case as it is done (with its plan entry, or ``None`` from ``remote``);
+    ``exact`` as in :meth:`Claim.check` (``True``: every identity re-decided exactly)."""
     started = time.perf_counter()
     chosen = [backend if p.claim.array_api else numpy_backend for p in planned]
     done: Iterator[tuple[Verdict | None, float]] | None = None
@@ -196,7 +198,7 @@ def verify(
                 results.append(next(done))
                 continue
             began = time.perf_counter()
-            results.append((check_in_domain(p.claim, case, used), time.perf_counter() - began))
+            results.append((check_in_domain(p.claim, case, used, exact), time.perf_counter() - began))
             on_case(p)
         verdicts = [v for v, _ in results if v is not None]
         reports.append(

@@ -123,9 +123,11 @@ def search(
     seed: int = 0,
     on_example: Callable[[], None] | None = None,
     database: str | os.PathLike[str] | None = None,
+    exact: bool | None = None,
 ) -> SearchResult:
     """Search ``claim`` (with its bound multiplied by ``tighten``) for a counterexample; with a
-    ``database`` folder, replay the counterexamples stored there first and store the one found."""
+    ``database`` folder, replay the counterexamples stored there first and store the one found.
+    ``exact`` as in :meth:`Claim.check`."""
     if tighten <= 0:
         raise InputError("--tighten: the factor must be positive")
     claim.require_bound(tighten)
@@ -151,7 +153,7 @@ def search(
     def probe(instance: Case) -> None:
         nonlocal found_one
         try:
-            verdict = claim.check(instance, backend, tighten)
+            verdict = claim.check(instance, backend, tighten, exact=exact)
         except InputError:  # invalid input, or outside the domain its constructor guarantees
             counts["rejected"] += 1
             reject()

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
@@ -37,16 +37,37 @@ from rankwall.theory._rounding import unit_roundoff
 class Cases:
     """Where a claim is checked: ``strategy()`` (Hypothesis, for ``search``), ``witnesses(V)``
     (constructed cases at vocabulary size V, for ``verify`` and the tests) and
-    ``random_instances(V, n, seed)`` (drawn cases). A family exports one per kind of case its claims
-    range over, and a declared claim takes one (:func:`rankwall.checks.quantities.declare`)."""
+    ``random_instances(V, n, seed)`` (drawn cases). ``boundary`` names the boundary classes the
+    strategy must reach with real probability (the smallest sizes, ties, zeros, equality cases, large
+    V), each a predicate on a case; a test measures the share of drawn cases in each. A family exports
+    one per kind of case its claims range over, and a declared claim takes one
+    (:func:`rankwall.checks.quantities.declare`)."""
 
     strategy: Callable[[], Any]
     witnesses: Callable[[int], list[Case]]
     random_instances: Callable[[int, int, int], list[Case]] = lambda V, n, seed: []
+    boundary: Mapping[str, Callable[[Case], bool]] = field(default_factory=dict)
 
     def fields(self) -> dict[str, Any]:
-        """The three as :class:`~rankwall.checks.verdict.Claim` fields."""
-        return {"strategy": self.strategy, "witnesses": self.witnesses, "random_instances": self.random_instances}
+        """The four as :class:`~rankwall.checks.verdict.Claim` fields."""
+        return {
+            "strategy": self.strategy,
+            "witnesses": self.witnesses,
+            "random_instances": self.random_instances,
+            "boundary_classes": dict(self.boundary),
+        }
+
+
+@dataclass(frozen=True)
+class Reference:
+    """Both sides of a claim on one case computed the slow, obviously right way, sharing no code with
+    its fast measure beyond the instance (dense matrices in exact rationals or 200-bit arithmetic, an
+    exact rank, an exhaustive enumeration), in the orientation of the measurement (``lhs <= rhs`` or
+    ``lhs == rhs``): numbers (int, Fraction, mpmath.mpf). For a rank claim one side is the rank."""
+
+    lhs: Any
+    rhs: Any
+    method: str
 
 
 class Family:

@@ -151,6 +151,9 @@ class Certification(StrEnum):
 
     EXACT = "exact"  # integers or rationals: no rounding anywhere
     TWO_SIDED = "two-sided"  # balls, intervals, or a rounding-model margin on independently computed sides
+    #: An identity whose two sides agree to within their rounding bound (or the radius of their balls):
+    #: consistent with equality, not a proof of it. The verdict's ``tolerance`` is that bound.
+    WITHIN_ROUNDING = "within rounding"
     ONE_SIDED = "one-sided"  # a side bounded in one direction only (a float SVD bounds a rank from below)
 
 
@@ -379,6 +382,11 @@ class Claim:
     #: :data:`DEFAULT_V` for a claim whose witnesses are expensive (an LP per token, a dense SVD), so
     #: that the default run stays short while keeping the witnesses' boundary cases.
     default_V: int = DEFAULT_V
+    #: Both sides the slow, obviously right way at small size: ``reference(case, backend)`` ->
+    #: :class:`rankwall.checks.toolkit.Reference`, on the instance as the backend built it.
+    reference: Callable[[Case, Any], Any] | None = None
+    #: The boundary classes of the claim's strategy (see :class:`rankwall.checks.toolkit.Cases`).
+    boundary_classes: dict[str, Callable[[Case], bool]] = field(default_factory=dict)
     sides: Any = None  # the declared sides (rankwall.checks.quantities.Sides), for a claim made by declare()
 
     def __post_init__(self) -> None:
@@ -413,21 +421,24 @@ class Claim:
         if factor != 1 and self.direction is None:
             raise CannotTighten(f"--tighten: {self.id} is an identity, it has no bound to tighten")
 
-    def check(self, instance: Case, backend: Any, factor: Fraction = Fraction(1)) -> Verdict:
-        """Decide the claim on one case (see the module docstring). A numerical failure of the
-        backend (an eigensolver that does not converge, an overflow) leaves the case undecided:
-        the verdict is ``inconclusive`` and names the failure."""
+    def check(
+        self, instance: Case, backend: Any, factor: Fraction = Fraction(1), *, exact: bool | None = None
+    ) -> Verdict:
+        """Decide the claim on one case (see the module docstring and :func:`decide`; ``exact``
+        forces or forbids the exact re-decision of an identity that holds to rounding). A numerical
+        failure of the backend (an eigensolver that does not converge, an overflow) leaves the case
+        undecided: the verdict is ``inconclusive`` and names the failure."""
         self.require_bound(factor)
-        return self.check_planted(instance, backend, factor)
+        return self.check_planted(instance, backend, factor, exact=exact)
 
-    def check_planted(self, instance: Case, backend: Any, factor: Fraction) -> Verdict:
+    def check_planted(self, instance: Case, backend: Any, factor: Fraction, *, exact: bool | None = None) -> Verdict:
         """:meth:`check` with the stated side moved by ``factor`` in every route, identities included:
         the meta-tests' hook for planting a wrong measured value. A bound is multiplied by F; the
         stated side of an identity is multiplied by F, or moved to ``planted_side`` where it can be
         zero by its form (a count of failures, J·1 = 0)."""
         try:
             measured = self.measure(instance, backend, factor)
-            return decide(self, instance, measured, lambda: self.judge_exactly(instance, factor))
+            return decide(self, instance, measured, lambda: self.judge_exactly(instance, factor), exact)
         except Exception as error:
             if not is_numerical_failure(error):
                 raise
@@ -462,8 +473,23 @@ def is_numerical_failure(error: BaseException) -> bool:
     return any(cls.__name__ in ("LinAlgError", "_LinAlgError") for cls in type(error).__mro__)
 
 
-def decide(claim: Claim, instance: Case, measured: Measurement, judge: Callable[[], Judgement]) -> Verdict:
-    """Float verdict when the margin clears the tolerance, else an exact judgement."""
+#: Identities on instances of at most this vocabulary are re-decided by their exact judge when the float
+#: margin only shows the sides equal to rounding (``--exact`` forces it at every size): the judges are
+#: O(V) python-flint or mpmath computations, a second or so at this size.
+EXACT_IDENTITY_V = 4096
+
+
+def decide(
+    claim: Claim, instance: Case, measured: Measurement, judge: Callable[[], Judgement], exact: bool | None = None
+) -> Verdict:
+    """Float verdict when the margin clears the tolerance, else an exact judgement.
+
+    An identity is decided as an identity: a float margin inside its tolerance only shows the sides
+    equal to rounding, so the exact judge re-decides it where that is affordable (``exact``: always,
+    never, or by default for instances of at most :data:`EXACT_IDENTITY_V` entries). Exact equality
+    holds with the judge's certification, a certified difference is a violation, and sides whose
+    exact evaluations agree only to a positive radius hold *within rounding*
+    (:attr:`Certification.WITHIN_ROUNDING`), as do the float sides where no exact route runs."""
     margin = measured.rhs - measured.lhs
     if measured.exact_sides:
         holds = margin >= 0 if claim.relation is Relation.AT_MOST else margin == 0
@@ -478,37 +504,52 @@ def decide(claim: Claim, instance: Case, measured: Measurement, judge: Callable[
         decisive = found is measured.proves and (measured.exact_sides or holds)
     else:
         decisive = holds
-    if decisive:
-        return Verdict(
-            claim.id,
-            found,
-            measured.lhs,
-            measured.rhs,
-            margin,
-            measured.tolerance,
-            measured.method,
-            instance,
-            measured.certificate,
-            measured.certified_by,
-        )
-    exact = judge()
-    if exact.sign is None:
+    to_rounding = decisive and claim.relation is Relation.EQUAL and not measured.exact_sides
+    if decisive and not to_rounding:
+        return _verdict(claim, instance, found, measured, measured.tolerance, measured.certified_by)
+    if to_rounding and not _affordable(instance, exact):
+        return _verdict(claim, instance, Status.HOLDS, measured, measured.tolerance, Certification.WITHIN_ROUNDING)
+    judged = judge()
+    if judged.sign is None:
+        if claim.relation is Relation.EQUAL and 0 < judged.radius < math.inf:
+            method = f"{judged.method} (the sides agree to within {judged.radius:.1e}: equal within rounding)"
+            judged = replace(judged, method=method, certified_by=Certification.WITHIN_ROUNDING)
+            return _verdict(claim, instance, Status.HOLDS, judged, judged.radius, judged.certified_by)
+        if to_rounding:
+            return _verdict(claim, instance, Status.HOLDS, measured, measured.tolerance, Certification.WITHIN_ROUNDING)
         status = Status.INCONCLUSIVE
     elif claim.relation is Relation.AT_MOST:
-        status = Status.HOLDS if exact.sign >= 0 else Status.VIOLATED
+        status = Status.HOLDS if judged.sign >= 0 else Status.VIOLATED
     else:
-        status = Status.HOLDS if exact.sign == 0 else Status.VIOLATED
+        status = Status.HOLDS if judged.sign == 0 else Status.VIOLATED
+    return _verdict(claim, instance, status, judged, judged.radius, judged.certified_by)
+
+
+def _affordable(instance: Case, exact: bool | None) -> bool:
+    if exact is not None:
+        return exact
+    return (instance.vocabulary or 0) <= EXACT_IDENTITY_V
+
+
+def _verdict(
+    claim: Claim,
+    instance: Case,
+    status: Status,
+    sides: Measurement | Judgement,
+    tolerance: float,
+    certified_by: Certification | None,
+) -> Verdict:
     return Verdict(
         claim.id,
         status,
-        exact.lhs,
-        exact.rhs,
-        exact.rhs - exact.lhs,
-        exact.radius,
-        exact.method,
+        sides.lhs,
+        sides.rhs,
+        sides.rhs - sides.lhs,
+        tolerance,
+        sides.method,
         instance,
-        exact.certificate,
-        exact.certified_by,
+        sides.certificate,
+        certified_by,
     )
 
 

@@ -168,7 +168,8 @@ def gradient(case: BatchGradient, backend: Backend | None = None) -> tuple[Any, 
     H, targets = cp.construct_batch(case.tokens, W.shape[1], case.V, case.seed + 1, scale=case.scale)
     G = backend.asarray(np.concatenate(list(cp.logit_gradient_blocks(H, W, targets))))
     if case.aligned:
-        W = backend.xp.linalg.svd(G, full_matrices=False)[2][: case.D, :].T
+        right = backend.xp.linalg.svd(G, full_matrices=False)[2]  # min(tokens, V) rows: at most D of them
+        W = right[: min(case.D, right.shape[0]), :].T
     else:
         W = backend.asarray(W)
     if backend.name == "numpy" and backend.dtype_name == "float64":

@@ -59,6 +59,7 @@ from fractions import Fraction
 from typing import Any, ClassVar
 
 import flint
+import mpmath
 import numpy as np
 from hypothesis import strategies as st
 
@@ -68,6 +69,7 @@ from rankwall.checks.quantities import Combination, Compared, Constant, Context,
 from rankwall.checks.toolkit import (
     Cases,
     Family,
+    Reference,
     judge_sides,
     left_to_the_exact_route,
     numpy_float64,
@@ -75,7 +77,7 @@ from rankwall.checks.toolkit import (
     planted_side,
     scalar,
 )
-from rankwall.checks.verdict import Case, Certification, Judgement, Measurement, RankInterval, Relation
+from rankwall.checks.verdict import Case, Certification, Judgement, Measurement, OutsideDomain, RankInterval, Relation
 from rankwall.theory import softmax_jacobian as sj
 from rankwall.theory.validation import InputError
 
@@ -107,6 +109,18 @@ class Row(Case):
         direction = {key: getattr(self, key) for key in DIRECTION_KEYS if getattr(self, key) is not None}
         return {**self.arguments, **direction}
 
+    def domain_violation(self, raw: np.ndarray) -> str | None:
+        """Why the built row ``raw`` (read exactly) leaves the domain its constructor guarantees, or
+        ``None``. The base guarantees nothing beyond a probability row."""
+        return None
+
+
+def _top_is_largest(raw: np.ndarray, what: str) -> str | None:
+    """The guarantee "entry 0 is a largest entry", checked on the built values."""
+    if raw[0] < raw[1:].max(initial=-np.inf):
+        return f"{what} {float(raw[0])!r} is not the largest entry ({float(raw[1:].max())!r} is larger)"
+    return None
+
 
 @dataclass(frozen=True)
 class RunnerUp(Row):
@@ -116,6 +130,9 @@ class RunnerUp(Row):
     m: float
     tail_mass: float = 0.0
 
+    def domain_violation(self, raw: np.ndarray) -> str | None:
+        return _top_is_largest(raw, "the top mass m")
+
 
 @dataclass(frozen=True)
 class TiedAtoms(Row):
@@ -124,6 +141,11 @@ class TiedAtoms(Row):
     KIND: ClassVar[str] = "tied-atoms"
     m: float
 
+    def domain_violation(self, raw: np.ndarray) -> str | None:
+        if raw[0] != raw[1]:
+            return f"the two atoms are no longer tied ({raw[0]!r} and {raw[1]!r})"
+        return _top_is_largest(raw, "the tied mass m")
+
 
 @dataclass(frozen=True)
 class SpreadTail(Row):
@@ -131,6 +153,9 @@ class SpreadTail(Row):
 
     KIND: ClassVar[str] = "spread-tail"
     m: float
+
+    def domain_violation(self, raw: np.ndarray) -> str | None:
+        return _top_is_largest(raw, "the top mass m")
 
 
 @dataclass(frozen=True)
@@ -167,6 +192,9 @@ class Logits(Row):
     offset: float = 0.0
     runners: int = 1
     tail_gap: float | None = None
+
+    def domain_violation(self, raw: np.ndarray) -> str | None:
+        return _top_is_largest(raw, "the top logit")
 
 
 #: Every case of this family.
@@ -306,7 +334,9 @@ class Built(toolkit.Built):
 
 
 def build(case: SoftmaxRow, backend: Backend) -> Built:
-    """Build a case's row (and direction) in a backend."""
+    """Build a case's row (and direction) in a backend; a row whose built values leave the domain its
+    constructor guarantees (its top atom not the largest after rounding, a tie broken) is refused
+    (:class:`~rankwall.checks.verdict.OutsideDomain`): it is no instance of the family's statements."""
     form, constructor = BUILDERS[type(case)]
     array = constructor(**case.arguments, xp=backend.xp, dtype=backend.dtype, device=backend.device)
     row = backend.xp.reshape(array, (1, -1))
@@ -323,7 +353,11 @@ def build(case: SoftmaxRow, backend: Backend) -> Built:
             device=backend.device,
         )
         direction = backend.xp.reshape(direction, (1, -1))
-    return Built(backend, rows, to_numpy(row)[0].astype(np.float64), form, direction, int(case.V))
+    raw = to_numpy(row)[0].astype(np.float64)
+    violation = case.domain_violation(raw)
+    if violation is not None:
+        raise OutsideDomain(f"{case.KIND} (V = {case.V}) in {backend.dtype_name}: {violation}")
+    return Built(backend, rows, raw, form, direction, int(case.V))
 
 
 def rebuilt(case: SoftmaxRow) -> Built:
@@ -1019,6 +1053,129 @@ spread_tails = Cases(
 )
 
 
+# --------------------------------------------------------------------------- references (issue 18)
+#
+# Both sides of every claim the slow, obviously right way, sharing nothing with the measures but the
+# instance: the row as the backend built it, read exactly; p̂ as Python Fractions (or, from logits, its
+# softmax in 200-bit mpmath); the dense V x V matrix J = diag(p̂) − p̂p̂ᵀ; its eigenvalues from mpmath's
+# symmetric eigensolver at 200 bits; its rank exactly over the rationals (python-flint's fmpq_mat) or,
+# from logits, as the eigenvalues above 2^-100. Small V only (the tests run them at V <= 64).
+
+
+@dataclass(frozen=True)
+class DenseRow:
+    """The exact row, its dense J, and the test direction (if any), for the references."""
+
+    p: list[Any]
+    J: Any
+    u: list[Any] | None
+    exact: bool
+    others: list[Any]
+
+
+def dense_row(case: SoftmaxRow, backend: Backend, computed: bool = False) -> DenseRow:
+    """The case as ``backend`` built it, p̂ exactly (Fractions) or in 200-bit mpmath (from logits);
+    with ``computed``, the computed probability row itself read exactly (the instance ``rank``'s float
+    route measures, zeros from underflow included)."""
+    built = build(case, backend)
+    if computed:
+        built = replace(built, raw=to_numpy(built.rows.p)[0].astype(np.float64), form="probabilities")
+    if built.form == "logits":
+        z = [mpmath.mpf(float(x)) for x in built.raw]
+        top = max(z)
+        weights = [mpmath.exp(x - top) for x in z]
+        total = mpmath.fsum(weights)
+        p: list[Any] = [w / total for w in weights]
+        exact_row = False
+    else:
+        values = [Fraction(float(x)) for x in built.raw]
+        total_q = sum(values, Fraction(0))
+        p = [x / total_q for x in values]
+        exact_row = True
+    n = len(p)
+    # J_ii = p_i (1 − p_i) as p_i Σ_{j≠i} p_j: 1 − p_i cancels for a near-one-hot row from logits.
+    others = [sum((p[j] for j in range(n) if j != i), 0 * p[0]) for i in range(n)]
+    J = [[p[i] * others[i] if i == j else -p[i] * p[j] for j in range(n)] for i in range(n)]
+    u = None
+    if built.direction is not None:
+        u = [Fraction(float(x)) if exact_row else mpmath.mpf(float(x)) for x in to_numpy(built.direction)[0]]
+    return DenseRow(p, J, u, exact_row, others)
+
+
+def _mp(x: Any) -> Any:
+    return mpmath.mpf(x.numerator) / x.denominator if isinstance(x, Fraction) else mpmath.mpf(x)
+
+
+def dense_norm(row: DenseRow) -> Any:
+    """‖J‖₂ = λ_max(J), from mpmath's symmetric eigensolver on the dense J at the working precision."""
+    eigenvalues = mpmath.eigsy(mpmath.matrix([[_mp(x) for x in r] for r in row.J]), eigvals_only=True)
+    return max(eigenvalues)
+
+
+def dense_rank(row: DenseRow) -> int:
+    """rank J: exactly over the rationals, or (from logits) the eigenvalues above 2^-100."""
+    if row.exact:
+        n = len(row.p)
+        entries = [flint.fmpq(x.numerator, x.denominator) for r in row.J for x in r]
+        return int(flint.fmpq_mat(n, n, entries).rank())
+    eigenvalues = mpmath.eigsy(mpmath.matrix([[_mp(x) for x in r] for r in row.J]), eigvals_only=True)
+    return sum(1 for e in eigenvalues if abs(e) > mpmath.mpf(2) ** -100)
+
+
+def _top(row: DenseRow) -> tuple[Any, Any]:
+    """m and 1 − m, the latter as the sum of the other entries (no cancellation)."""
+    k = max(range(len(row.p)), key=lambda i: row.p[i])
+    return row.p[k], row.others[k]
+
+
+def _reference(
+    sides: Callable[[DenseRow], tuple[Any, Any]], what: str, computed: bool = False
+) -> Callable[[SoftmaxRow, Backend], Reference]:
+    def reference(case: SoftmaxRow, backend: Backend) -> Reference:
+        row = dense_row(case, backend, computed)
+        lhs, rhs = sides(row)
+        method = f"dense J, {what}, p̂ {'in Fractions' if row.exact else 'in 200-bit mpmath'}"
+        return Reference(lhs, rhs, method)
+
+    return reference
+
+
+def _quadratic_form_and_variance(row: DenseRow) -> tuple[Any, Any]:
+    u = row.u
+    form = sum((u[i] * row.J[i][j] * u[j] for i in range(len(u)) for j in range(len(u))), 0 * u[0])
+    mean = sum((pi * ui for pi, ui in zip(row.p, u, strict=True)), 0 * u[0])
+    return form, sum((pi * (ui - mean) ** 2 for pi, ui in zip(row.p, u, strict=True)), 0 * u[0])
+
+
+REFERENCES: dict[str, Callable[[SoftmaxRow, Backend], Reference]] = {
+    "variance-form": _reference(_quadratic_form_and_variance, "uᵀJu as a double sum, Var_p(u) two-pass"),
+    "psd": _reference(lambda r: (0, _quadratic_form_and_variance(r)[0]), "0 against uᵀJu as a double sum"),
+    "kernel": _reference(lambda r: (max(abs(sum(row, 0 * row[0])) for row in r.J), 0), "the row sums of J (J·1)"),
+    "trace": _reference(
+        lambda r: (
+            sum((r.J[i][i] for i in range(len(r.p))), 0 * r.p[0]),
+            sum((x * (x + o) for x, o in zip(r.p, r.others, strict=True)), 0 * r.p[0]) - sum(x * x for x in r.p),
+        ),
+        "the diagonal of J against 1 − Σ p̂² (with 1 = Σ p̂)",
+    ),
+    "rank": _reference(
+        lambda r: (dense_rank(r), sum(1 for x in r.p if x > 0) - 1),
+        "the rank of J against |supp p̂| − 1, on the computed row",
+        computed=True,
+    ),
+    "lower-bound": _reference(lambda r: (_top(r)[0] * _top(r)[1], dense_norm(r)), "m(1 − m) against λ_max(J)"),
+    "upper-bound": _reference(lambda r: (dense_norm(r), 2 * _top(r)[0] * _top(r)[1]), "λ_max(J) against 2m(1 − m)"),
+    "envelope": _reference(
+        lambda r: (dense_norm(r), min(_top(r)[0], 2 * _top(r)[0] * _top(r)[1])), "λ_max(J) against min(m, 2m(1 − m))"
+    ),
+    "lower-bound-approached": _reference(
+        lambda r: (dense_norm(r), _top(r)[0] * _top(r)[1] * Fraction(len(r.p) - 1, len(r.p) - 2)),
+        "λ_max(J) against m(1 − m) n/(n − 1)",
+    ),
+}
+REFERENCES["envelope-attained"] = REFERENCES["envelope"]
+
+
 # --------------------------------------------------------------------------- registration
 
 
@@ -1036,6 +1193,7 @@ def _with_factor(
 
 variance_form_claim = FAMILY.claim(
     "variance-form",
+    reference=REFERENCES["variance-form"],
     source="seed 002, 'The gradient is a variance' (displayed identity)",
     title="The quadratic form of J is a variance",
     statement="uᵀ J u = Var_p(u) = Σ p_i (u_i − E_p u)²  for every u",
@@ -1047,6 +1205,7 @@ variance_form_claim = FAMILY.claim(
 )
 psd_claim = FAMILY.claim(
     "psd",
+    reference=REFERENCES["psd"],
     source="seed 002, 'The gradient is a variance'",
     title="J is symmetric positive semidefinite",
     statement="uᵀ J u ≥ 0 for every u, i.e. (E_p u)² ≤ E_p[u²] (J = diag(p) − ppᵀ is symmetric by construction)",
@@ -1059,6 +1218,7 @@ psd_claim = FAMILY.claim(
 )
 kernel_claim = FAMILY.claim(
     "kernel",
+    reference=REFERENCES["kernel"],
     source="seed 002, 'How tight that is' (smallest eigenvalue); 'What to keep' 3",
     title="J annihilates the constant direction",
     statement="J·1 = 0 (the logit gradients of a softmax row sum to zero)",
@@ -1069,6 +1229,7 @@ kernel_claim = FAMILY.claim(
 )
 trace_claim = FAMILY.claim(
     "trace",
+    reference=REFERENCES["trace"],
     source="seed 002, 'How tight that is' (trace line); 'What to keep' 3",
     title="The trace of J is a collision complement",
     statement="tr J = 1 − Σ p_i²",
@@ -1079,6 +1240,7 @@ trace_claim = FAMILY.claim(
 )
 rank_claim = FAMILY.claim(
     "rank",
+    reference=REFERENCES["rank"],
     source="rankwall (reconstructed; seed 002 shows only the zero eigenvalue)",
     title="The rank of J is the support size minus one",
     statement="rank J = |supp p| − 1",
@@ -1089,6 +1251,7 @@ rank_claim = FAMILY.claim(
 )
 lower_bound_claim = FAMILY.claim(
     "lower-bound",
+    reference=REFERENCES["lower-bound"],
     source="seed 002, 'How tight that is' (displayed bound, lower half)",
     title="Lower bound on the spectral norm",
     statement="m(1 − m) ≤ ‖J‖₂,  m = max_i p_i",
@@ -1100,6 +1263,7 @@ lower_bound_claim = FAMILY.claim(
 )
 upper_bound_claim = FAMILY.claim(
     "upper-bound",
+    reference=REFERENCES["upper-bound"],
     source="seed 002, 'How tight that is' (displayed bound, upper half)",
     title="Upper bound on the spectral norm",
     statement="‖J‖₂ ≤ 2m(1 − m),  m = max_i p_i",
@@ -1111,6 +1275,7 @@ upper_bound_claim = FAMILY.claim(
 )
 envelope_claim = FAMILY.claim(
     "envelope",
+    reference=REFERENCES["envelope"],
     source="rankwall (exact envelope; sharpens seed 002's upper bound for m < 1/2)",
     title="The exact envelope of the spectral norm",
     statement="‖J‖₂ ≤ min(m, 2m(1 − m))",
@@ -1124,6 +1289,7 @@ envelope_claim = FAMILY.claim(
 
 envelope_attained_claim = FAMILY.claim(
     "envelope-attained",
+    reference=REFERENCES["envelope-attained"],
     source="rankwall (witnesses for the envelope)",
     title="The envelope is attained",
     statement="‖J‖₂ = min(m, 2m(1 − m)) for the runner-up row (m, 1 − m) when m ≥ 1/2 "
@@ -1136,6 +1302,7 @@ envelope_attained_claim = FAMILY.claim(
 )
 lower_bound_approached_claim = FAMILY.claim(
     "lower-bound-approached",
+    reference=REFERENCES["lower-bound-approached"],
     source="rankwall (seed 002's 64-position row, generalised)",
     title="The lower bound is approached by spreading the tail",
     statement="‖J‖₂ ≤ m(1 − m)·n/(n − 1) for (m, (1−m)/n, …, (1−m)/n) with n = V − 1 ≥ 2 tail atoms, "

@@ -76,6 +76,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="write each counterexample found as a file of exact values (`rankwall replay FILE` re-checks it)",
     )
+    parser.add_argument(
+        "--exact", action="store_true", help="re-decide every identity exactly at every size (see `verify --help`)"
+    )
     backend_options(parser, json_help="print the result as JSON")
     cluster_options(parser)
     claims_option(parser)
@@ -104,6 +107,7 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
                 seed=args.seed,
                 on_example=lambda: progress.advance(task),
                 database=args.database,
+                exact=True if args.exact else None,
             )
     saved = None
     if result.counterexample is not None and save_to is not None:
@@ -184,6 +188,7 @@ def _search_on_cluster(
             tighten=args.tighten,
             database=args.database or scratch,
             sources=sources(args),
+            exact=True if args.exact else None,
         )
         with progress_bar(err) as progress:
             task = progress.add_task(f"searching {claim.id} with {len(seeds)} seeds", total=len(seeds))

@@ -31,7 +31,7 @@ from rankwall.checks.commands.common import (
     sources,
 )
 from rankwall.checks.outputs import available_memory_bytes, progress_bar
-from rankwall.checks.verdict import DEFAULT_V, Verdict
+from rankwall.checks.verdict import DEFAULT_V, EXACT_IDENTITY_V, Verdict
 from rankwall.theory.softmax_jacobian import MAX_VOCABULARY
 
 NAME = "verify"
@@ -57,6 +57,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="vocabulary sizes, each checked in turn (default: each claim's default_V)",
     )
     parser.add_argument("--examples", type=integer_in(0, 100_000), default=16, help="random instances per claim")
+    parser.add_argument(
+        "--exact",
+        action="store_true",
+        help=f"re-decide every identity exactly at every size (by default up to V = {EXACT_IDENTITY_V:,}; "
+        "beyond, an identity whose float sides agree to rounding holds 'within rounding')",
+    )
     backend_options(parser, json_help="print one JSON entry per claim and size instead of tables")
     cluster_options(parser)
     parser.add_argument(
@@ -99,7 +105,8 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
             progress.advance(task)
 
         remote = _remote(args, planned) if on_cluster(args) else None
-        report = runner.verify(planned, backend, numpy_backend, on_case=on_case, remote=remote)
+        exact = True if args.exact else None
+        report = runner.verify(planned, backend, numpy_backend, on_case=on_case, remote=remote, exact=exact)
     if args.json:
         print(json.dumps([r.to_json() for r in report.reports], indent=2))
     else:
@@ -117,7 +124,7 @@ def _remote(args: argparse.Namespace, planned: list[runner.Planned]) -> runner.R
         with cluster(args, memory_limit(args) if args.workers is not None else None) as client:
             if args.scheduler is not None:
                 runner.admit(planned, worker_memory_limit(client), "per-worker memory limit")
-            return check_all(client, specs, on_done, sources(args))
+            return check_all(client, specs, on_done, sources(args), True if args.exact else None)
 
     return run_remotely
 
@@ -148,7 +155,7 @@ def print_tables(report: runner.VerifyReport, backend: Any, out: Console) -> Non
             out.print(f"no instance at V = {V} for: {escape(', '.join(unchecked))}")
     out.print(
         "[dim]margin = rhs − lhs of the worst instance: relative to the larger side (rel), or absolute (abs) "
-        "where both sides are within rounding of 0. A claim marked [numpy/float64] computes in NumPy float64 "
+        "where both sides are within rounding of 0. A claim marked \\[numpy/float64] computes in NumPy float64 "
         "whatever --backend asks.[/]"
     )
     out.print(report.summary())
