@@ -131,7 +131,8 @@ class PlainProgress:
     def update(self, task: int, *, description: str | None = None, advance: float = 0.0) -> None:
         if description is not None:
             self.tasks[task]["description"] = description
-        self.advance(task, advance)
+        if advance:
+            self.advance(task, advance)
 
     def advance(self, task: int, advance: float = 1.0) -> None:
         entry = self.tasks[task]

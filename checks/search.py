@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import math
 import os
 import tempfile
 import time
@@ -88,7 +89,13 @@ class SearchResult:
 
 
 def closeness(verdict: Verdict, relation: Relation) -> float:
-    """How near a verdict is to a violation (larger is nearer), for ``target()``."""
+    """How near a verdict is to a violation (larger is nearer), for ``target()``: the measurement's own
+    continuous ``"closeness"`` where its certificate has one (an integer bound, whose margin moves in
+    whole steps, names a singular-value gap or a normalised margin there), else minus the relative
+    margin of an inequality, or the relative discrepancy of an identity."""
+    given = (verdict.certificate or {}).get("closeness")
+    if isinstance(given, int | float) and math.isfinite(given):
+        return float(given)
     if relation is Relation.AT_MOST:
         return -verdict.relative_margin
     return abs(verdict.relative_margin)

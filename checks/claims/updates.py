@@ -324,7 +324,8 @@ def judge_eckart_young(case: Step, factor: Fraction, extra: int = 0) -> Judgemen
         c = inner / norm2 if norm2 else 0
         fit = mpmath.sqrt(sum((c * Dm[i, j] - Gm[i, j]) ** 2 for i, j in entries))
         margin = fit - tail
-        scale = max(abs(fit), abs(tail), mpmath.mpf(1e-300))
+        # the residual and the tail are errors of G's size: 50-digit rounding moves them by ~1e-50 ‖G‖_F
+        scale = max(abs(fit), abs(tail), mpmath.sqrt(sum(Gm[i, j] ** 2 for i, j in entries)), mpmath.mpf(1e-300))
         sign = None if abs(margin) <= MP_UNDECIDED * scale else (1 if margin > 0 else -1)
         method, radius = f"mpmath {MP_DIGITS}-digit SVD", float(MP_UNDECIDED * scale)
         kind = None if sign is None else Certification.TWO_SIDED
