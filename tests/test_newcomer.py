@@ -106,7 +106,8 @@ def test_item_6_list_is_one_line_a_claim_and_shows_one_claim_whole(capsys):
 def test_item_7_verify_ends_with_a_summary(capsys):
     code, out, _ = run(capsys, "verify", "softmax-jacobian.trace", "softmax-jacobian.rank", "--V", "16")
     last = out.strip().splitlines()[-1]
-    assert last.startswith("2 claims: 2 hold, 0 violated, 0 inconclusive, 0 unchecked; ") and last.endswith(" s")
+    assert code == EXIT_OK and last.endswith(" s")
+    assert last.startswith("2 claims: 2 hold, 0 violated, 0 inconclusive, 0 unchecked; ")
 
 
 def test_item_8_an_unknown_flag_gets_the_commands_usage(capsys):
