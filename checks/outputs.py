@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import resource
 import sys
@@ -162,3 +163,40 @@ def progress_bar(console: Console) -> Progress | PlainProgress:
         console=console,
         transient=True,
     )
+
+
+def layout_problems(figure: Any) -> list[str]:
+    """What a person would see wrong in a drawn figure: tick labels of one axis that overlap each
+    other, and a legend drawn over data points. Each problem names the panel and the labels."""
+    figure.canvas.draw()
+    renderer = figure.canvas.get_renderer()
+    problems = []
+    for number, ax in enumerate(figure.axes, 1):
+        name = ax.get_title() or f"panel {number}"
+        for which, axis in (("x", ax.xaxis), ("y", ax.yaxis)):
+            low, high = sorted(axis.get_view_interval())
+            labels = []
+            for minor in (False, True):
+                ticks = axis.get_minor_ticks() if minor else axis.get_major_ticks()
+                for tick in ticks:
+                    label = tick.label1
+                    if label.get_visible() and label.get_text() and low <= tick.get_loc() <= high:
+                        labels.append(label)
+            boxes = [(label.get_text(), label.get_window_extent(renderer)) for label in labels]
+            for i, (text, box) in enumerate(boxes):
+                for other, second in boxes[i + 1 :]:
+                    if box.overlaps(second) and box.width > 0 and second.width > 0:
+                        problems.append(f"{name}: {which} tick labels {text!r} and {other!r} overlap")
+        legend = ax.get_legend()
+        if legend is not None:
+            box = legend.get_window_extent(renderer)
+            inside = 0
+            for line in ax.get_lines():
+                points = ax.transData.transform(line.get_xydata())
+                inside += int(sum(box.contains(x, y) for x, y in points if all(map(math.isfinite, (x, y)))))
+            for collection in ax.collections:
+                points = collection.get_offset_transform().transform(collection.get_offsets())
+                inside += int(sum(box.contains(x, y) for x, y in points if all(map(math.isfinite, (x, y)))))
+            if inside:
+                problems.append(f"{name}: the legend covers {inside} data points")
+    return problems
