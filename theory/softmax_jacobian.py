@@ -811,19 +811,17 @@ def _numpy_view(xp: Any, raw: Any) -> np.ndarray | None:
     return view if view.dtype in (np.float32, np.float64) else None
 
 
-def _kernel_norms(kernel: Any, view: np.ndarray, p: Any, xp: Any) -> Any:
-    """:func:`spectral_norm` of raw probability rows through the compiled kernel (the moment route at
-    V >= :data:`MOMENT_ROUTE_MIN_V`, the bracketing solver for the rows it does not settle and at
-    smaller V), returned in ``xp``'s namespace. The kernel accepts a row that is finite, non-negative
-    and within half of :func:`normalization_tolerance` of summing to one (its own sum, in its own
-    order); every other row is handed to :func:`validated_probabilities`, which raises its error for a
-    bad row, and a row it accepts (one within rounding of the edge) is solved on the array-API route."""
-    rows = np.ascontiguousarray(view)
+def _kernel_solve(kernel: Any, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(norms, routes)`` of C-contiguous float32/float64 raw probability rows from the compiled
+    kernel, with this module's constants (read at each call); ``routes`` says per row what settled
+    it (``kernel.CLOSED``, ``FIRST_MOMENTS``, ``SECOND_MOMENTS``, ``BRACKETING``) or that it was not
+    accepted (``INVALID``: not finite, negative, or not within half of :func:`normalization_tolerance`
+    of summing to one) or not solved (``UNCONVERGED``)."""
     F = rows.dtype.type
     V = rows.shape[-1]
     u = float(np.finfo(F).eps) / 2
     smallest_sigma = math.sqrt(16 * V * float(np.finfo(F).smallest_normal) / u)
-    norms, routes = kernel.spectral_norms(
+    return kernel.spectral_norms(
         rows,
         rows.max(axis=-1),
         V >= MOMENT_ROUTE_MIN_V,
@@ -837,6 +835,17 @@ def _kernel_norms(kernel: Any, view: np.ndarray, p: Any, xp: Any) -> Any:
         MODEL_NEWTON_STEPS,
         F,
     )
+
+
+def _kernel_norms(kernel: Any, view: np.ndarray, p: Any, xp: Any) -> Any:
+    """:func:`spectral_norm` of raw probability rows through the compiled kernel (the moment route at
+    V >= :data:`MOMENT_ROUTE_MIN_V`, the bracketing solver for the rows it does not settle and at
+    smaller V), returned in ``xp``'s namespace. The kernel accepts a row that is finite, non-negative
+    and within half of :func:`normalization_tolerance` of summing to one (its own sum, in its own
+    order); every other row is handed to :func:`validated_probabilities`, which raises its error for a
+    bad row, and a row it accepts (one within rounding of the edge) is solved on the array-API route."""
+    rows = np.ascontiguousarray(view)
+    norms, routes = _kernel_solve(kernel, rows)
     unchecked = np.nonzero(routes == kernel.INVALID)[0]
     if unchecked.size:
         validated_probabilities(p, "p")
