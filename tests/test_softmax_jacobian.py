@@ -766,6 +766,31 @@ class TestVectorisedExactArithmetic:
             listed = max((abs(x) for x in sc.exact_jvp(p, v, zero)), key=exact.to_float)
             assert exact_vectors.kernel_residual(built.raw, direction) == listed
 
+    @pytest.mark.parametrize(
+        "case",
+        [
+            Logits(V=50, gap=3.0, runners=4, tail_gap=2.0),
+            Logits(V=1000, gap=700.0, runners=999),
+            Logits(V=300, gap=30.0, offset=-1e5, runners=3, tail_gap=2.0),
+        ],
+        ids=lambda c: f"gap-{c.gap}-V-{c.V}",
+    )
+    @pytest.mark.parametrize(("seed", "offset"), [(0, 0.0), (3, 1e4), (5, -1e8)])
+    def test_logit_moments_enclose_what_the_lists_enclose(self, case, seed, offset):
+        """The balls grouped by distinct logit against the list of one ball per entry (the slow,
+        obviously right reference): both enclose the same three reals, so they overlap; and the
+        grouped ones are no wider (a handful of ball operations instead of V)."""
+        case = replace(case, direction_seed=seed, direction_offset=offset)
+        with exact.precision(128):
+            _, p, u, is_exact = sc._exact_direction(case)
+            assert not is_exact
+            listed = sc._exact_moments(p, u, flint.arb(0))
+            built = sc.rebuilt(case)
+            grouped = exact_vectors.logit_quadratic_moments(built.raw, to_numpy(built.direction)[0])
+        for side, (reference, got) in enumerate(zip(listed, grouped, strict=True)):
+            assert got.is_finite() and got.overlaps(reference), (side, got, reference)
+            assert not reference.is_finite() or got.rad() <= reference.rad(), (side, got, reference)
+
     def test_a_row_is_read_exactly(self):
         """Every float, subnormal and huge exponents alike, is its integer times the common power of two."""
         x = np.array([0.0, 5e-324, 1.5, -(2.0**-1070), 0.1, 1e300, -3.0])
