@@ -1,7 +1,8 @@
 """Sweep of ``rankwall verify`` over vocabulary sizes, serial and on a local Dask cluster.
 
 Default mode: for each size, runs ``rankwall verify PATTERN --V N --json`` as a child process,
-serially and with ``--workers W`` (``--serial``: serially only), and prints the wall-clock seconds,
+serially and with ``--workers W`` (``--serial``: serially only; ``--each``: one child process per
+matched claim, so that each claim's own peak is measured), and prints the wall-clock seconds,
 the peak resident memory of the largest process (the command or one of its workers: ``ru_maxrss``
 from ``wait4``, which covers the processes it waited for), the bytes per vocabulary entry that peak
 implies beyond :data:`rankwall.checks.runner.PROCESS_BASE_BYTES`, whether the two JSON outputs agree
@@ -12,7 +13,7 @@ V = 64 and prints the peak memory before and after
 (:func:`rankwall.checks.outputs.peak_memory_mb`) and the bytes per vocabulary entry they imply,
 the figure behind :data:`rankwall.checks.runner.BYTES_PER_ENTRY`.
 
-Usage: python benchmarks/sweep.py [PATTERN] [--V N ...] [--workers W | --serial] [--measure N] [--json]
+Usage: python benchmarks/sweep.py [PATTERN] [--V N ...] [--workers W | --serial] [--each] [--measure N] [--json]
 """
 
 from __future__ import annotations
@@ -101,11 +102,20 @@ def main() -> None:
     parser.add_argument("--V", type=int, nargs="+", default=[2**17, 2**20], dest="V")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--serial", action="store_true", help="the serial run only (no Dask cluster)")
+    parser.add_argument("--each", action="store_true", help="one run per matched claim")
     parser.add_argument("--measure", type=int, default=None, metavar="N")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     workers = None if args.serial else args.workers
-    result: Any = measure(args.pattern, args.measure) if args.measure else sweep(args.pattern, args.V, workers)
+    if args.measure:
+        result: Any = measure(args.pattern, args.measure)
+    elif args.each:
+        import rankwall.checks.claims  # noqa: F401  (registers the claims)
+        from rankwall.checks.commands.common import matched_claims
+
+        result = [{"claim": c.id, **r} for c in matched_claims([args.pattern]) for r in sweep(c.id, args.V, workers)]
+    else:
+        result = sweep(args.pattern, args.V, workers)
     if args.json:
         print(json.dumps(result, indent=2))
         return

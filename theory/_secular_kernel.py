@@ -3,16 +3,15 @@ r"""The secular solver of :func:`rankwall.theory.softmax_jacobian.spectral_norm`
 view). It computes what the array-API route computes, the same IEEE operations on each entry in the
 same order, with the loops over a row fused into few passes:
 
-- the setup, given the row's top :math:`m` (NumPy's ``max``): the total :math:`T`, the tail sum
-  :math:`\sum_{r_i \ne m} r_i`, the least entry, the runner-up :math:`\sigma` and the number of
-  entries equal to :math:`m` (two or more: a tie), in one pass; at V >= ``MOMENT_ROUTE_MIN_V`` the
-  same pass also takes the four tail moments :math:`M_j = \sum_{r_i \ne m} r_i^2/(m - r_i)^j` about
-  the top pole (one reciprocal per entry);
+- the setup, given the row's top :math:`m` (NumPy's ``max``): the total :math:`T`, the least entry,
+  the runner-up :math:`\sigma`, the number of entries equal to :math:`m` (two or more: a tie) and
+  the four tail moments :math:`M_j = \sum_{r_i \ne m} r_i^2/(m - r_i)^j` about the top pole (one
+  reciprocal per entry; used from ``MOMENT_ROUTE_MIN_V`` on), in one pass;
 - the moment route (``_moment_roots`` there): the Newton solve of each model and the remainder
   bound on the row's scalars, and at most one more pass, for two moments about the second centre;
-- the bracketing solver (``_solve`` there), for the rows the moments do not settle: the scaled
-  tail :math:`q_i = r_i/\sigma` with its poles removed, once, then the secular tail sum and its
-  slope in one pass per iteration.
+- the bracketing solver (``_from_probabilities`` and ``_solve`` there), for the rows the moments do
+  not settle: the tail sum and the scaled tail :math:`q_i = r_i/\sigma` with its poles removed in
+  one pass, then the secular tail sum and its slope in one pass per iteration.
 
 The top entry is left out of the tail by its value: a row with two entries equal to its top is a
 tie and is closed before any tail is read, so in every other row exactly one entry is left out (the
@@ -23,9 +22,10 @@ Rounding: each entry's term is formed by the operations the array-API route uses
 :math:`1 - q_i`, the square, the offset :math:`\mu - q_i`, the division of a secular term and of its
 slope), so the per-term charges of ``SPECTRAL_NORM_ROUNDINGS`` hold unchanged. Only the order of
 the sums differs: :data:`LANES` partial sums, each sequential over every :data:`LANES`-th entry,
-then added in sequence, an order whose error is at most :math:`\gamma_{V/L + L}`, inside the
-:math:`\gamma_{V-1}` the model charges every sum. Nothing is reassociated or contracted by the
-compiler: no ``fastmath`` (so no fused multiply-add either), IEEE division by zero
+then added in turn, a tree of V - 1 additions of the terms (the zeros that pad the last block add
+exactly), inside the :math:`\gamma_{V-1}` the model charges every sum in any order; the row total
+and the tail sum are compensated (TwoSum), their error a few u. Nothing is reassociated or
+contracted by the compiler: no ``fastmath`` (so no fused multiply-add either), IEEE division by zero
 (``error_model="numpy"``), and every constant is of the row's dtype, so a float32 row is computed
 in float32 throughout, as on the array-API route (both tested on the compiled code). The partial
 sums are independent, so the compiler's loop vectoriser runs the entries of a pass in SIMD lanes

@@ -284,7 +284,10 @@ SECULAR_BLOCK_ENTRIES = 1 << 18
 #: term (3), and the stopping test, which accepts the root within :math:`u\mu` (2). Moment route
 #: (:func:`_moment_roots`): the distance :math:`c - r_i`, its reciprocal and the two products of
 #: each moment's term (4), the series' remainder (at most u/4, checked), the Newton stop (within
-#: 2u) and :math:`(m - Z)/T` (2): at most 8 too.
+#: 2u) and :math:`(m - Z)/T` (2): at most 8 too. The compiled kernel (:mod:`._secular_kernel`) forms
+#: every term by the same operations in the same order, so the same charges hold there; its sums run
+#: in 64 partial sums added in turn (V - 1 additions of the terms, the zero padding exact: within
+#: the :math:`\gamma_{V-1}` of any order), and its row total and tail sum are compensated (TwoSum).
 SPECTRAL_NORM_ROUNDINGS = 8
 
 
