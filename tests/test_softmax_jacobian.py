@@ -535,7 +535,7 @@ class TestCompiledKernel:
     @pytest.mark.slow
     def test_the_compiled_code_keeps_the_rounding_model(self, kernel, monkeypatch, tmp_path):
         """Compiled afresh (numba cannot show cached code): no fast-math flag, no fused multiply-add,
-        and the float32 code does no float64 arithmetic. About 20 s of compilation."""
+        and the float32 code does no float64 arithmetic (about a minute of compilation on a loaded machine)."""
         import importlib.util
         import re
 
@@ -551,12 +551,14 @@ class TestCompiledKernel:
             monkeypatch.setattr(sj, "_compiled_kernel", lambda fresh=fresh: fresh)
             sj.spectral_norm(rows)
         for signature, ir in fresh.spectral_norms.inspect_llvm().items():
-            arithmetic = re.findall(r"= (?:fadd|fsub|fmul|fdiv|fneg|fcmp \w+)( [a-z ]*)?(float|double) ", ir)
-            assert arithmetic, signature
-            assert not [flags for flags, _ in arithmetic if flags and flags.strip()], "fast-math flags"
-            assert "fma" not in ir and "fmuladd" not in ir
+            arithmetic = re.findall(r"= (?:fadd|fsub|fmul|fdiv|frem|fneg|fcmp)\b[^\n]*", ir)
+            assert any("<" in line for line in arithmetic), "no SIMD arithmetic"  # the loops are vectorised
+            fast_math = r"\b(fast|reassoc|nnan|ninf|nsz|arcp|contract|afn)\b"
+            flagged = [line for line in arithmetic if re.search(fast_math, line)]
+            assert not flagged, flagged[:3]
+            assert not re.search(r"@llvm\.(fma|fmuladd)\.", ir)
             if "float32" in str(signature[0]):
-                assert {kind for _, kind in arithmetic} == {"float"}
+                assert not [line for line in arithmetic if re.search(r"\bdouble\b", line)]
                 assert "fpext" not in ir
 
 
