@@ -70,6 +70,7 @@ def sweep(pattern: str, sizes: list[int], workers: int | None) -> list[dict[str,
 
 def measure(pattern: str, V: int) -> dict[str, Any]:
     """Peak MiB before and after checking every instance of the claims at V, and bytes per entry."""
+    import rankwall.checks.claims  # noqa: F401  (registers the claims)
     from rankwall.checks.backends import resolve
     from rankwall.checks.commands.common import NUMPY_ONLY, matched_claims
     from rankwall.checks.outputs import peak_memory_mb
