@@ -781,22 +781,24 @@ def _from_logits(xp: Any, rows: SoftmaxRows, b: slice) -> Any:
     return _solve(xp, q, m, sigma, m * s_over_sigma, trivial, tied, xp.where(closed, xp.zeros_like(m), log_sigma))
 
 
-def _probability_input(p: Any) -> tuple[Any, Any]:
-    """``(xp, rows)`` for probability input, its dtype and shape checked; its values are checked by
-    the solver's own passes (:func:`_moment_roots`) or by :func:`validated_probabilities`."""
+def _probability_input(p: Any) -> tuple[Any, Any, bool]:
+    """``(xp, rows, single)`` for probability input, its dtype and shape checked (``single``: it was
+    one row); its values are checked by the solver's own passes (the kernel, :func:`_moment_roots`)
+    or by :func:`validated_probabilities`."""
     xp, rows = as_array(p, "p")
     check_real_floating(xp, rows, "p")
     check_rows(xp, rows, "p")
-    return xp, rows if rows.ndim == 2 else xp.reshape(rows, (1, -1))
+    return xp, rows if rows.ndim == 2 else xp.reshape(rows, (1, -1)), rows.ndim == 1
 
 
 @functools.cache
 def _compiled_kernel() -> Any:
     """The compiled secular solver (:mod:`rankwall.theory._secular_kernel`), or None where numba is
-    not installed (then every backend takes the array-API route)."""
+    not installed or cannot be used (an ImportError, e.g. a NumPy it does not support; a
+    RuntimeError, e.g. no folder it may cache in): then every backend takes the array-API route."""
     try:
         from rankwall.theory import _secular_kernel
-    except ImportError:
+    except (ImportError, RuntimeError):
         return None
     return _secular_kernel
 
@@ -897,8 +899,7 @@ def spectral_norm(p: Any) -> Any:
     installed (:mod:`rankwall.theory._secular_kernel`, a row at a time); every other input takes
     the array-API route, in blocks of rows. Either way memory stays bounded for any batch."""
     if not isinstance(p, SoftmaxRows):
-        single = getattr(p, "ndim", np.ndim(p)) == 1
-        xp, raw = _probability_input(p)
+        xp, raw, single = _probability_input(p)
         kernel = _compiled_kernel()
         view = _numpy_view(xp, raw) if kernel is not None else None
         if view is not None:
