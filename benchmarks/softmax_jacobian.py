@@ -11,7 +11,8 @@ Prints, in one run:
   NumPy pass `rows.sum(axis=1)`, whose rate bounds any method that reads each row once. The ratio
   baseline/spectral_norm is the number of such passes the solver costs, which stays meaningful on
   a shared machine where absolute rates move (targets: at most 5 passes on NumPy, and PyTorch at
-  least NumPy's rate). Rows per CPU second (median) and the load average are printed too. With
+  least NumPy's rate). Rows per CPU second (median), the passes they imply against the baseline's
+  rows per CPU second (steadier when other jobs take the cores) and the load average are printed. With
   numba, NumPy and PyTorch/CPU rows both run the compiled kernel (theory/_secular_kernel.py; a
   tensor through its NumPy view), so their runs differ only by noise.
 
@@ -110,10 +111,11 @@ def throughput(
 
 
 def memory_bound(V: int, n: int) -> dict:
-    """Rows per second of one NumPy pass over the same rows (``rows.sum(axis=1)``)."""
+    """Rows per second of one NumPy pass over the same rows (``rows.sum(axis=1)``), by the wall clock
+    and per CPU second."""
     batch = rows(V, n)
-    seconds = best_of(5, lambda: batch.sum(axis=1))
-    return {"V": V, "rows": n, "seconds": seconds, "rows_per_second": n / seconds}
+    seconds, cpu = timed(5, lambda: batch.sum(axis=1))
+    return {"V": V, "rows": n, "seconds": seconds, "rows_per_second": n / seconds, "cpu_rows_per_second": n / cpu}
 
 
 def torch_cpu() -> list[tuple[str, object]]:
@@ -146,6 +148,7 @@ def main() -> None:
     baseline = memory_bound(V, args.rows)
     for run in runs:
         run["passes_of_memory_bound"] = baseline["rows_per_second"] / run["rows_per_second"]
+        run["cpu_passes_of_memory_bound"] = baseline["cpu_rows_per_second"] / run["cpu_rows_per_second"]
     report = {
         "dense": [] if args.no_dense else [dense_versus_secular(512, 24), dense_versus_secular(2048, 6)],
         "memory_bound": baseline,
@@ -161,13 +164,16 @@ def main() -> None:
             f"spectral_norm {r['secular_s_per_row'] * 1e3:7.3f} ms/row   ratio {r['speedup']:8.1f}x"
         )
     print("load average (1, 5, 15 min): " + ", ".join(f"{x:.2f}" for x in report["load_average"]))
-    print(f"V = 131072: memory-bound pass (numpy rows.sum) {baseline['rows_per_second']:.0f} rows/s")
+    print(
+        f"V = 131072: memory-bound pass (numpy rows.sum) {baseline['rows_per_second']:.0f} rows/s"
+        f" ({baseline['cpu_rows_per_second']:.0f} rows per CPU second)"
+    )
     for t in runs:
         threads = f" ({t['threads']} thread)" if "threads" in t else ""
         print(
             f"V = 131072: {t['rows_per_second']:.0f} rows/s on {t['backend']}/{t['device']}/{t['dtype']}{threads},"
             f" {t['solver']}: {t['passes_of_memory_bound']:.1f} passes of the memory bound"
-            f" ({t['cpu_rows_per_second']:.0f} rows per CPU second)"
+            f" ({t['cpu_rows_per_second']:.0f} rows per CPU second: {t['cpu_passes_of_memory_bound']:.1f} passes)"
         )
     if report["dense"]:
         at_2048 = report["dense"][1]["speedup"]
