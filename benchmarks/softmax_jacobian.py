@@ -5,14 +5,16 @@ Prints, in one run:
   and calling `numpy.linalg.eigvalsh` on it, at V = 512 and 2048, as a ratio (target: >= 100x
   at V = 2048);
 - rows per second of `spectral_norm` at V = 131,072 on NumPy and on PyTorch (CPU; at its default
-  thread count and at one thread), and of the bracketing solver alone on NumPy (the route before
-  the moment route, `sj.MOMENT_ROUTE_MIN_V` raised past V), next to a memory-bound baseline
-  measured on the same rows in the same run: one NumPy pass `rows.sum(axis=1)`, whose rate bounds
-  any method that reads each row once. The ratio baseline/spectral_norm is the number of such
-  passes the solver costs, which stays meaningful on a shared machine where absolute rates move
-  (targets: at most 5 passes on NumPy, and PyTorch at least NumPy's rate). Rows per CPU second
-  (median) are printed too. Inside spectral_norm PyTorch/CPU runs the moment route on the
-  tensor's NumPy view, so its runs differ from NumPy's only by noise.
+  thread count and at one thread), of the bracketing solver alone on NumPy (the route before the
+  moment route, `sj.MOMENT_ROUTE_MIN_V` raised past V) and of the array-API route on NumPy (what runs
+  without numba), next to a memory-bound baseline measured on the same rows in the same run: one
+  NumPy pass `rows.sum(axis=1)`, whose rate bounds any method that reads each row once. The ratio
+  baseline/spectral_norm is the number of such passes the solver costs, which stays meaningful on
+  a shared machine where absolute rates move (targets: at most 5 passes on NumPy, and PyTorch at
+  least NumPy's rate). Rows per CPU second (median), the passes they imply against the baseline's
+  rows per CPU second (steadier when other jobs take the cores) and the load average are printed. With
+  numba, NumPy and PyTorch/CPU rows both run the compiled kernel (theory/_secular_kernel.py; a
+  tensor through its NumPy view), so their runs differ only by noise.
 
 Usage: python benchmarks/softmax_jacobian.py [--backend numpy|torch|cupy] [--device cpu|cuda]
        [--rows N] [--no-dense] [--only] [--json]
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 
 import numpy as np
@@ -67,11 +70,14 @@ def dense_versus_secular(V: int, n: int) -> dict:
     }
 
 
-def throughput(V: int, n: int, backend, threads: int | None = None, bracketing: bool = False) -> dict:
+def throughput(
+    V: int, n: int, backend, threads: int | None = None, bracketing: bool = False, array_api: bool = False
+) -> dict:
     """Rows per second of spectral_norm on ``backend`` (``threads``: PyTorch's intra-op threads;
-    ``bracketing``: the bracketing solver alone, as before the moment route)."""
+    ``bracketing``: the bracketing solver alone, as before the moment route; ``array_api``: the
+    array-API route, the compiled kernel left out)."""
     batch = backend.asarray(rows(V, n))
-    previous, route = None, sj.MOMENT_ROUTE_MIN_V
+    previous, route, kernel = None, sj.MOMENT_ROUTE_MIN_V, sj._compiled_kernel
     if threads is not None:
         import torch
 
@@ -79,11 +85,13 @@ def throughput(V: int, n: int, backend, threads: int | None = None, bracketing: 
         torch.set_num_threads(threads)
     if bracketing:
         sj.MOMENT_ROUTE_MIN_V = V + 1
+    if array_api:
+        sj._compiled_kernel = lambda: None
     try:
-        sj.spectral_norm(batch[:2, ...])  # warm up (CUDA context, allocator)
+        sj.spectral_norm(batch[:2, ...])  # warm up (CUDA context, allocator, the kernel's compilation)
         seconds, cpu = timed(3, lambda: to_numpy(sj.spectral_norm(batch)))
     finally:
-        sj.MOMENT_ROUTE_MIN_V = route
+        sj.MOMENT_ROUTE_MIN_V, sj._compiled_kernel = route, kernel
         if previous is not None:
             torch.set_num_threads(previous)
     out = {
@@ -96,15 +104,18 @@ def throughput(V: int, n: int, backend, threads: int | None = None, bracketing: 
     }
     if threads is not None:
         out["threads"] = threads
-    out["solver"] = "bracketing" if bracketing or V < sj.MOMENT_ROUTE_MIN_V else "moments"
+    solver = "bracketing" if bracketing or V < sj.MOMENT_ROUTE_MIN_V else "moments"
+    uses_kernel = not array_api and kernel() is not None and backend.describe()["device"] == "cpu"
+    out["solver"] = f"{solver}, {'compiled kernel' if uses_kernel else 'array-API route'}"
     return out
 
 
 def memory_bound(V: int, n: int) -> dict:
-    """Rows per second of one NumPy pass over the same rows (``rows.sum(axis=1)``)."""
+    """Rows per second of one NumPy pass over the same rows (``rows.sum(axis=1)``), by the wall clock
+    and per CPU second."""
     batch = rows(V, n)
-    seconds = best_of(5, lambda: batch.sum(axis=1))
-    return {"V": V, "rows": n, "seconds": seconds, "rows_per_second": n / seconds}
+    seconds, cpu = timed(5, lambda: batch.sum(axis=1))
+    return {"V": V, "rows": n, "seconds": seconds, "rows_per_second": n / seconds, "cpu_rows_per_second": n / cpu}
 
 
 def torch_cpu() -> list[tuple[str, object]]:
@@ -133,13 +144,16 @@ def main() -> None:
             runs.append(throughput(V, args.rows, torch_backend))
             runs.append(throughput(V, args.rows, torch_backend, threads=1))
         runs.append(throughput(V, args.rows, backend, bracketing=True))
+        runs.append(throughput(V, args.rows, backend, array_api=True))
     baseline = memory_bound(V, args.rows)
     for run in runs:
         run["passes_of_memory_bound"] = baseline["rows_per_second"] / run["rows_per_second"]
+        run["cpu_passes_of_memory_bound"] = baseline["cpu_rows_per_second"] / run["cpu_rows_per_second"]
     report = {
         "dense": [] if args.no_dense else [dense_versus_secular(512, 24), dense_versus_secular(2048, 6)],
         "memory_bound": baseline,
         "throughput": runs,
+        "load_average": os.getloadavg(),
     }
     if args.json:
         print(json.dumps(report, indent=2))
@@ -149,13 +163,17 @@ def main() -> None:
             f"V = {r['V']:>5}: eigvalsh {r['eigvalsh_s_per_row'] * 1e3:9.3f} ms/row   "
             f"spectral_norm {r['secular_s_per_row'] * 1e3:7.3f} ms/row   ratio {r['speedup']:8.1f}x"
         )
-    print(f"V = 131072: memory-bound pass (numpy rows.sum) {baseline['rows_per_second']:.0f} rows/s")
+    print("load average (1, 5, 15 min): " + ", ".join(f"{x:.2f}" for x in report["load_average"]))
+    print(
+        f"V = 131072: memory-bound pass (numpy rows.sum) {baseline['rows_per_second']:.0f} rows/s"
+        f" ({baseline['cpu_rows_per_second']:.0f} rows per CPU second)"
+    )
     for t in runs:
         threads = f" ({t['threads']} thread)" if "threads" in t else ""
         print(
             f"V = 131072: {t['rows_per_second']:.0f} rows/s on {t['backend']}/{t['device']}/{t['dtype']}{threads},"
             f" {t['solver']}: {t['passes_of_memory_bound']:.1f} passes of the memory bound"
-            f" ({t['cpu_rows_per_second']:.0f} rows per CPU second)"
+            f" ({t['cpu_rows_per_second']:.0f} rows per CPU second: {t['cpu_passes_of_memory_bound']:.1f} passes)"
         )
     if report["dense"]:
         at_2048 = report["dense"][1]["speedup"]

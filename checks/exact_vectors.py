@@ -8,8 +8,10 @@ Python list of python-flint rationals with one normalisation per entry; only the
 
 Each function computes the same rationals as the list-based routes of
 :mod:`rankwall.checks.claims.softmax_jacobian` (tested against them at small V): exact arithmetic
-does not depend on the order of its operations. Rows from logits are not rational, and stay on
-those routes (balls).
+does not depend on the order of its operations. Rows from logits are not rational: their
+probabilities are balls, one per distinct logit, and :func:`logit_quadratic_moments` groups the
+direction's exact integers by distinct logit, so that only a few ball operations remain (tested to
+enclose what the list of balls encloses).
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from dataclasses import dataclass
 
 import flint
 import numpy as np
+
+from rankwall.checks import exact
 
 
 @dataclass(frozen=True)
@@ -91,3 +95,52 @@ def kernel_residual(p: np.ndarray, direction: str) -> flint.fmpq:
     else:
         numerators, denominator = jvp_numerators(n, n), N**3
     return flint.fmpq(max(abs(int(numerators.max())), abs(int(numerators.min()))), denominator)
+
+
+def logit_quadratic_moments(z: np.ndarray, u: np.ndarray) -> tuple[flint.arb, flint.arb, flint.arb]:
+    r"""``(uᵀJu, Var_p(u), E_p[u²])`` for :math:`p = \operatorname{softmax}(z)` of the float logits z and
+    the float direction u, as balls at the current working precision, each side by its own
+    expression as :func:`quadratic_moments` has it. p takes one value per distinct logit c,
+    :math:`P_c = w_c / \sum_d n_d w_d` with :math:`w_c = e^{z_c - \max z}` and :math:`n_c` entries (the
+    balls of :func:`rankwall.checks.claims.softmax_jacobian.exact_entries`), so each sum over the row
+    is a sum over the distinct logits of :math:`P_c` times exact integer sums over their entries.
+    With :math:`u_i = m_i 2^b`, the mean :math:`\mu = \sum_c P_c \sum_{i \in c} m_i` (in units of
+    :math:`2^b`), each logit's entries are centred on an integer :math:`\kappa_c` next to their own
+    mean: :math:`e_i = m_i - \kappa_c`, :math:`E_c = \sum_{i \in c} e_i`, :math:`F_c = \sum_{i \in c}
+    e_i^2`, :math:`\Delta_c = \kappa_c - \mu`, so that :math:`u_i - \mu = (e_i + \Delta_c) 2^b` and no
+    large terms cancel. Times :math:`2^{2b}`, the sides are the matrix form :math:`\sum_c P_c \sum_{i
+    \in c} u_i (u_i - \mu) = \sum_c P_c (\kappa_c E_c + \kappa_c n_c \Delta_c + F_c + \Delta_c E_c)`,
+    the two-pass :math:`\sum_c P_c \sum_{i \in c} (u_i - \mu)^2 = \sum_c P_c (F_c + 2 \Delta_c E_c +
+    n_c \Delta_c^2)` and :math:`\sum_c P_c \sum_{i \in c} m_i^2`."""
+    values, inverse, counts = np.unique(np.asarray(z, dtype=np.float64), return_inverse=True, return_counts=True)
+    top = exact.ball(float(values[-1]))
+    w = [(exact.ball(float(v)) - top).exp() for v in values]
+    total = sum((wc * int(n) for wc, n in zip(w, counts, strict=True)), start=flint.arb(0))
+    shares = [wc / total for wc in w]
+    direction = Dyadic.of(u)
+    m = direction.integers[np.argsort(inverse.reshape(-1), kind="stable")]  # grouped by distinct logit
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+
+    def by_logit(x: np.ndarray) -> list[int]:
+        return [int(v) for v in np.add.reduceat(x, starts)]
+
+    n = [int(k) for k in counts]
+    zero = flint.arb(0)
+    sums = by_logit(m)
+    mean = sum((share * s for share, s in zip(shares, sums, strict=True)), start=zero)
+    centres = [s // k for s, k in zip(sums, n, strict=True)]
+    e = m - np.repeat(np.array(centres, dtype=object), counts)
+    offsets, spreads = by_logit(e), by_logit(e * e)
+    gaps = [c - mean for c in centres]
+    form = sum(
+        (
+            share * (c * o + c * k * g + f + g * o)
+            for share, c, o, f, g, k in zip(shares, centres, offsets, spreads, gaps, n, strict=True)
+        ),
+        start=zero,
+    )
+    centred = [f + 2 * g * o + k * g * g for o, f, g, k in zip(offsets, spreads, gaps, n, strict=True)]
+    variance = sum((share * c for share, c in zip(shares, centred, strict=True)), start=zero)
+    second = sum((share * q for share, q in zip(shares, by_logit(m * m), strict=True)), start=zero)
+    scale = direction.rational(1, scale=2)
+    return form * scale, variance * scale, second * scale

@@ -24,13 +24,15 @@ from rankwall.theory.validation import InputError
 #: claims at V = 64 (``ru_maxrss``: 107 MiB on this machine); a worker process is about as large.
 PROCESS_BASE_BYTES = 128 * 2**20
 #: Peak bytes per vocabulary entry of one instance beyond :data:`PROCESS_BASE_BYTES`, measured on
-#: the softmax-jacobian family on this machine (``ru_maxrss``, what ``peak_memory_mb`` reads):
-#: 851 at V = 2^17 (``benchmarks/sweep.py --measure 131072``) and 1,051 at V = 2^20 (peak 1,159 MiB
-#: of ``rankwall verify 'softmax-jacobian.*' --V 1048576``), rounded up by a quarter; it grows
-#: slowly with V, so sizes past 2^20 are estimated, not measured. The worst instance is not the
-#: float route (a few float64 rows, 8 bytes per entry each, and the secular solver's blocks of 2^19
-#: entries) but ``psd``'s re-decision of a near-tie on the exact row.
-BYTES_PER_ENTRY = 1280
+#: the softmax-jacobian family on this machine (``ru_maxrss``, what ``peak_memory_mb`` reads), each
+#: claim in its own serial process (``python benchmarks/sweep.py 'softmax-jacobian.*' --V 4194304
+#: --serial --each --json``): at V = 2^22 at most 316 (psd, peak 1,394 MiB; the others 59-100), and
+#: 320 for psd at V = 2^20 (peak 448 MiB, ``... 'softmax-jacobian.psd' --V 1048576 --serial``), so
+#: flat in V; rounded up by a quarter. The worst instance is ``psd``'s re-decision on the exact row
+#: (integers over one power of two in NumPy object arrays, ``checks/exact_vectors.py``), not the
+#: float route (a few float64 rows, 8 bytes per entry each; the compiled secular solver reads the
+#: row in place).
+BYTES_PER_ENTRY = 400
 #: The share of a limit one instance may take: Dask pauses a worker at 80% of its limit, and a
 #: serial run leaves the rest of the available memory to the estimate's error and other processes.
 MEMORY_SHARE = 0.8

@@ -26,6 +26,7 @@ or a :class:`SoftmaxRows` built from logits by :func:`softmax_rows`, in which th
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -283,7 +284,10 @@ SECULAR_BLOCK_ENTRIES = 1 << 18
 #: term (3), and the stopping test, which accepts the root within :math:`u\mu` (2). Moment route
 #: (:func:`_moment_roots`): the distance :math:`c - r_i`, its reciprocal and the two products of
 #: each moment's term (4), the series' remainder (at most u/4, checked), the Newton stop (within
-#: 2u) and :math:`(m - Z)/T` (2): at most 8 too.
+#: 2u) and :math:`(m - Z)/T` (2): at most 8 too. The compiled kernel (:mod:`._secular_kernel`) forms
+#: every term by the same operations in the same order, so the same charges hold there; its sums run
+#: in 64 partial sums added in turn (V - 1 additions of the terms, the zero padding exact: within
+#: the :math:`\gamma_{V-1}` of any order), and its row total and tail sum are compensated (TwoSum).
 SPECTRAL_NORM_ROUNDINGS = 8
 
 
@@ -599,6 +603,9 @@ MOMENT_BLOCK_ENTRIES = 1 << 17
 FIRST_MOMENTS = 4
 SECOND_MOMENTS = 2
 
+#: The share of u (of T) the series' remainder may move the tail sum by (:func:`_series_is_exact`).
+MOMENT_REMAINDER = 0.25
+
 #: Newton steps allowed on a moment model (it converges quadratically, from an upper bound).
 MODEL_NEWTON_STEPS = 12
 
@@ -697,7 +704,7 @@ def _series_is_exact(sp: Any, z: Any, z_centre: Any, reach: Any, moments: list[A
     e = z - z_centre
     left = reach - sp.maximum(e, sp.zeros_like(e))
     remainder = sp.abs(e) ** len(moments) * moments[-1] / left
-    return (left > 0) & sp.isfinite(remainder) & (remainder <= u / 4 * total)
+    return (left > 0) & sp.isfinite(remainder) & (remainder <= MOMENT_REMAINDER * u * total)
 
 
 def _moment_roots(xp: Any, raw: Any, work: dict[str, Any], invalid: Callable[[], None]) -> Any:
@@ -774,19 +781,130 @@ def _from_logits(xp: Any, rows: SoftmaxRows, b: slice) -> Any:
     return _solve(xp, q, m, sigma, m * s_over_sigma, trivial, tied, xp.where(closed, xp.zeros_like(m), log_sigma))
 
 
-def _probability_input(p: Any) -> tuple[Any, Any]:
-    """``(xp, rows)`` for probability input, its dtype and shape checked; its values are checked by
-    the solver's own passes (:func:`_moment_roots`) or by :func:`validated_probabilities`."""
+def _probability_input(p: Any) -> tuple[Any, Any, bool]:
+    """``(xp, rows, single)`` for probability input, its dtype and shape checked (``single``: it was
+    one row); its values are checked by the solver's own passes (the kernel, :func:`_moment_roots`)
+    or by :func:`validated_probabilities`."""
     xp, rows = as_array(p, "p")
     check_real_floating(xp, rows, "p")
     check_rows(xp, rows, "p")
-    return xp, rows if rows.ndim == 2 else xp.reshape(rows, (1, -1))
+    return xp, rows if rows.ndim == 2 else xp.reshape(rows, (1, -1)), rows.ndim == 1
+
+
+@functools.cache
+def _compiled_kernel() -> Any:
+    """The compiled secular solver (:mod:`rankwall.theory._secular_kernel`), or None where numba is
+    not installed or cannot be used (an ImportError, e.g. a NumPy it does not support; a
+    RuntimeError, e.g. no folder it may cache in): then every backend takes the array-API route."""
+    try:
+        from rankwall.theory import _secular_kernel
+    except (ImportError, RuntimeError):
+        return None
+    return _secular_kernel
+
+
+def _numpy_view(xp: Any, raw: Any) -> np.ndarray | None:
+    """``raw`` as a float32/float64 NumPy array the kernel can read without a copy: a NumPy array
+    itself, or a PyTorch/CPU tensor's zero-copy view; None for other backends (CuPy,
+    array-api-strict, PyTorch on CUDA) and dtypes, which take the array-API route."""
+    if array_api_compat.is_numpy_namespace(xp):
+        view = raw
+    elif _is_torch_cpu(xp, raw):
+        view = raw.detach().numpy()
+    else:
+        return None
+    return view if view.dtype in (np.float32, np.float64) else None
+
+
+def _kernel_solve(kernel: Any, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(norms, routes)`` of C-contiguous float32/float64 raw probability rows from the compiled
+    kernel, with this module's constants (read at each call); ``routes`` says per row what settled
+    it (``kernel.CLOSED``, ``FIRST_MOMENTS``, ``SECOND_MOMENTS``, ``BRACKETING``) or that it was not
+    accepted (``INVALID``: not finite, negative, or not within half of :func:`normalization_tolerance`
+    of summing to one) or not solved (``UNCONVERGED``)."""
+    F = rows.dtype.type
+    V = rows.shape[-1]
+    u = float(np.finfo(F).eps) / 2
+    smallest_sigma = math.sqrt(16 * V * float(np.finfo(F).smallest_normal) / u)
+    return kernel.spectral_norms(
+        rows,
+        rows.max(axis=-1),
+        V >= MOMENT_ROUTE_MIN_V,
+        (FIRST_MOMENTS, SECOND_MOMENTS),
+        F(MOMENT_REACH),
+        F(MOMENT_REMAINDER),
+        F(smallest_sigma),
+        F(normalization_tolerance(V, 2 * u) / 2),
+        F(u),
+        SECULAR_MAX_ITERATIONS,
+        MODEL_NEWTON_STEPS,
+        F,
+    )
+
+
+def _kernel_norms(kernel: Any, view: np.ndarray, p: Any, xp: Any) -> Any:
+    """:func:`spectral_norm` of raw probability rows through the compiled kernel (the moment route at
+    V >= :data:`MOMENT_ROUTE_MIN_V`, the bracketing solver for the rows it does not settle and at
+    smaller V), returned in ``xp``'s namespace. The kernel accepts a row that is finite, non-negative
+    and within half of :func:`normalization_tolerance` of summing to one (its own sum, in its own
+    order); every other row is handed to :func:`validated_probabilities`, which raises its error for a
+    bad row, and a row it accepts (one within rounding of the edge) is solved on the array-API route."""
+    rows = np.ascontiguousarray(view)
+    norms, routes = _kernel_solve(kernel, rows)
+    unchecked = np.nonzero(routes == kernel.INVALID)[0]
+    if unchecked.size:
+        validated_probabilities(p, "p")
+        numpy_xp = array_api_compat.array_namespace(rows)
+        edge = rows[unchecked]
+        norms[unchecked] = _from_probabilities(numpy_xp, edge, _workspace(numpy_xp, edge.shape[0], edge))
+    if bool((routes == kernel.UNCONVERGED).any()):
+        raise ArithmeticError("spectral_norm: the secular solver did not converge")
+    if array_api_compat.is_torch_namespace(xp):
+        import torch
+
+        return torch.from_numpy(norms)
+    return norms
+
+
+def _array_api_norms(xp: Any, raw: Any, p: Any) -> list[Any]:
+    """The norms of raw probability rows on the array-API route, block by block: the moment route at
+    large V where the library takes ``out=``, the bracketing solver elsewhere."""
+    moments = _module(xp) is not None and raw.shape[-1] >= MOMENT_ROUTE_MIN_V
+    blocks = _row_blocks(raw.shape[0], raw.shape[-1], MOMENT_BLOCK_ENTRIES if moments else None)
+    work = _workspace(xp, blocks[0].stop - blocks[0].start, raw)
+    if moments:
+
+        def invalid() -> None:
+            validated_probabilities(p, "p")
+            raise AssertionError("spectral_norm: the input check disagrees with validated_probabilities")
+
+        if _is_torch_cpu(xp, raw):  # the same IEEE operations on the zero-copy NumPy view
+            import torch
+
+            view, numpy_work = raw.detach().numpy(), {k: v.numpy() for k, v in work.items()}
+            numpy_xp = array_api_compat.array_namespace(view)
+            norms = [torch.from_numpy(_moment_roots(numpy_xp, view[b], numpy_work, invalid)) for b in blocks]
+        else:
+            norms = [_moment_roots(xp, raw[b, ...], work, invalid) for b in blocks]
+    else:
+        xp, raw = validated_probabilities(p, "p")
+        norms = [_from_probabilities(xp, raw[b, ...], work) for b in blocks]
+    return norms
 
 
 def spectral_norm(p: Any) -> Any:
-    """:math:`\\lVert J(p) \\rVert_2 = \\lambda_{\\max}(J)` per row, in :math:`O(V)` per
+    r""":math:`\lVert J(p) \rVert_2 = \lambda_{\max}(J)` per row, in :math:`O(V)` per
     iteration, never forming J. Ties at the top give exactly :math:`m`; a one-hot row gives 0.
-    Rows are processed in blocks, so memory stays bounded for any batch."""
+    Probability rows on NumPy and PyTorch/CPU go through the compiled kernel where numba is
+    installed (:mod:`rankwall.theory._secular_kernel`, a row at a time); every other input takes
+    the array-API route, in blocks of rows. Either way memory stays bounded for any batch."""
+    if not isinstance(p, SoftmaxRows):
+        xp, raw, single = _probability_input(p)
+        kernel = _compiled_kernel()
+        view = _numpy_view(xp, raw) if kernel is not None else None
+        if view is not None:
+            result = _kernel_norms(kernel, view, p, xp)
+            return result[0] if single else result
     with _solver_context(p.p if isinstance(p, SoftmaxRows) else p):
         if isinstance(p, SoftmaxRows):
             xp, single = p.xp, p.single
@@ -796,28 +914,7 @@ def spectral_norm(p: Any) -> Any:
             else:
                 norms = [_largest_root(xp, p.tail[b, ...], p.top[b], p.complement[b]) for b in blocks]
         else:
-            single = getattr(p, "ndim", np.ndim(p)) == 1
-            xp, raw = _probability_input(p)
-            moments = _module(xp) is not None and raw.shape[-1] >= MOMENT_ROUTE_MIN_V
-            blocks = _row_blocks(raw.shape[0], raw.shape[-1], MOMENT_BLOCK_ENTRIES if moments else None)
-            work = _workspace(xp, blocks[0].stop - blocks[0].start, raw)
-            if moments:
-
-                def invalid() -> None:
-                    validated_probabilities(p, "p")
-                    raise AssertionError("spectral_norm: the input check disagrees with validated_probabilities")
-
-                if _is_torch_cpu(xp, raw):  # the same IEEE operations on the zero-copy NumPy view
-                    import torch
-
-                    view, numpy_work = raw.detach().numpy(), {k: v.numpy() for k, v in work.items()}
-                    numpy_xp = array_api_compat.array_namespace(view)
-                    norms = [torch.from_numpy(_moment_roots(numpy_xp, view[b], numpy_work, invalid)) for b in blocks]
-                else:
-                    norms = [_moment_roots(xp, raw[b, ...], work, invalid) for b in blocks]
-            else:
-                xp, raw = validated_probabilities(p, "p")
-                norms = [_from_probabilities(xp, raw[b, ...], work) for b in blocks]
+            norms = _array_api_norms(xp, raw, p)
     result = norms[0] if len(norms) == 1 else xp.concat(norms)
     return result[0] if single else result
 

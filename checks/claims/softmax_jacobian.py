@@ -562,11 +562,11 @@ def measure_psd(case: SoftmaxRow, backend: Backend, factor: Fraction, allowed: F
 
 def _vector_moments(case: SoftmaxRow) -> tuple[Any, Any, Any, bool]:
     """:func:`_exact_moments` of the exact row and direction: vectorised exact rationals
-    (:func:`exact_vectors.quadratic_moments`) for probabilities, balls entry by entry for logits."""
+    (:func:`exact_vectors.quadratic_moments`) for probabilities, balls grouped by distinct logit
+    (:func:`exact_vectors.logit_quadratic_moments`) for logits."""
     built = rebuilt(case)
     if built.form == "logits":
-        _, p, u, _ = _exact_direction(case)
-        return (*_exact_moments(p, u, flint.arb(0)), False)
+        return (*exact_vectors.logit_quadratic_moments(built.raw, to_numpy(built.direction)[0]), False)
     return (*exact_vectors.quadratic_moments(built.raw, to_numpy(built.direction)[0]), True)
 
 
