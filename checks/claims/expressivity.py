@@ -369,8 +369,9 @@ def gibbs_decision(
         # rows, where the computed logs are log 1 = 0 exactly), whatever the dtype.
         method = f"P = Ñ exactly, and F = 1 or CE(Ñ) = 0 ({where})"
         lhs = float(factor) * ce["ce_N"]
+        # the margin is exact; each side is the float CE(Ñ), within its rounding bound of the exact one
         measured = Measurement(
-            lhs, ce["ce_N"], 0.0, method, certificate, exact_sides=True, certified_by=Certification.EXACT
+            lhs, ce["ce_N"], ce["ce_N_error"], method, certificate, exact_sides=True, certified_by=Certification.EXACT
         )
         return measured, lambda: gibbs_in_balls(counts, z, case.exact_fit, factor, uniform, certificate)
     ce_Q, err_Q = ce["ce_N"], ce["ce_N_error"]

@@ -448,7 +448,7 @@ def witness_rows(V: int) -> list[SoftmaxRow]:
     rows.append(Logits(V, 30.0, offset=0.0, runners=1, tail_gap=0.0))
     rows.append(Sparse(V, min(V, 5), 0))
     # the edges at this V: one-hot rows (at the first atom, and at a random one), a tail below the normal range
-    rows += [RunnerUp(V, 1.0), Sparse(V, 1, 1), Logits(V, 745.0, offset=0.0, runners=1, tail_gap=0.0)]
+    rows += [RunnerUp(V, 1.0), Sparse(V, 1, 1), Logits(V, 745.0, offset=0.0, runners=V - 1)]
     return rows
 
 
