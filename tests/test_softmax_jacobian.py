@@ -917,3 +917,106 @@ class TestTorchCpuFastPath:
     def test_an_input_that_requires_grad_is_accepted(self, torch, route):
         p = torch.asarray(self.rows(64)).requires_grad_(True)
         np.testing.assert_array_equal(sj.spectral_norm(p).numpy(), sj.spectral_norm(p.detach()).numpy())
+
+
+class TestAWrongMeasurementIsCaughtByItsReference:
+    """Issue 18: a side computed as the wrong quantity that every registry-wide test passes (the bound
+    still holds on every witness) is caught by the reference, the dense J in Fractions or 200-bit
+    mpmath."""
+
+    CLAIM = REGISTRY["softmax-jacobian.lower-bound"]
+
+    @classmethod
+    def frobenius_for_spectral(cls, case, backend, factor):
+        """‖J‖_F in place of ‖J‖₂: at least ‖J‖₂ >= m(1 − m), so the lower bound still "holds"."""
+        measured = cls.CLAIM.measure(case, backend, factor)
+        if math.isnan(measured.rhs):
+            return measured
+        J = to_numpy(sj.dense_jacobian(sc.build(case, backend).rows))[0]
+        return replace(measured, rhs=float(np.linalg.norm(J)))
+
+    def test_the_frobenius_norm_passes_the_registry_but_not_the_reference(self):
+        from reference_check import disagreements
+
+        planted = replace(self.CLAIM, measure=self.frobenius_for_spectral)
+        cases = self.CLAIM.witnesses(16)
+        assert all(planted.check(c, NUMPY).status is Status.HOLDS for c in cases)
+        assert not disagreements(self.CLAIM, cases, NUMPY)
+        found = disagreements(planted, cases, NUMPY)
+        # a two-atom row has rank-one J (‖J‖_F = ‖J‖₂) and a one-hot row J = 0: the others tell them apart
+        assert len(found) >= 5, found
+
+
+class TestASharpClaimAtTheSmallestTopRaisesNoFalseAlarm:
+    """Issue 18: ‖J‖₂ = m(1 − m)·V/(V − 1) on a spread tail whose top atom is its largest (the top
+    eigenvalue); the float 1/3 lies below 1/3, so SpreadTail(V=3, m=1/3) leaves that domain, and must be
+    refused, never reported as a counterexample."""
+
+    @staticmethod
+    def sharp():
+        from rankwall import declare
+
+        return declare(
+            "test.spread-tail-top-eigenvalue",
+            statement="‖J‖₂ ≤ m(1 − m)·V/(V − 1) on spread tails",
+            lhs=sc.norm,
+            relation="<=",
+            rhs=sc.top * sc.complement * sc.vocabulary / (sc.vocabulary - 1),
+            cases=sc.spread_tails,
+            register=False,
+        )
+
+    def test_the_float_third_is_outside_the_domain(self):
+        from rankwall.checks.verdict import OutsideDomain
+
+        with pytest.raises(OutsideDomain, match="not the largest"):
+            self.sharp().check(sc.SpreadTail(3, 1 / 3), NUMPY)
+
+    def test_the_equality_is_decided_inside_the_domain(self):
+        for case in (sc.SpreadTail(3, 0.5), sc.SpreadTail(64, 0.99), sc.SpreadTail(3, 1.0)):
+            verdict = self.sharp().check(case, NUMPY)
+            # the sign of the secular function at the bound: exact rationals, or balls of radius 0 here
+            assert verdict.status is Status.HOLDS, verdict.to_json()
+            assert verdict.certified_by in (Certification.EXACT, Certification.TWO_SIDED), verdict.to_json()
+
+    def test_the_search_finds_no_counterexample_and_rejects_the_float_third(self):
+        result = search(self.sharp(), NUMPY, budget=CI_SEARCH_BUDGET)
+        assert result.counterexample is None, result.to_json()
+        assert result.rejected > 0
+
+    def test_the_same_claim_tightened_is_refuted(self):
+        result = search(self.sharp(), NUMPY, tighten=Fraction(1) - Fraction(1, 10**6), budget=CI_SEARCH_BUDGET)
+        found = result.counterexample
+        assert found is not None and found.certified_by in (Certification.EXACT, Certification.TWO_SIDED)
+
+
+@pytest.mark.parametrize(
+    ("case", "classes"),
+    [
+        (RunnerUp(V=2, m=0.5), {"V = 2 or 3", "a tied top"}),
+        (RunnerUp(V=1024, m=1.0), {"V >= 1024", "one-hot", "zero probabilities"}),
+        (sc.SpreadTail(V=5, m=0.2), {"m = 1/V"}),
+        (Sparse(V=9, support=3, seed=0), {"zero probabilities"}),
+        (Logits(V=9, gap=745.0), {"a tail below the normal range"}),
+        (Dirichlet(V=9, concentration=1.0, seed=0), set()),
+    ],
+)
+def test_boundary_classes_name_the_edges_of_each_row(case, classes):
+    assert {name for name, test in sc.ROW_BOUNDARY.items() if test(case)} == classes
+
+
+@pytest.mark.parametrize("claim_id", ["trace", "rank", "upper-bound", "envelope"])
+def test_the_witnesses_hold_at_the_edges_they_add(claim_id):
+    """verify's witnesses include the one-hot rows and a tail below the normal range at every V."""
+    claim = REGISTRY[f"softmax-jacobian.{claim_id}"]
+    for case in claim.witnesses(64)[-3:]:
+        assert sc.one_hot(case) or sc.tail_below_normal(case)
+        assert claim.check(case, NUMPY).status is Status.HOLDS
+
+
+def test_the_rank_certificate_says_how_near_an_entry_is_to_underflow():
+    """rank is an integer identity: its certificate carries a continuous closeness for the search's
+    target(), minus the smallest positive entry over m."""
+    near = REGISTRY["softmax-jacobian.rank"].measure(Logits(V=9, gap=700.0), NUMPY, Fraction(1))
+    far = REGISTRY["softmax-jacobian.rank"].measure(Uniform(V=9), NUMPY, Fraction(1))
+    assert far.certificate["closeness"] == -1.0 and -1e-300 < near.certificate["closeness"] < 0

@@ -205,9 +205,15 @@ SoftmaxRow = RunnerUp | TiedAtoms | SpreadTail | Uniform | Dirichlet | Sparse | 
 BIG_VOCABULARIES = (1024, 8192, 32768, 131072)
 
 
+#: The smallest vocabularies, drawn apart so that they come often.
+SMALLEST_VOCABULARIES = (2, 3)
+
+
 def vocabularies(low: int = 2) -> st.SearchStrategy[int]:
-    """V from ``low`` to 131,072, mostly small (fast to escalate), sometimes huge."""
+    """V from ``low`` to 131,072, mostly small (fast to escalate), sometimes huge; the smallest sizes
+    (V = 2, 3) drawn apart, a quarter of the time."""
     return st.one_of(
+        st.sampled_from([v for v in SMALLEST_VOCABULARIES if v >= low] or [low]),
         st.integers(low, 16),
         st.integers(low, 600),
         st.sampled_from([v for v in BIG_VOCABULARIES if v >= low]),
@@ -215,12 +221,14 @@ def vocabularies(low: int = 2) -> st.SearchStrategy[int]:
 
 
 def top_masses(low: float, high: float) -> st.SearchStrategy[float]:
-    """m in [low, high], with the ends, 1/2 and values a few ulps from 1 drawn often."""
+    """m in [low, high], with both ends (a quarter of the time each), 1/2 and values a few ulps from 1
+    drawn often."""
     specials = [x for x in (0.5, 0.9, 0.99, 1 - 1e-6, 1 - 1e-12, 1 - 2**-52, 1.0) if low <= x <= high]
     return st.one_of(
         st.floats(low, high, allow_nan=False),
         st.sampled_from(specials or [high]),
         st.just(low),
+        st.just(high),
     )
 
 
@@ -257,14 +265,18 @@ def dirichlet_instances(draw: Any) -> Dirichlet:
 @st.composite
 def sparse_instances(draw: Any) -> Sparse:
     V = draw(vocabularies())
-    support = draw(st.integers(1, V))
+    support = draw(st.one_of(st.just(1), st.integers(1, V)))
     return Sparse(V, support, draw(st.integers(0, 2**16)))
 
 
 @st.composite
 def logit_instances(draw: Any) -> Logits:
     V = draw(vocabularies())
-    gap = draw(st.one_of(st.floats(0, 50), st.floats(50, 800), st.sampled_from([0.0, 700.0, 745.0, 800.0])))
+    gap = draw(
+        st.one_of(
+            st.floats(0, 50), st.floats(50, 800), st.floats(709, 800), st.sampled_from([0.0, 700.0, 745.0, 800.0])
+        )
+    )
     offset = draw(st.sampled_from([0.0, 1e3, -1e6, 1e8]))
     runners = draw(st.integers(1, V - 1))
     tail_gap = draw(st.floats(0, 50))
@@ -435,6 +447,8 @@ def witness_rows(V: int) -> list[SoftmaxRow]:
     rows.append(Logits(V, 700.0, offset=1e6, runners=1, tail_gap=1.0))
     rows.append(Logits(V, 30.0, offset=0.0, runners=1, tail_gap=0.0))
     rows.append(Sparse(V, min(V, 5), 0))
+    # the edges at this V: one-hot rows (at the first atom, and at a random one), a tail below the normal range
+    rows += [RunnerUp(V, 1.0), Sparse(V, 1, 1), Logits(V, 745.0, offset=0.0, runners=V - 1)]
     return rows
 
 
@@ -684,12 +698,22 @@ def interlacing_rank(row: exact_softmax.ExactRow) -> tuple[int, int, dict[str, A
     return lo, hi, {"nonzero_rows": rows, "distinct_values": len(atoms)}
 
 
+def rank_closeness(p: np.ndarray) -> float:
+    """How near a row comes to losing a rank (for the search's target()): the positive eigenvalues of J
+    interlace the support's entries, so the smallest is at least min_{p_i > 0} p_i; minus that over m
+    (0 is the edge, where an entry underflows)."""
+    positive = p[p > 0]
+    return -float(positive.min() / positive.max()) if len(positive) else 0.0
+
+
 def rank_enclosure(built: Built, backend: Backend) -> RankInterval:
     """rank J for the computed row p (read exactly, normalised exactly). Upper end from
     :func:`interlacing_rank`; lower end from dense eigenvalues above a Weyl threshold for V ≤ 512
     (an independent, rounding-model certificate: two-sided), else from :func:`interlacing_rank` (exact)."""
-    row = exact_softmax.ExactRow.from_probabilities(to_numpy(built.rows.p)[0].astype(np.float64))
+    computed = to_numpy(built.rows.p)[0].astype(np.float64)
+    row = exact_softmax.ExactRow.from_probabilities(computed)
     lo, hi, certificate = interlacing_rank(row)
+    certificate = {**certificate, "closeness": rank_closeness(computed)}
     upper = "zero rows of J and the kernel vector 1"
     if built.V > DENSE_LIMIT:
         return RankInterval(lo, hi, "interlacing (eigenvalues ≥ min p)", upper, True, certificate)
@@ -1031,25 +1055,110 @@ rank = quantity(
     doc="rank J, enclosed from J itself (eigenvalues above a Weyl threshold, interlacing)",
 )
 
+# --------------------------------------------------------------------------- boundary classes (issue 18)
+#
+# Each a predicate on a case's parameters (no row is built): the edges of the statements, which the
+# strategies above draw with real probability (tests/test_boundaries.py measures the shares).
+
+
+def one_hot(case: SoftmaxRow) -> bool:
+    """A single atom carries all the mass: ‖J‖₂ = tr J = rank J = 0."""
+    if isinstance(case, RunnerUp | SpreadTail):
+        return case.m == 1.0
+    return isinstance(case, Sparse) and case.support == 1
+
+
+def has_zeros(case: SoftmaxRow) -> bool:
+    """Some probability is exactly zero (rank J counts the support, not V)."""
+    if isinstance(case, RunnerUp):
+        return case.m == 1.0 or (case.tail_mass == 0.0 and case.V >= 3)
+    if isinstance(case, TiedAtoms):
+        return case.m == 0.5 and case.V >= 3
+    if isinstance(case, SpreadTail):
+        return case.m == 1.0
+    return isinstance(case, Sparse) and case.support < case.V
+
+
+def tied_top(case: SoftmaxRow) -> bool:
+    """Two or more atoms share the top mass (‖J‖₂ = m exactly: the tie lemma)."""
+    if isinstance(case, RunnerUp):
+        return case.m == 0.5 and case.tail_mass == 0.0
+    if isinstance(case, Logits):
+        return case.gap == 0.0
+    return isinstance(case, TiedAtoms | Uniform)
+
+
+def smallest_top(case: SoftmaxRow) -> bool:
+    """m = 1/V, the least top mass: the row is uniform (its top atom the largest only just)."""
+    if isinstance(case, SpreadTail | TiedAtoms):
+        return case.m == 1.0 / case.V
+    return isinstance(case, Uniform)
+
+
+def tail_below_normal(case: SoftmaxRow) -> bool:
+    """Logits whose runner-ups sit past e^{-708}: the complement 1 − m falls below the normal range."""
+    return isinstance(case, Logits) and case.gap > 708.0
+
+
+def large_offset(case: SoftmaxRow) -> bool:
+    """A test direction with a large common offset, |c| >= 10^4 (u and u + c1 have the same uᵀJu: cancellation)."""
+    return abs(case.direction_offset or 0.0) >= 1e4
+
+
+ROW_BOUNDARY = {
+    "V = 2 or 3": lambda c: c.V <= 3,
+    "V >= 1024": lambda c: c.V >= 1024,
+    "a tied top": tied_top,
+    "zero probabilities": has_zeros,
+    "one-hot": one_hot,
+    "m = 1/V": smallest_top,
+    "a tail below the normal range": tail_below_normal,
+}
+ENVELOPE_BOUNDARY = {
+    "V = 2 or 3": lambda c: c.V <= 3,
+    "V >= 1024": lambda c: c.V >= 1024,
+    "m = 1/2 (the envelope's corner)": lambda c: c.m == 0.5,
+    "one-hot": one_hot,
+    "m = 1/V": smallest_top,
+}
+
 #: Where the claims of this family range: every row; every row with a test direction u; the witnesses
 #: of the envelope; spread tails (V >= 3).
-rows = Cases(any_row, witness_rows, random_rows)
+rows = Cases(any_row, witness_rows, random_rows, ROW_BOUNDARY)
 rows_with_direction = Cases(
     lambda: with_direction(any_row()),
     lambda V: _add_direction(witness_rows(V)),
     lambda V, n, seed: _add_direction(random_rows(V, n, seed), seed),
+    {**ROW_BOUNDARY, "a direction offset by >= 10^4": large_offset},
 )
 runner_ups = Cases(
-    lambda: runner_up_instances(exact_witness=True), lambda V: [RunnerUp(V, m) for m in (0.5, 0.75, 0.99, 1 - 1e-9)]
+    lambda: runner_up_instances(exact_witness=True),
+    lambda V: [RunnerUp(V, m) for m in (0.5, 0.75, 0.99, 1 - 1e-9, 1.0)],
+    boundary={
+        k: ENVELOPE_BOUNDARY[k] for k in ("V = 2 or 3", "V >= 1024", "m = 1/2 (the envelope's corner)", "one-hot")
+    },
 )
-tied_atoms = Cases(tied_instances, lambda V: [TiedAtoms(V, m) for m in (0.5, 0.3, 0.25) if V > 2 and m >= 1 / V])
+tied_atoms = Cases(
+    tied_instances,
+    lambda V: [TiedAtoms(V, m) for m in (0.5, 0.3, 0.25) if V > 2 and m >= 1 / V],
+    boundary={
+        k: ENVELOPE_BOUNDARY[k] for k in ("V = 2 or 3", "V >= 1024", "m = 1/2 (the envelope's corner)", "m = 1/V")
+    },
+)
 envelope_witnesses = Cases(
     lambda: st.one_of(runner_ups.strategy(), tied_atoms.strategy()),
     lambda V: runner_ups.witnesses(V) + tied_atoms.witnesses(V),
+    boundary=ENVELOPE_BOUNDARY,
 )
 spread_tails = Cases(
     lambda: spread_instances(low_vocabulary=3),
-    lambda V: [SpreadTail(V, m) for m in (0.99, 0.75, 0.5) if V >= 3 and m >= 1 / V],
+    lambda V: [SpreadTail(V, m) for m in (0.99, 0.75, 0.5, 1.0) if V >= 3 and m >= 1 / V],
+    boundary={
+        "V = 3": lambda c: c.V == 3,
+        "V >= 1024": lambda c: c.V >= 1024,
+        "one-hot": one_hot,
+        "m = 1/V": smallest_top,
+    },
 )
 
 
