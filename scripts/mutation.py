@@ -46,6 +46,7 @@ import json
 import os
 import random
 import shutil
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -99,7 +100,12 @@ class ModuleSpec:
     tests: tuple[str, ...]
 
     def pytest_arguments(self, survivor_tests: str | None) -> list[str]:
-        extra = [f"{survivor_tests}::{self.survivor_class}"] if survivor_tests else []
+        """The module's tests, and its class in ``survivor_tests`` where that file defines one."""
+        extra = []
+        if survivor_tests and (ROOT / survivor_tests).exists():
+            tree = ast.parse((ROOT / survivor_tests).read_text())
+            classes = {node.name for node in tree.body if isinstance(node, ast.ClassDef)}
+            extra = [f"{survivor_tests}::{self.survivor_class}"] if self.survivor_class in classes else []
         return [*self.tests, *extra]
 
     @property
@@ -492,6 +498,7 @@ def write_meta(
 
 
 def main(argv: list[str] | None = None) -> int:
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # unwind: remove the scratch copies
     settings, all_specs = load_config(CONFIG)
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--modules", nargs="+", help="theory modules to mutate (default: all in mutation.toml)")
