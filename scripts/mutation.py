@@ -21,10 +21,11 @@ What it does, per module of ``scripts/mutation.toml``:
    ``rankwall.theory`` and ``rankwall.checks`` are imported from the copy: a ``sitecustomize`` on
    ``PYTHONPATH`` (inherited by subprocesses) maps them to the copy's folders as the editable install
    maps them to the checkout's (``[tool.setuptools.package-dir]`` of ``pyproject.toml``). Before any
-   mutant runs, two checks make the run trustworthy, per module and per copy: the unmutated module
-   passes the module's test selection (its wall time sets the timeout), and a deliberately broken
-   copy of the module (``raise RuntimeError`` appended) fails it, naming the canary: the tests import
-   the file that is mutated. Either failing stops the run (exit 4).
+   mutant runs, two checks make the run trustworthy, per module: the unmutated module
+   passes the module's test selection (in the first copy: the copies are identical; its wall time
+   sets the timeout), and a deliberately broken copy of the module (``raise RuntimeError`` appended)
+   fails it in every copy, naming the canary: the tests import the file that is mutated.
+   Either failing stops the run (exit 4).
 3. ``cosmic-ray exec`` runs each shard of the sample in its copy, the workers in parallel; a mutant
    is *killed* when its test selection fails (or exceeds the timeout: counted as killed, listed as
    a timeout), *survives* when it passes, and is *incompetent* when it cannot be applied.
@@ -187,24 +188,34 @@ def replaced(path: Path, text: str) -> Iterator[None]:
         path.write_text(original)
 
 
-def check_copy(spec: ModuleSpec, copy: Path, command: list[str]) -> float:
-    """The unmutated module passes its tests and a broken copy of it fails them; returns the
-    baseline's wall time. Raises :class:`RunError` otherwise."""
+def check_baseline(spec: ModuleSpec, copy: Path, command: list[str]) -> float:
+    """The unmutated module passes its tests in ``copy``; returns their wall time. Raises
+    :class:`RunError` otherwise."""
     status, output, seconds = run_tests(command, copy)
     if status != 0:
         raise RunError(f"{spec.name}: the unmutated module fails its tests in {copy}:\n{output[-3000:]}")
+    return seconds
+
+
+def check_canary(spec: ModuleSpec, copy: Path, command: list[str]) -> None:
+    """A broken copy of the module (``raise RuntimeError`` appended) fails the tests, naming the
+    canary: the tests import the file of ``copy`` that is mutated. Raises :class:`RunError` otherwise."""
     module = copy / spec.path
     with replaced(module, module.read_text() + f"\nraise RuntimeError({CANARY!r})\n"):
         status, output, _ = run_tests(command, copy)
     if status == 0 or CANARY not in output:
         raise RunError(f"{spec.name}: a broken {spec.path} was not caught: the tests do not import the mutated file")
-    return seconds
 
 
 def check_copies(spec: ModuleSpec, copies: list[Path], command: list[str]) -> float:
-    """:func:`check_copy` in every copy at once; the slowest baseline."""
-    with ThreadPoolExecutor(len(copies)) as pool:
-        return max(pool.map(lambda copy: check_copy(spec, copy, command), copies))
+    """The baseline in the first copy (the copies are identical) and the canary in every copy, at
+    once; returns the baseline's wall time."""
+    with ThreadPoolExecutor(len(copies) + 1) as pool:
+        baseline = pool.submit(check_baseline, spec, copies[0], command)
+        canaries = [pool.submit(check_canary, spec, copy, command) for copy in copies]
+        for canary in canaries:
+            canary.result()
+        return baseline.result()
 
 
 # --------------------------------------------------------------------------- sessions
