@@ -1,0 +1,135 @@
+"""Tests that kill the survivors of ``scripts/mutation.py`` (mutation testing of ``theory/``).
+
+One class per theory module (``scripts/mutation.py`` adds the module's class to the module's test
+selection). Each test states a contract of the module that the module's own fast tests left
+unchecked; its docstring names the mutant it kills (``file:line``, cosmic-ray operator) and why
+the behaviour matters.
+"""
+
+from __future__ import annotations
+
+import mpmath
+import networkx as nx
+import numpy as np
+import pytest
+import scipy.special
+import torch
+
+from rankwall.checks.tolerance import log_softmax_error
+from rankwall.theory import compression as cp
+from rankwall.theory import error_rank as er
+from rankwall.theory import heads as hd
+from rankwall.theory._rounding import gamma, unit_roundoff
+from rankwall.theory.validation import InputError
+
+#: Standard errors a seeded sample's mean or variance may stray from the distribution's: a normal
+#: deviate beyond 6 has probability 2e-9, so a draw that passes is no accident and a mutant that
+#: moves the mean or the variance by more fails.
+SAMPLING_SIGMAS = 6.0
+
+
+def assert_normal_entries(entries: np.ndarray, sd: float) -> None:
+    """The entries look like i.i.d. N(0, sd^2): sample mean within SAMPLING_SIGMAS standard errors
+    of 0 (standard error sd / sqrt(n)), sample variance within SAMPLING_SIGMAS of sd^2 (standard
+    error sd^2 sqrt(2 / (n - 1)) for normal entries)."""
+    x = np.asarray(entries, dtype=np.float64).ravel()
+    n = x.size
+    assert abs(x.mean()) <= SAMPLING_SIGMAS * sd / np.sqrt(n), (x.mean(), sd)
+    assert abs(x.var(ddof=1) - sd**2) <= SAMPLING_SIGMAS * sd**2 * np.sqrt(2 / (n - 1)), (x.var(ddof=1), sd**2)
+
+
+class TestHeads:
+    def test_head_parameters_are_gaussian_scaled_by_the_root_of_d(self):
+        """Kills heads.py:62 (P = 2 N / sqrt(d) -> 2 N % sqrt(d)): the parameters are centred
+        Gaussians of variance scale^2/d (W) and 4/d (P, U), so logits stay O(scale) at every d."""
+        V, d, K, scale = 400, 16, 8, 3.0
+        theta = hd.construct_head_parameters(V, d, K, 0, scale=scale)
+        assert (theta.W.shape, theta.P.shape, theta.U.shape) == ((V, d), (K, d, d), (K, d))
+        assert_normal_entries(theta.W, scale / np.sqrt(d))
+        assert_normal_entries(theta.P, 2 / np.sqrt(d))
+        assert_normal_entries(theta.U, 2 / np.sqrt(d))
+
+
+def distinct_counts_reference(counts: np.ndarray) -> np.ndarray:
+    """The number of distinct observed next tokens of each context, by a loop over the rows."""
+    return np.array([sum(1 for c in row if c > 0) for row in counts])
+
+
+def softmax_reference(Z: np.ndarray) -> np.ndarray:
+    """Row-wise softmax of float64 logits in 50-digit arithmetic (mpmath), rounded to float64."""
+    with mpmath.workdps(50):
+        rows = [[mpmath.exp(mpmath.mpf(float(z))) for z in row] for row in Z]
+        return np.array([[float(e / mpmath.fsum(row)) for e in row] for row in rows])
+
+
+def softmax_entry_bounds(Z: np.ndarray, u: float) -> np.ndarray:
+    """Bound on the error of each computed entry of a row-wise softmax (shifted by the row maximum
+    m) of logits Z stored in a dtype with unit roundoff u: the rounded shift z - m perturbs the
+    exponent by u|z - m|, exp adds two ulps, the sum of V terms and the division gamma_{V+1};
+    all relative to the entry, plus the rounding of the reference to float64."""
+    V = Z.shape[1]
+    P = softmax_reference(Z)
+    shift = np.abs(Z - Z.max(axis=1, keepdims=True))
+    return (gamma(V + 6, u) * (1 + shift) + unit_roundoff(np.float64)) * P
+
+
+class TestErrorRank:
+    @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+    def test_log_softmax_of_a_torch_matrix_is_computed_in_torch(self, dtype):
+        """Kills error_rank.py:338 (the torch route's guard negated: every valid matrix refused):
+        a PyTorch matrix gets its log-softmax in PyTorch, in its dtype, equal within rounding to
+        SciPy's on the same numbers (each within log_softmax_error of the truth, so the two within
+        twice that); a 1-D tensor is refused."""
+        A = torch.as_tensor(np.random.default_rng(3).normal(scale=20.0, size=(7, 50)), dtype=dtype)
+        L = er.log_softmax(A)
+        assert isinstance(L, torch.Tensor) and L.dtype == dtype and L.shape == A.shape
+        A64 = A.double().numpy()
+        reference = scipy.special.log_softmax(A64, axis=1)
+        bound = log_softmax_error(A64, reference, unit_roundoff(dtype)) + log_softmax_error(
+            A64, reference, unit_roundoff(np.float64)
+        )
+        assert float(np.linalg.norm(L.double().numpy() - reference)) <= bound
+        with pytest.raises(InputError, match="A: expected a finite 2-D array"):
+            er.log_softmax(A[0])
+
+    @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+    def test_logit_rows_of_torch_factors_give_torch_probabilities(self, dtype):
+        """Kills error_rank.py:156 (the NumPy test negated: torch logits sent to SciPy, which
+        returns NumPy): the probabilities of factors in PyTorch are computed there, in their dtype,
+        each within its rounding bound of the softmax of the same logits in 50-digit arithmetic (the
+        logits are O(1): no entry near the underflow range, where relative bounds fail)."""
+        rng = np.random.default_rng(5)
+        H, W = (torch.as_tensor(rng.normal(size=shape), dtype=dtype) for shape in ((4, 6), (30, 6)))
+        rows = er.LogitRows(H, W)
+        P, Z = rows.probabilities(slice(0, 4)), rows.block(slice(0, 4))
+        assert isinstance(P, torch.Tensor) and P.dtype == dtype and P.shape == (4, 30)
+        bound = softmax_entry_bounds(Z.double().numpy(), unit_roundoff(dtype))
+        assert np.all(np.abs(P.double().numpy() - softmax_reference(Z.double().numpy())) <= bound)
+
+    def test_stochastic_classes_draw_extra_edges_at_the_given_density(self):
+        """Kills error_rank.py:406 and :413 (an extra edge where random < density -> != density):
+        density 0 leaves one edge per state (the cycles, one step into a block); density 1 makes
+        every closed class complete and joins every pair of transient states one way."""
+        n, closed = 30, 3
+        sparse_weights = er.construct_stochastic_with_classes(n, closed, 1, density=0.0)
+        assert np.all((sparse_weights > 0).sum(axis=1) == 1)
+        dense_weights = er.construct_stochastic_with_classes(n, closed, 1, density=1.0)
+        edges = dense_weights > 0
+        classes = [sorted(c) for c in nx.attracting_components(er.positive_graph(dense_weights))]
+        assert len(classes) == closed
+        for members in classes:
+            assert edges[np.ix_(members, members)].all()
+        transient = sorted(set(range(n)) - {i for members in classes for i in members})
+        assert len(transient) >= 2  # the seed draws a transient part to test
+        between = edges[np.ix_(transient, transient)]
+        assert (between ^ between.T)[~np.eye(len(transient), dtype=bool)].all()
+
+
+class TestCompression:
+    def test_a_full_rank_head_has_gaussian_entries_of_variance_one_over_d(self):
+        """Kills compression.py:201 (W = N / sqrt(D) -> N * sqrt(D)): the random head's entries are
+        N(0, 1/D), so a hidden state of unit-variance entries gives logits of unit variance."""
+        V, D = 600, 12
+        W = cp.construct_head(V, D, 0)
+        assert W.shape == (V, D) and np.linalg.matrix_rank(W) == D
+        assert_normal_entries(W, 1 / np.sqrt(D))
