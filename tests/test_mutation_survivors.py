@@ -20,7 +20,7 @@ from rankwall.theory import compression as cp
 from rankwall.theory import error_rank as er
 from rankwall.theory import heads as hd
 from rankwall.theory._rounding import gamma, unit_roundoff
-from rankwall.theory.validation import InputError
+from rankwall.theory.validation import InputError, normalization_tolerance
 
 #: Standard errors a seeded sample's mean or variance may stray from the distribution's: a normal
 #: deviate beyond 6 has probability 2e-9, so a draw that passes is no accident and a mutant that
@@ -133,3 +133,49 @@ class TestCompression:
         W = cp.construct_head(V, D, 0)
         assert W.shape == (V, D) and np.linalg.matrix_rank(W) == D
         assert_normal_entries(W, 1 / np.sqrt(D))
+
+    def test_the_gradient_streams_in_blocks_of_one_row(self):
+        """Kills compression.py:183 (the least block size 1 -> 2): ``block`` is any positive row
+        count; blocks of one row give T rows (softmax(W h_t) - e_t) / T, each summing to zero within
+        the normalisation tolerance, and a block of 0 rows is refused by name."""
+        H, targets = cp.construct_batch(5, 3, 9, 0)
+        W = cp.construct_head(9, 3, 1)
+        blocks = list(cp.logit_gradient_blocks(H, W, targets, block=1))
+        assert [block.shape for block in blocks] == [(1, 9)] * 5
+        rows = np.concatenate(blocks)
+        assert np.all(np.abs(rows.sum(axis=1)) <= normalization_tolerance(9, np.finfo(np.float64).eps) / 5)
+        assert np.all(rows[np.arange(5), targets] < 0)
+        with pytest.raises(InputError, match="block: 0 is out of range"):
+            cp.logit_gradient_blocks(H, W, targets, block=0)
+
+    def test_the_efficiency_split_matches_its_definitions_in_50_digits(self):
+        """Kills compression.py:316 (||GWW^T||^2 summed as (GWW^T)/2) and :327 (the anisotropy's
+        product or quotient replaced): e_G, e_H, total, kernel 1/c and anisotropy each equal, within
+        the float route's rounding bound, their definitions evaluated in 50-digit arithmetic
+        (Pi = W (W^T W)^-1 W^T); the split is Figure 6's first-order efficiency, a headline number."""
+        T, V, D = 5, 8, 3
+        rng = np.random.default_rng(11)
+        G, W = rng.standard_normal((T, V)), rng.standard_normal((V, D))
+        split = cp.efficiency_split(G, W)
+        with mpmath.workdps(50):
+            Gm, Wm = mpmath.matrix(G.tolist()), mpmath.matrix(W.tolist())
+            GW = Gm * Wm
+            GWWt = GW * Wm.T
+            GPi = Gm * Wm * mpmath.inverse(Wm.T * Wm) * Wm.T
+            norm = lambda M: mpmath.norm(M, 2)  # noqa: E731  (the 2-norm of the entries: Frobenius)
+            e_G, e_H = norm(Gm), norm(GW) ** 2 / norm(GWWt)
+            exact = {
+                "logit_gradient": e_G,
+                "hidden_state_update": e_H,
+                "total": e_G / e_H,
+                "kernel": norm(Gm) / norm(GPi),
+                "anisotropy": norm(GPi) * norm(GWWt) / norm(GW) ** 2,
+            }
+            singular = mpmath.svd_r(Wm, compute_uv=False)
+            condition = float(max(singular) / min(singular)) ** 2
+        # The float route: products (entrywise error gamma_V |A||B|), a pivoted QR and an SVD of W
+        # (backward stable, p(n) <= 8 (T + V + D) here), amplified at most by cond(W)^2.
+        rtol = gamma(8 * (T + V + D), unit_roundoff(np.float64)) * condition
+        for name, value in exact.items():
+            assert abs(getattr(split, name) - float(value)) <= rtol * float(value), name
+        assert split.rank == D and split.anisotropy >= 1
