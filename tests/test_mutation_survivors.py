@@ -8,6 +8,8 @@ the behaviour matters.
 
 from __future__ import annotations
 
+import warnings
+
 import mpmath
 import networkx as nx
 import numpy as np
@@ -19,6 +21,7 @@ from rankwall.checks.tolerance import log_softmax_error
 from rankwall.theory import compression as cp
 from rankwall.theory import error_rank as er
 from rankwall.theory import heads as hd
+from rankwall.theory import softmax_jacobian as sj
 from rankwall.theory._rounding import gamma, unit_roundoff
 from rankwall.theory.validation import InputError, normalization_tolerance
 
@@ -179,3 +182,22 @@ class TestCompression:
         for name, value in exact.items():
             assert abs(getattr(split, name) - float(value)) <= rtol * float(value), name
         assert split.rank == D and split.anisotropy >= 1
+
+
+class TestSoftmaxJacobian:
+    def test_logits_with_tied_top_entries_take_the_closed_form(self):
+        """Kills softmax_jacobian.py:778 (tied = second >= m -> second > m): two tied top logits
+        make the runner-up probability equal m exactly, and ||J||_2 = m exactly (a double
+        eigenvalue of diag(p) - pp^T at m). The mutant still lands on m (the root's bracket
+        collapses to the point m) but only through 0/0 in the secular iteration, which warns:
+        under ``-W error`` a caller's tied row would crash. The closed form computes nothing invalid."""
+        rng = np.random.default_rng(2)
+        z = rng.normal(size=(6, 40))
+        top = z.max(axis=1) + rng.uniform(0.0, 3.0, size=6)
+        z[:, 0], z[:, 1] = top, top  # a tie at the top of every row, tails of various weights
+        rows = sj.softmax_rows(z)
+        assert np.array_equal(rows.top, np.max(rows.tail, axis=1))  # the runner-up ties m exactly
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            norms = sj.spectral_norm(rows)
+        assert np.array_equal(norms, rows.top)
