@@ -457,8 +457,18 @@ def fresh_run(args: argparse.Namespace, settings: dict, specs: list[ModuleSpec])
     return run_dir
 
 
+def survivor_count(module_dir: Path) -> int:
+    """The number of surviving mutants in a module's shards."""
+    count = 0
+    for shard in module_dir.glob("shard-*.sqlite"):
+        with sqlite3.connect(shard) as db:
+            count += db.execute("select count(*) from work_results where test_outcome = 'SURVIVED'").fetchone()[0]
+    return count
+
+
 def rerun_survivors(args: argparse.Namespace, settings: dict, specs: list[ModuleSpec]) -> Path:
-    """Copy a finished run, forget its survivors' results, and run them again with the current tests."""
+    """Copy a finished run, forget its survivors' results, and run them again with the current tests
+    (the modules without survivors are reported as they were)."""
     source, run_dir = Path(args.rerun_survivors).resolve(), Path(args.out).resolve()
     if run_dir.exists():
         raise SystemExit(f"--out: {run_dir} exists; choose a new folder")
@@ -466,7 +476,7 @@ def rerun_survivors(args: argparse.Namespace, settings: dict, specs: list[Module
     survivor_tests = settings["survivor_tests"]
     start = time.perf_counter()
     names = {spec.name for spec in specs}
-    rerun = [spec for spec in specs if (run_dir / spec.name).exists()]
+    rerun = [spec for spec in specs if (run_dir / spec.name).exists() and survivor_count(run_dir / spec.name)]
     with tempfile.TemporaryDirectory(prefix="rankwall-mutation-") as scratch:
         shards = len(list((run_dir / rerun[0].name).glob("shard-*.sqlite"))) if rerun else 0
         copies = [make_copy(ROOT, Path(scratch) / f"copy-{k}") for k in range(shards)]
