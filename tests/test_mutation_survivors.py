@@ -2,8 +2,8 @@
 
 One class per theory module (``scripts/mutation.py`` adds the module's class to the module's test
 selection). Each test states a contract of the module that the module's own fast tests left
-unchecked; its docstring names the mutant it kills (``file:line``, cosmic-ray operator) and why
-the behaviour matters.
+unchecked; its docstring names the mutant it kills (``file:line`` and the change cosmic-ray made) and
+why the behaviour matters.
 """
 
 from __future__ import annotations
@@ -51,11 +51,6 @@ class TestHeads:
         assert_normal_entries(theta.W, scale / np.sqrt(d))
         assert_normal_entries(theta.P, 2 / np.sqrt(d))
         assert_normal_entries(theta.U, 2 / np.sqrt(d))
-
-
-def distinct_counts_reference(counts: np.ndarray) -> np.ndarray:
-    """The number of distinct observed next tokens of each context, by a loop over the rows."""
-    return np.array([sum(1 for c in row if c > 0) for row in counts])
 
 
 def softmax_reference(Z: np.ndarray) -> np.ndarray:
