@@ -196,3 +196,12 @@ class TestSoftmaxJacobian:
             warnings.simplefilter("error")
             norms = sj.spectral_norm(rows)
         assert np.array_equal(norms, rows.top)
+
+    def test_a_batch_has_at_least_one_token(self):
+        """Kills compression.py:209 (the least token count 1 -> 0; found in a second sample, seed
+        19): an empty batch has no gradient to compress, so ``tokens = 0`` is refused by name at
+        the call, while one token gives one hidden state and one target."""
+        H, targets = cp.construct_batch(1, 4, 10, 0)
+        assert H.shape == (1, 4) and targets.shape == (1,) and 0 <= int(targets[0]) < 10
+        with pytest.raises(InputError, match="tokens: 0 is out of range"):
+            cp.construct_batch(0, 4, 10, 0)
