@@ -53,6 +53,23 @@ class TestHeads:
         assert_normal_entries(theta.U, 2 / np.sqrt(d))
 
 
+    def test_a_head_named_at_run_time_is_the_same_head(self):
+        """Kills heads.py:114 (head == "softmax" -> head is "softmax"): a name read from a command
+        line or a file is an equal string but not the interned literal; it must select the same
+        head, not fall through to sigsoftmax."""
+        theta = hd.construct_head_parameters(20, 4, 2, 0)
+        h = np.random.default_rng(1).standard_normal((3, 4))
+        name = "".join(["soft", "max"])
+        assert name == "softmax" and name is not "softmax"  # noqa: F632  (the point of the test)
+        assert np.array_equal(hd.log_probabilities(name, theta, h), hd.log_probabilities("softmax", theta, h))
+
+    def test_the_vocabulary_of_head_parameters_is_bounded_by_2_to_the_22(self):
+        """Kills heads.py:56 (the bound 1 << 22 -> 2 << 22): V = 2^22 + 1 is refused by name before
+        anything is allocated (a V x d head of that size is the limit the claims are sized for)."""
+        with pytest.raises(InputError, match="V: 4194305 is out of range"):
+            hd.construct_head_parameters((1 << 22) + 1, 1, 1, 0)
+
+
 def softmax_reference(Z: np.ndarray) -> np.ndarray:
     """Row-wise softmax of float64 logits in 50-digit arithmetic (mpmath), rounded to float64."""
     with mpmath.workdps(50):
@@ -205,3 +222,13 @@ class TestSoftmaxJacobian:
         assert H.shape == (1, 4) and targets.shape == (1,) and 0 <= int(targets[0]) < 10
         with pytest.raises(InputError, match="tokens: 0 is out of range"):
             cp.construct_batch(0, 4, 10, 0)
+
+    def test_the_memory_estimate_counts_the_arrays_it_names(self):
+        """Kills compression.py:248 (4 * min(BLOCK_ROWS, tokens) * V -> 4 << ...): the estimate is
+        the bytes of four arrays the size of the head W, the hidden states H and four blocks of
+        logit-gradient rows, each measured here on the arrays the construction builds."""
+        V, D, tokens = 300, 8, 40
+        W = cp.construct_head(V, D, 0)
+        H, targets = cp.construct_batch(tokens, D, V, 1)
+        block = next(iter(cp.logit_gradient_blocks(H, W, targets)))
+        assert cp.compression_memory_bytes(V, D, tokens) == 4 * W.nbytes + H.nbytes + 4 * block.nbytes
