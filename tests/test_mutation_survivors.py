@@ -195,25 +195,6 @@ class TestCompression:
             assert abs(getattr(split, name) - float(value)) <= rtol * float(value), name
         assert split.rank == D and split.anisotropy >= 1
 
-
-class TestSoftmaxJacobian:
-    def test_logits_with_tied_top_entries_take_the_closed_form(self):
-        """Kills softmax_jacobian.py:778 (tied = second >= m -> second > m): two tied top logits
-        make the runner-up probability equal m exactly, and ||J||_2 = m exactly (a double
-        eigenvalue of diag(p) - pp^T at m). The mutant still lands on m (the root's bracket
-        collapses to the point m) but only through 0/0 in the secular iteration, which warns:
-        under ``-W error`` a caller's tied row would crash. The closed form computes nothing invalid."""
-        rng = np.random.default_rng(2)
-        z = rng.normal(size=(6, 40))
-        top = z.max(axis=1) + rng.uniform(0.0, 3.0, size=6)
-        z[:, 0], z[:, 1] = top, top  # a tie at the top of every row, tails of various weights
-        rows = sj.softmax_rows(z)
-        assert np.array_equal(rows.top, np.max(rows.tail, axis=1))  # the runner-up ties m exactly
-        with warnings.catch_warnings():
-            warnings.simplefilter("error")
-            norms = sj.spectral_norm(rows)
-        assert np.array_equal(norms, rows.top)
-
     def test_a_batch_has_at_least_one_token(self):
         """Kills compression.py:209 (the least token count 1 -> 0; found in a second sample, seed
         19): an empty batch has no gradient to compress, so ``tokens = 0`` is refused by name at
@@ -232,3 +213,22 @@ class TestSoftmaxJacobian:
         H, targets = cp.construct_batch(tokens, D, V, 1)
         block = next(iter(cp.logit_gradient_blocks(H, W, targets)))
         assert cp.compression_memory_bytes(V, D, tokens) == 4 * W.nbytes + H.nbytes + 4 * block.nbytes
+
+
+class TestSoftmaxJacobian:
+    def test_logits_with_tied_top_entries_take_the_closed_form(self):
+        """Kills softmax_jacobian.py:778 (tied = second >= m -> second > m): two tied top logits
+        make the runner-up probability equal m exactly, and ||J||_2 = m exactly (a double
+        eigenvalue of diag(p) - pp^T at m). The mutant still lands on m (the root's bracket
+        collapses to the point m) but only through 0/0 in the secular iteration, which warns:
+        under ``-W error`` a caller's tied row would crash. The closed form computes nothing invalid."""
+        rng = np.random.default_rng(2)
+        z = rng.normal(size=(6, 40))
+        top = z.max(axis=1) + rng.uniform(0.0, 3.0, size=6)
+        z[:, 0], z[:, 1] = top, top  # a tie at the top of every row, tails of various weights
+        rows = sj.softmax_rows(z)
+        assert np.array_equal(rows.top, np.max(rows.tail, axis=1))  # the runner-up ties m exactly
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            norms = sj.spectral_norm(rows)
+        assert np.array_equal(norms, rows.top)
