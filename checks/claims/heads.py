@@ -24,6 +24,7 @@ from __future__ import annotations
 
 #: The public API of the family: its case types, the Cases bundles its claims range over, its quantities.
 __all__ = [
+    "STATEMENTS",
     "HeadCase",
     "contexts_count",
     "every_head",
@@ -48,6 +49,7 @@ from hypothesis import strategies as st
 from rankwall.checks import exact, tolerance, toolkit
 from rankwall.checks.backends import Backend, float64_copy
 from rankwall.checks.quantities import quantity
+from rankwall.checks.statements import Kind, Statement
 from rankwall.checks.toolkit import Cases, Family, numpy_float64, planted_side
 from rankwall.checks.verdict import Case, Judgement, Measurement, RankInterval, Relation, tightened_integer_bound
 from rankwall.theory import heads as hd
@@ -586,4 +588,21 @@ jacobian.with_mutant(
     statement="rank(∂ log p/∂h) = min(d, V − 1) for every head  (false: d − 1 for softmax when 1 ∈ col W)",
     measure=lambda i, b, f: measure_jacobian(i, b, f, claimed=always_full),
     judge_exactly=lambda i, f: judge_jacobian(i, f, claimed=always_full),
+)
+
+#: The theorems and lemmas of ``docs/heads.md`` (collected by ``checks/fidelity.py``).
+_TESTS = "tests/test_heads.py::"
+STATEMENTS: tuple[Statement, ...] = (
+    Statement("thm-heads", "HD.1", "heads", "seed 001, the argument, MoC and MoS", Kind.CORRECTED,
+              ("heads.softmax-moc-rank", "heads.nonlinear-heads-exceed"),
+              (_TESTS + "test_rank_of_log_probabilities",
+               "tests/test_mos_rank.py::test_moc_never_exceeds_D_plus_one_and_mos_breaks_it"),
+              "d + 1, not d; genericity proved from one certified witness, needs min(N, V) >= d + 2"),
+    Statement("lem-projection", "HD.2", "heads", "none", Kind.NEW, ("heads.jacobian-rank",),
+              (_TESTS + "test_lemma_rank_of_a_projected_matrix_is_rank_with_ones_minus_one",)),
+    Statement("thm-heads-jacobian", "HD.3", "heads", "seed 000, §2.3, Eq. 10 (rank <= D)", Kind.NEW,
+              ("heads.jacobian-rank",),
+              (_TESTS + "test_jacobian_matches_finite_differences_and_has_rank_d",
+               _TESTS + "test_jacobian_rank_is_d_minus_1_when_the_ones_vector_is_in_col_w"),
+              "the exact rank of d log p / dh, not the seed's Jacobian of the logits"),
 )

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 #: The public API of the family: its case types, the Cases bundles its claims range over, its quantities.
 __all__ = [
+    "STATEMENTS",
     "Step",
     "candidate_steps",
     "contexts_count",
@@ -63,6 +64,7 @@ from hypothesis import strategies as st
 from rankwall.checks import exact, tolerance, toolkit
 from rankwall.checks.backends import Backend
 from rankwall.checks.quantities import quantity
+from rankwall.checks.statements import Kind, Statement
 from rankwall.checks.toolkit import Cases, Family, numpy_float64
 from rankwall.checks.verdict import (
     Case,
@@ -474,4 +476,18 @@ eckart_young_attained.with_mutant(
     statement="min_c ‖cG_D − G‖_F = (Σ_{i>2D} σ_i(G)²)^{1/2}  (false: G_D also misses σ_{D+1}, …, σ_{2D})",
     measure=lambda i, b, f: measure_attained(i, b, f, "rank-D-svd"),
     judge_exactly=lambda i, f: judge_attained(i, f, "rank-D-svd"),
+)
+
+#: The theorems and lemmas of ``docs/updates.md`` (collected by ``checks/fidelity.py``).
+_TESTS = "tests/test_updates.py::"
+STATEMENTS: tuple[Statement, ...] = (
+    Statement("thm-update-rank", "UP.1", "updates", "seed 000, §2.2, Eq. 7", Kind.SEED,
+              ("updates.first-order-rank", "updates.exact-step-rank"),
+              (_TESTS + "TestRankAtMost2D", _TESTS + "TestRankClaimsAreCertified")),
+    Statement("thm-logit-gradient", "UP.2", "updates", "seed 000, §2.2 (\"may have a rank up to V\"), Result 1",
+              Kind.CORRECTED, ("error-rank.unique-continuation",), (),
+              "rank <= min(C, V - 1); the bridge from P - Ñ to diag(f)(P - Ñ)"),
+    Statement("thm-eckart-young", "UP.3", "updates", "seed 000, Prop. A.6 (statement lost, proof kept)",
+              Kind.RECONSTRUCTED, ("updates.eckart-young", "updates.eckart-young-attained"),
+              (_TESTS + "TestEckartYoung", _TESTS + "TestEckartYoungClaims")),
 )
