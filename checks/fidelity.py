@@ -26,6 +26,9 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
+from rankwall.checks.claims import FAMILY_MODULES
+from rankwall.checks.statements import Statement
+
 #: Where the checked claims run: a small vocabulary, so the whole table renders in seconds.
 CHECK_V = 64
 
@@ -816,126 +819,9 @@ ROWS: tuple[Row, ...] = (
 # --------------------------------------------------------------------------- the statement index
 
 
-class Kind(StrEnum):
-    """How a statement of the companion stands to the seeds."""
-
-    SEED = "the seed's statement"
-    RECONSTRUCTED = "reconstructed"
-    CORRECTED = "corrected"
-    NEW = "new"
-
-
-@dataclass(frozen=True)
-class Statement:
-    """One theorem or lemma of the companion. ``number`` is its stable name (page prefix and a
-    serial): it is never reused or renumbered, so a citation stays right across releases; a new
-    statement takes the next free serial of its page."""
-
-    label: str
-    number: str
-    page: str
-    seed: str
-    kind: Kind
-    claims: tuple[str, ...]
-    tests: tuple[str, ...]
-    note: str = ""
-
-
-#: page prefixes of the stable numbers
-PREFIXES = {"softmax_jacobian": "SJ", "error_rank": "ER", "updates": "UP", "compression": "CO", "heads": "HD",
-            "expressivity": "EX"}
-
-_SJ, _ER, _UP = "tests/test_softmax_jacobian.py::", "tests/test_error_rank.py::", "tests/test_updates.py::"
-_CO, _HD, _EX = "tests/test_compression.py::", "tests/test_heads.py::", "tests/test_expressivity.py::"
-
-STATEMENTS: tuple[Statement, ...] = (
-    # ---- softmax_jacobian (seed 002)
-    Statement("thm-variance", "SJ.1", "softmax_jacobian", "seed 002, \"The gradient is a variance\"", Kind.SEED,
-              ("softmax-jacobian.variance-form", "softmax-jacobian.psd", "softmax-jacobian.kernel"),
-              (_SJ + "TestIdentitiesAreProvedSymbolically", _SJ + "TestKernelIsMeasuredThroughTheProduct")),
-    Statement("thm-trace", "SJ.2", "softmax_jacobian", "seed 002, \"The other two lines\" (trace and kernel)",
-              Kind.SEED, ("softmax-jacobian.trace",), (_SJ + "TestIdentitiesAreProvedSymbolically",),
-              "the seed gives no proof; 'not a function of the entropy' is proved here"),
-    Statement("thm-rank", "SJ.3", "softmax_jacobian", "seed 002 shows one zero eigenvalue; no rank statement",
-              Kind.RECONSTRUCTED, ("softmax-jacobian.rank",), (_SJ + "TestRankIsMeasuredFromJ",)),
-    Statement("thm-secular", "SJ.4", "softmax_jacobian", "none (Golub 1973)", Kind.NEW,
-              ("softmax-jacobian.upper-bound",),
-              (_SJ + "TestSpectralNormIsAccurate", _SJ + "TestAccuracyAgainstTheRoundingModel")),
-    Statement("thm-bounds", "SJ.5", "softmax_jacobian", "seed 002, \"How tight that is\" (for m >= 1/2)",
-              Kind.SEED, ("softmax-jacobian.lower-bound", "softmax-jacobian.upper-bound"),
-              (_SJ + "TestSeedFigures", _SJ + "test_tightened_bounds_are_refuted_by_search"),
-              "extended to every p, and to m = 1, with the case of equality"),
-    Statement("thm-envelope", "SJ.6", "softmax_jacobian", "none", Kind.NEW,
-              ("softmax-jacobian.envelope", "softmax-jacobian.envelope-attained"),
-              (_SJ + "test_each_mutant_is_refuted_with_a_certificate",)),
-    Statement("thm-infimum", "SJ.7", "softmax_jacobian", "none", Kind.NEW,
-              ("softmax-jacobian.lower-bound-approached",), (_SJ + "test_tightened_bounds_are_refuted_by_search",),
-              "needs m >= 1/(n + 1); m = 1 separately"),
-    # ---- error_rank (seed 000 App. A.3, seed 001)
-    Statement("thm-unique", "ER.1", "error_rank", "seed 000, Prop. A.5 (statement lost, proof B.2 empty; §2.2 sketch)",
-              Kind.RECONSTRUCTED, ("error-rank.unique-continuation",), (_ER + "TestUniqueContinuationsForceRank",),
-              "positivity of P named; the proof is ours"),
-    Statement("thm-attracting", "ER.2", "error_rank", "seed 000, B.3 (\"Laplacian of a connected graph\")",
-              Kind.NEW, ("error-rank.attracting-components",), (_ER + "TestWhereTheSeedsStatementStops",),
-              "the precise form of the case k = V"),
-    Statement("thm-wcdd", "ER.3", "error_rank", "none (Shivakumar and Chew 1974)", Kind.NEW, ("error-rank.wcdd",),
-              (_ER + "TestWhereTheSeedsStatementStops", _ER + "TestMutantsAreRefutedThroughTheirMeasurement"),
-              "both directions proved for S - I, S substochastic"),
-    Statement("thm-batch", "ER.4", "error_rank", "seed 000, Prop. A.7 (statement lost; proof B.3; condition (9) lost)",
-              Kind.CORRECTED, ("error-rank.mini-batch",),
-              (_ER + "TestMiniBatches", _ER + "TestMiniBatchHypothesisAndConclusions"),
-              "signs only on the support of Ñ; the rank part needs no closeness"),
-    Statement("thm-batch-corollary", "ER.5", "error_rank", "seed 000, Cor. A.8 (statement lost, only cited)",
-              Kind.RECONSTRUCTED, ("error-rank.mini-batch", "updates.eckart-young"), (),
-              "checked through its two ingredients, not as one claim"),
-    Statement("thm-logprob", "ER.6", "error_rank",
-              "seed 000, Cor. A.3 (statement lost, proof kept); seed 001, Property 2 and Corollary 1", Kind.CORRECTED,
-              ("logprob-rank.log-softmax", "logprob-rank.row-shift", "logprob-rank.bottleneck"),
-              (_ER + "TestLogProbabilities", _ER + "TestRowShiftIsExactOnIntegers"),
-              "d + 1 without an output bias, d + 2 with one; P* > 0"),
-    # ---- updates (seed 000 §2.2, A.3)
-    Statement("thm-update-rank", "UP.1", "updates", "seed 000, §2.2, Eq. 7", Kind.SEED,
-              ("updates.first-order-rank", "updates.exact-step-rank"),
-              (_UP + "TestRankAtMost2D", _UP + "TestRankClaimsAreCertified")),
-    Statement("thm-logit-gradient", "UP.2", "updates", "seed 000, §2.2 (\"may have a rank up to V\"), Result 1",
-              Kind.CORRECTED, ("error-rank.unique-continuation",), (),
-              "rank <= min(C, V - 1); the bridge from P - Ñ to diag(f)(P - Ñ)"),
-    Statement("thm-eckart-young", "UP.3", "updates", "seed 000, Prop. A.6 (statement lost, proof kept)",
-              Kind.RECONSTRUCTED, ("updates.eckart-young", "updates.eckart-young-attained"),
-              (_UP + "TestEckartYoung", _UP + "TestEckartYoungClaims")),
-    # ---- compression (seed 000 §2.4, §3.3, §3.4)
-    Statement("thm-compression", "CO.1", "compression", "seed 000, Eq. 1 (lost), §3.3, §3.4", Kind.NEW,
-              ("compression.pythagoras", "compression.ky-fan", "compression.ky-fan-attained",
-               "compression.update-efficiency"),
-              (_CO + "TestProjection", _CO + "TestEquationOne", _CO + "TestEnclosuresHoldTheExactQuantities",
-               "tests/test_efficiency_anatomy.py::test_kernel_times_anisotropy_is_the_total"),
-              "(c) in its strongest form, e_H <= c||G||_F"),
-    # ---- heads (seed 001; seed 000 §2.3, Eq. 10)
-    Statement("thm-heads", "HD.1", "heads", "seed 001, the argument, MoC and MoS", Kind.CORRECTED,
-              ("heads.softmax-moc-rank", "heads.nonlinear-heads-exceed"),
-              (_HD + "test_rank_of_log_probabilities",
-               "tests/test_mos_rank.py::test_moc_never_exceeds_D_plus_one_and_mos_breaks_it"),
-              "d + 1, not d; genericity proved from one certified witness, needs min(N, V) >= d + 2"),
-    Statement("lem-projection", "HD.2", "heads", "none", Kind.NEW, ("heads.jacobian-rank",),
-              (_HD + "test_lemma_rank_of_a_projected_matrix_is_rank_with_ones_minus_one",)),
-    Statement("thm-heads-jacobian", "HD.3", "heads", "seed 000, §2.3, Eq. 10 (rank <= D)", Kind.NEW,
-              ("heads.jacobian-rank",),
-              (_HD + "test_jacobian_matches_finite_differences_and_has_rank_d",
-               _HD + "test_jacobian_rank_is_d_minus_1_when_the_ones_vector_is_in_col_w"),
-              "the exact rank of d log p / dh, not the seed's Jacobian of the logits"),
-    # ---- expressivity (seed 000 §2.1, A.2; seed 001 on stolen probability)
-    Statement("thm-gibbs", "EX.1", "expressivity", "seed 000, Prop. A.2 (statement lost)", Kind.RECONSTRUCTED,
-              ("expressivity.gibbs",), (_EX + "TestGibbs", _EX + "TestGibbsCanFail")),
-    Statement("thm-top1", "EX.2", "expressivity", "seed 000, §2.1, Prop. A.4 (statement lost), B.1",
-              Kind.RECONSTRUCTED, ("expressivity.top1-witness",),
-              (_EX + "TestCircleWitness", _EX + "TestTop1WitnessCanFail"),
-              "exact top-1 probability on (1/V, 1); epsilon only at 1"),
-    Statement("thm-d1", "EX.3", "expressivity", "seed 000, §2.1 (\"when D >= 2\")", Kind.NEW,
-              ("expressivity.d1-bias-argmax",), (_EX + "TestDimensionOne", _EX + "TestD1BiasArgmaxCanFail"),
-              "V = 2 needs D = 1; for V >= 3, D = 1 fails with or without a bias"),
-    Statement("thm-argmaxable", "EX.4", "expressivity", "seed 001, \"What happened to the idea\"", Kind.NEW,
-              ("expressivity.argmaxable-vs-hull",),
-              (_EX + "TestArgmaxableTokens", _EX + "TestCertifiedArgmax", _EX + "TestArgmaxableVsHullCanFail")),
+#: Every theorem and lemma of the docs, collected from the family modules' ``STATEMENTS``.
+STATEMENTS: tuple[Statement, ...] = tuple(
+    statement for module in FAMILY_MODULES for statement in getattr(module, "STATEMENTS", ())
 )
 
 

@@ -44,11 +44,11 @@ def drawn(strategy: Any, n: int) -> list[Any]:
     return found
 
 
-def reference_cases(claim: Any, drawn_examples: int = 12) -> list[Any]:
+def reference_cases(claim: Any, drawn_examples: int = 12, sizes: tuple[int, ...] = REFERENCE_SIZES) -> list[Any]:
     """The witnesses at the reference sizes, a few random instances, and cases drawn from the claim's
     strategy, all with a vocabulary of at most :data:`REFERENCE_V`."""
     cases = []
-    for V in REFERENCE_SIZES:
+    for V in sizes:
         cases += claim.witnesses(V) + claim.random_instances(V, 2, V)
     cases += drawn(claim.strategy(), drawn_examples)
     small = [c for c in cases if (c.vocabulary or 0) <= REFERENCE_V]

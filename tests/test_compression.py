@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from reference_check import disagreements
 
+from rankwall.checks import verdict as verdict_module
 from rankwall.checks.backends import float64_copy, resolve
 from rankwall.checks.claims import compression as claims
 from rankwall.checks.cli import EXIT_OK, EXIT_USAGE, EXIT_VIOLATED, main
@@ -253,6 +254,17 @@ class TestEveryVerdictIsReachable:
         verdict = REGISTRY[claim_id].check(REVIEWED, NUMPY, Fraction(1, 100))
         assert verdict.status is Status.VIOLATED and verdict.margin < -verdict.tolerance < 0
 
+    def test_inconclusive_beyond_the_exact_size(self, monkeypatch, claim_id):
+        """The contract of the slow test below at V = 64, with the exact routes' size lowered to 32: only
+        the float margin decides, undecided where F times the bound meets the measured side."""
+        monkeypatch.setattr(verdict_module, "EXACT_IDENTITY_V", 32)
+        monkeypatch.setattr(claims, "EXACT_IDENTITY_V", 32)
+        claim = REGISTRY[claim_id]
+        m = claim.measure(REVIEWED, NUMPY, Fraction(1))
+        verdict = claim.check(REVIEWED, NUMPY, Fraction(m.lhs) / Fraction(m.rhs))
+        assert verdict.status is Status.INCONCLUSIVE and abs(verdict.margin) <= verdict.tolerance, verdict.to_json()
+
+    @pytest.mark.slow
     def test_inconclusive_when_the_tightened_bound_meets_the_measured_side(self, claim_id):
         """Beyond the exact routes' size (V = 8,192 > 4,096) only the float margin decides: undecided where
         F times the bound meets the measured side. Within it, the balls or the integers decide."""
@@ -302,6 +314,19 @@ def test_rankwall_search_tighten(capsys, claim_id):
     assert main(["search", claim_id, "--tighten", "1", "--budget", "60"]) == EXIT_OK
 
 
+@pytest.mark.parametrize("claim_id", [c.id for c in REGISTRY if c.id.startswith("compression.")])
+def test_beyond_the_exact_size_an_identity_holds_within_rounding(monkeypatch, claim_id):
+    """The contract of the slow test below at V = 64, with the exact routes' size lowered to 32: an
+    inequality holds by its two-sided margin; an identity holds within rounding."""
+    monkeypatch.setattr(verdict_module, "EXACT_IDENTITY_V", 32)
+    monkeypatch.setattr(claims, "EXACT_IDENTITY_V", 32)
+    claim = REGISTRY[claim_id]
+    verdict = claim.check(claim.witnesses(64)[0], NUMPY)
+    expected = Certification.WITHIN_ROUNDING if claim.relation is Relation.EQUAL else Certification.TWO_SIDED
+    assert verdict.status is Status.HOLDS and verdict.certified_by is expected, verdict.to_json()
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("claim_id", [c.id for c in REGISTRY if c.id.startswith("compression.")])
 def test_claims_hold_at_the_full_vocabulary(claim_id):
     """V = 131,072 itself (the witnesses stop at 4,096): one head of D = 32 and 96 tokens per claim. An
@@ -504,9 +529,11 @@ def test_the_ball_judge_decides_what_the_float_tolerance_cannot():
     assert shipped.tolerance < 1e-30
 
 
-def test_an_aligned_head_refutes_a_ky_fan_ceiling_short_by_a_millionth():
+@pytest.mark.parametrize("V", [64, pytest.param(1024, marks=pytest.mark.slow)])
+def test_an_aligned_head_refutes_a_ky_fan_ceiling_short_by_a_millionth(V):
     """c² ≤ (1 − 10⁻⁶)(Ky Fan share) fails only where the head attains the share: the witnesses now
-    include an aligned head of rank below V, and the search draws aligned heads."""
+    include an aligned head of rank below V (and, where V ≤ 64, a full head, Π = I), and the search draws
+    aligned heads."""
     short = declare(
         "user.ky-fan-short",
         statement="c² ≤ (1 − 10⁻⁶) Σ_{i ≤ rank W} σ_i(G)²/‖G‖_F²",
@@ -516,8 +543,9 @@ def test_an_aligned_head_refutes_a_ky_fan_ceiling_short_by_a_millionth():
         cases=claims.batch_gradients,
         register=False,
     )
-    refuted = [v for v in (short.check(i, NUMPY) for i in short.witnesses(1024)) if v.status is Status.VIOLATED]
-    assert refuted and all(v.instance.aligned and v.instance.D < v.instance.V for v in refuted)
+    refuted = [v for v in (short.check(i, NUMPY) for i in short.witnesses(V)) if v.status is Status.VIOLATED]
+    attaining = [v for v in refuted if v.instance.aligned and v.instance.D < v.instance.V]
+    assert attaining and all(v in attaining or v.instance.D == v.instance.V for v in refuted)
     assert search(short, NUMPY, budget=300, seed=0).counterexample is not None
 
 

@@ -13,7 +13,9 @@ import pytest
 
 import rankwall.checks.claims  # noqa: F401  (registers every family)
 from rankwall.checks import fidelity
-from rankwall.checks.fidelity import ROWS, STATEMENTS, Checked, Computed, Kind, Pointer, Recorded, Row, Status
+from rankwall.checks.claims import FAMILY_MODULES
+from rankwall.checks.fidelity import ROWS, STATEMENTS, Checked, Computed, Pointer, Recorded, Row, Status
+from rankwall.checks.statements import Kind
 from rankwall.checks.verdict import REGISTRY
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
@@ -134,9 +136,19 @@ def test_every_theorem_of_the_docs_has_exactly_one_entry_and_vice_versa():
 def test_stable_numbers_are_unique_and_carry_their_page_prefix():
     numbers = [s.number for s in STATEMENTS]
     assert len(set(numbers)) == len(numbers)
+    prefixes: dict[str, set[str]] = {}
     for s in STATEMENTS:
         prefix, serial = s.number.split(".")
-        assert prefix == fidelity.PREFIXES[s.page] and serial.isdigit() and int(serial) >= 1, s.number
+        assert prefix.isupper() and serial.isdigit() and int(serial) >= 1, s.number
+        prefixes.setdefault(s.page, set()).add(prefix)
+    assert all(len(p) == 1 for p in prefixes.values()), f"a page with two prefixes: {prefixes}"
+    assert len({p for ps in prefixes.values() for p in ps}) == len(prefixes), f"two pages share a prefix: {prefixes}"
+
+
+def test_each_family_states_its_own_pages_theorems():
+    for module in FAMILY_MODULES:
+        pages = {s.page for s in getattr(module, "STATEMENTS", ())}
+        assert len(pages) <= 1, f"{module.__name__} states theorems of several pages: {pages}"
 
 
 @pytest.mark.parametrize("statement", STATEMENTS, ids=[s.number for s in STATEMENTS])

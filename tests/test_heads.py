@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import dataclasses
 from fractions import Fraction
 
 import numpy as np
 import pytest
 import torch
+from reference_check import disagreements
 
 import rankwall.checks.claims.heads as hc
+from rankwall.checks import exact
 from rankwall.checks.backends import resolve
 from rankwall.checks.search import search
 from rankwall.checks.strategies import CI_SEARCH_BUDGET
-from rankwall.checks.verdict import REGISTRY, Certification, Status
+from rankwall.checks.verdict import REGISTRY, Certification, RankInterval, Status
 from rankwall.theory import heads as hd
 from rankwall.theory.validation import InputError
 
@@ -284,3 +287,38 @@ def test_rank_of_log_probabilities_is_computed_in_the_backend_and_its_dtype(clai
     assert "(array-api-strict float32)" in single.method and "(numpy float64)" in double.method
     ratio = single.certificate["weyl_margin"] / double.certificate["weyl_margin"]
     assert 0.9 * 2**29 < ratio < 1.1 * 2**29, ratio
+
+
+# ----------------------------------------------------------------- checked measurements (issue 18)
+
+
+def test_a_measure_of_the_wrong_quantity_is_caught_by_the_reference():
+    """Planted: the rank of the logits H_eff Wᵀ (at most d) in place of rank(log P). Every verdict of
+    "rank(log P) ≤ d + 1" still holds; the reference's rank of log P written out in balls (d + 1 where
+    1 ∉ col W) lies outside the planted interval."""
+    claim = REGISTRY["heads.softmax-moc-rank"]
+
+    def logit_rank(case, backend, factor):
+        theta, H = hc.contexts(case)
+        logits = hd.effective_hidden(case.head, theta, H) @ theta.W.T
+        lo = exact.weyl_rank_lower_bound(logits, hc.U)[0]
+        hi = min(case.d, *logits.shape)
+        return RankInterval(min(lo, hi), hi, "SVD of the logits", "the d columns of W").sides(case.d + 1, "upper")[0]
+
+    wrong = dataclasses.replace(claim, measure=logit_rank)
+    witnesses = [i for i in claim.witnesses(16) if i.N == 120 and not i.constant_column][:3]
+    assert witnesses and all(wrong.check(i, NUMPY).status is Status.HOLDS for i in witnesses)
+    assert not disagreements(claim, witnesses, NUMPY)
+    found = disagreements(wrong, witnesses, NUMPY)
+    assert len(found) == len(witnesses) and all("outside the certified" in why for why in found), found
+
+
+def test_the_bounds_carry_a_continuous_closeness():
+    """An integer bound gets a continuous target for the search: log10 σ_{b+1}/σ_1 for rank ≤ b (rounding
+    level where it holds, near 0 once tightened below the rank), −log10 σ_b for b ≤ rank."""
+    softmax, mos = head_instance("softmax"), head_instance("mos")
+    bottleneck, exceeds = REGISTRY["heads.softmax-moc-rank"], REGISTRY["heads.nonlinear-heads-exceed"]
+    holds = bottleneck.measure(softmax, NUMPY, Fraction(1)).certificate["closeness"]
+    tightened = bottleneck.measure(softmax, NUMPY, Fraction(1, 2)).certificate["closeness"]
+    assert holds < -10 < -3 < tightened <= 0, (holds, tightened)
+    assert exceeds.measure(mos, NUMPY, Fraction(1)).certificate["closeness"] < 3

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 from fractions import Fraction
 
 import numpy as np
 import pytest
 import torch
+from reference_check import disagreements
 
 from rankwall.checks import exact
 from rankwall.checks.backends import resolve
@@ -249,9 +251,13 @@ class TestRankClaimsAreCertified:
     )
     def test_each_rank_mutant_is_refuted_by_a_certified_rank(self, claim_id, mutant):
         """rank ≤ 2D − 1 and rank ≤ D fail: exact ranks on integers; on Gaussians the rank pinned at 2D by
-        the SVD's lower end and the factorization's upper end (two-sided)."""
+        the SVD's lower end and the factorization's upper end (two-sided), wherever the rank 2D is attained
+        (2D < min(C, V)); at the edge witnesses where the shape caps the rank below 2D, rank ≤ 2D − 1 holds."""
         planted = REGISTRY[claim_id].mutants[mutant]
-        verdicts = [planted.check(i, NUMPY) for i in planted.witnesses(16)]
+        attained = [i for i in planted.witnesses(16) if 2 * i.D < min(i.contexts, i.V)]
+        capped = [i for i in planted.witnesses(16) if min(i.contexts, i.V) <= 2 * i.D - 1]
+        assert capped and all(planted.check(i, NUMPY).status is Status.HOLDS for i in capped)
+        verdicts = [planted.check(i, NUMPY) for i in attained]
         assert all(v.status is Status.VIOLATED for v in verdicts), [v.to_json() for v in verdicts]
         kinds = {v.certified_by for v in verdicts}
         assert kinds == {Certification.EXACT, Certification.TWO_SIDED}, [v.to_json() for v in verdicts]
@@ -293,31 +299,46 @@ class TestEckartYoungClaims:
             return (G if planted == "G" else np.zeros_like(G)), G
 
         monkeypatch.setattr(uc, "delta_for", delta)
-        monkeypatch.setattr(uc, "exact_delta", lambda i, Gm: Gm if planted == "G" else 0 * Gm)
+        monkeypatch.setattr(uc, "ball_delta", lambda i, G, Gb: Gb if planted == "G" else 0 * Gb)
         claim = REGISTRY[claim_id]
         verdict = claim.check(step_instance(False, "truncated-svd"), NUMPY)
         assert verdict.status is Status.VIOLATED and verdict.certified_by is Certification.TWO_SIDED, verdict.to_json()
-        assert verdict.method.startswith("mpmath")
+        assert verdict.method.startswith("128-bit balls")
 
     @pytest.mark.parametrize(
         ("claim_id", "mutant"),
         [("updates.eckart-young", "one-more-tail-value"), ("updates.eckart-young-attained", "rank-D-truncation")],
     )
-    def test_each_mutant_is_refuted_in_50_digits(self, claim_id, mutant):
-        """One more tail value, or a rank-D truncation, is refuted by the 50-digit judgement."""
+    def test_each_mutant_is_refuted_in_balls(self, claim_id, mutant):
+        """One more tail value, or a rank-D truncation, is refuted by the judgement in balls."""
         planted = REGISTRY[claim_id].mutants[mutant]
         verdicts = [planted.check(i, NUMPY) for i in planted.witnesses(16)]
         violated = [v for v in verdicts if v.status is Status.VIOLATED]
         assert violated and all(v.certified_by is Certification.TWO_SIDED for v in violated)
 
     def test_the_true_claims_say_what_certifies_them(self):
-        """A float margin against the tolerance, or 50 digits: a rounding-model margin, two-sided."""
-        for claim_id, delta in (
-            ("updates.eckart-young", "first-order"),
-            ("updates.eckart-young-attained", "truncated-svd"),
+        """The inequality by its float margin against the tolerance (two-sided); the identity, whose sides
+        agree to the balls' radius, within rounding, with that radius as its tolerance."""
+        for claim_id, delta, certified_by in (
+            ("updates.eckart-young", "first-order", Certification.TWO_SIDED),
+            ("updates.eckart-young-attained", "truncated-svd", Certification.WITHIN_ROUNDING),
         ):
             verdict = REGISTRY[claim_id].check(step_instance(False, delta), NUMPY)
-            assert verdict.status is Status.HOLDS and verdict.certified_by is Certification.TWO_SIDED
+            assert verdict.status is Status.HOLDS and verdict.certified_by is certified_by, verdict.to_json()
+        assert verdict.tolerance < 1e-20
+
+    def test_tied_singular_values_fall_back_to_fifty_digits(self):
+        """G = diag(2, 1, 1) has two equal singular values across the cut at 2D = 2: no certified
+        eigenvector to isolate, so the residual claims are re-decided with 50-digit SVDs (mpmath), and
+        still hold."""
+        instance = uc.Step(3, 3, 1, seed=0, integers=True, delta="truncated-svd")
+        G = np.diag([2, 1, 1])
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(up, "construct_step", lambda *a, **k: (np.ones((3, 1), int), np.ones((3, 1), int), G))
+            assert uc.spectral_projector(uc.ball_matrix(G), G.shape, 2) is None
+            judged = uc.judge_attained(instance, Fraction(1))
+            verdict = REGISTRY["updates.eckart-young-attained"].check(instance, NUMPY)
+        assert judged.method.startswith("mpmath") and verdict.status is Status.HOLDS, verdict.to_json()
 
 
 @pytest.mark.parametrize(
@@ -337,3 +358,83 @@ def test_gaussian_steps_are_computed_in_the_backend_and_its_dtype(claim_id, delt
     else:
         ratio = single.tolerance / double.tolerance
     assert 0.9 * 2**29 < ratio < 1.1 * 2**29, ratio
+
+
+# ----------------------------------------------------------------- checked measurements (issue 18)
+
+
+def test_a_measure_of_the_wrong_quantity_is_caught_by_the_reference():
+    """Planted: the rank of one term, ηGWWᵀ (at most D), in place of the whole first-order update. Every
+    verdict still holds (D ≤ 2D); the reference's exact rank of the update formed in rationals disagrees."""
+    claim = REGISTRY["updates.first-order-rank"]
+
+    def one_term(case, backend, factor):
+        b = uc.built_step(case, backend)
+        lo, hi = exact.weyl_rank_lower_bound(b.G @ b.W @ b.W.T, b.u)[0], min(case.D, *b.G.shape)
+        return uc.RankInterval(min(lo, hi), hi, "SVD of GWWᵀ", "the D columns of W").sides(2 * case.D, "upper")[0]
+
+    wrong = dataclasses.replace(claim, measure=one_term)
+    witnesses = claim.witnesses(16)
+    assert all(wrong.check(i, NUMPY).status is Status.HOLDS for i in witnesses)
+    assert not disagreements(claim, witnesses, NUMPY)
+    found = disagreements(wrong, witnesses, NUMPY)
+    assert found and all("outside the certified" in why for why in found), found[:2]
+
+
+def test_the_equality_case_catches_a_constant_off_by_1e_15():
+    """(1 + 10⁻¹⁵)·tail ≤ ‖cΔ − G‖ fails only where the residual meets the tail: on the witness moved from
+    the truncated SVD by 2⁻³⁰ within its column space (residual above the tail by about 10⁻¹⁸ relatively),
+    which the balls decide and no float margin does; the true claim holds there."""
+    claim = REGISTRY["updates.eckart-young"]
+    near = [i for i in claim.witnesses(16) if i.delta == "near-truncated-svd" and 2 * i.D < min(i.contexts, i.V)]
+    assert near
+    factor = 1 + Fraction(1, 10**15)
+    for instance in near:
+        measured = claim.measure(instance, NUMPY, factor)
+        assert abs(measured.rhs - measured.lhs) <= measured.tolerance
+        assert claim.check(instance, NUMPY, factor).status is Status.VIOLATED
+        assert claim.check(instance, NUMPY).status is Status.HOLDS
+
+
+def test_rank_measurements_carry_a_continuous_closeness():
+    """The integer bound gets a continuous target for the search: log10 σ_{b+1}/σ_1, far below 0 when the
+    rank is at most b (rounding level) and 0 or near it when the (b+1)-th value is genuine."""
+    claim = REGISTRY["updates.first-order-rank"]
+    for integers in (False, True):
+        instance = step_instance(integers)
+        holds = claim.measure(instance, NUMPY, Fraction(1)).certificate["closeness"]
+        tightened = claim.measure(instance, NUMPY, Fraction(1, 2)).certificate["closeness"]
+        assert holds < -10 < -3 < tightened <= 0, (holds, tightened)
+
+
+def test_a_zero_tail_is_decided_exactly():
+    """At 2D ≥ min(C, V) the tail is 0 and Δ rational: the judge decides the residual claims in exact
+    rationals (the attained identity exactly equal; a candidate's residual exactly positive, or exactly 0
+    where Δ is a multiple of G), and the attained identity's verdict is exact."""
+    for claim_id in ("updates.eckart-young", "updates.eckart-young-attained"):
+        claim = REGISTRY[claim_id]
+        zero = [i for i in claim.witnesses(16) if 2 * i.D >= min(i.contexts, i.V)]
+        judged = [claim.judge_exactly(i, Fraction(1)) for i in zero]
+        assert zero and all(j.method.startswith("exact rationals") and j.radius == 0 and j.lhs == 0 for j in judged)
+        assert all(j.sign in (0, 1) for j in judged)
+    attained = REGISTRY["updates.eckart-young-attained"]
+    verdicts = [attained.check(i, NUMPY) for i in attained.witnesses(16) if 2 * i.D >= min(i.contexts, i.V)]
+    assert all(v.status is Status.HOLDS and v.certified_by is Certification.EXACT for v in verdicts)
+
+
+def test_verify_at_1024_adds_a_step_at_1024():
+    """verify at V ≥ 49 adds a step at V itself (up to 1,024): the margins grow with V; the Gaussian one
+    holds for the first-order rank (the other claims: the slow test below)."""
+    for claim in (c for c in REGISTRY if c.id.startswith("updates.")):
+        assert [i for i in claim.witnesses(1024) if i.V == 1024], claim.id
+    claim = REGISTRY["updates.first-order-rank"]
+    large = [i for i in claim.witnesses(1024) if i.V == 1024 and not i.integers]
+    assert large and all(claim.check(i, NUMPY).status is Status.HOLDS for i in large)
+
+
+@pytest.mark.slow
+def test_a_large_vocabulary_witness_holds():
+    """Every updates claim holds on its witnesses at V = 1,024 (about 15 s)."""
+    for claim in (c for c in REGISTRY if c.id.startswith("updates.")):
+        large = [i for i in claim.witnesses(1024) if i.V == 1024]
+        assert large and all(claim.check(i, NUMPY).status is Status.HOLDS for i in large), claim.id

@@ -15,6 +15,7 @@ from rankwall.checks import exact, exact_softmax, tolerance
 from rankwall.checks.verdict import (
     REGISTRY,
     Case,
+    Certification,
     Claim,
     Judgement,
     Measurement,
@@ -88,8 +89,16 @@ class TestDecisionProcedure:
         assert claim.check(INSTANCE, backend=None).status is Status.INCONCLUSIVE
 
     def test_identity_holds_to_rounding_and_fails_only_exactly(self):
-        close = toy_claim(Relation.EQUAL, Measurement(1.0, 1.0 + 1e-16, 1e-15, "float64"), None)
-        assert close.check(INSTANCE, backend=None).status is Status.HOLDS
+        close_sides = Measurement(1.0, 1.0 + 1e-16, 1e-15, "float64")
+        unjudged = toy_claim(Relation.EQUAL, close_sides, None).check(INSTANCE, backend=None, exact=False)
+        assert unjudged.status is Status.HOLDS and unjudged.certified_by is Certification.WITHIN_ROUNDING
+        equal = toy_claim(Relation.EQUAL, close_sides, Judgement(1, 1, 0, "exact")).check(INSTANCE, backend=None)
+        assert equal.status is Status.HOLDS and equal.method == "exact"
+        near = toy_claim(Relation.EQUAL, close_sides, Judgement(1.0, 1.0, None, "interval", radius=1e-30))
+        near_verdict = near.check(INSTANCE, backend=None)
+        assert near_verdict.status is Status.HOLDS and near_verdict.certified_by is Certification.WITHIN_ROUNDING
+        different = toy_claim(Relation.EQUAL, close_sides, Judgement(1, 2, 1, "exact"))
+        assert different.check(INSTANCE, backend=None).status is Status.VIOLATED
         far = toy_claim(Relation.EQUAL, Measurement(1.0, 2.0, 1e-15, "float64"), Judgement(1, 2, 1, "exact"))
         assert far.check(INSTANCE, backend=None).status is Status.VIOLATED
 

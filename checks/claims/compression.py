@@ -28,6 +28,7 @@ from __future__ import annotations
 
 #: The public API of the family: its case types, the Cases bundles its claims range over, its quantities.
 __all__ = [
+    "STATEMENTS",
     "BatchGradient",
     "aligned_heads",
     "batch_gradients",
@@ -55,6 +56,7 @@ from hypothesis import strategies as st
 from rankwall.checks import exact, tolerance
 from rankwall.checks.backends import Backend, float64_copy, singular_values
 from rankwall.checks.quantities import Context, Measured, quantity
+from rankwall.checks.statements import Kind, Statement
 from rankwall.checks.toolkit import Cases, Family, Reference, numpy_float64, planted_exactly, planted_side, two_sided
 from rankwall.checks.verdict import (
     EXACT_IDENTITY_V,
@@ -1030,4 +1032,15 @@ efficiency.with_mutant(
     # Where the head spans G's rows the mutant fails only to second order in the alignment (about 1e-32):
     # certified exactly, but no float side could show it, so its witnesses are the others.
     witnesses=lambda V: [i for i in _witnesses(V) if not (i.aligned and i.D >= min(i.tokens, i.V))],
+)
+
+#: The theorems and lemmas of ``docs/compression.md`` (collected by ``checks/fidelity.py``).
+_TESTS = "tests/test_compression.py::"
+STATEMENTS: tuple[Statement, ...] = (
+    Statement("thm-compression", "CO.1", "compression", "seed 000, Eq. 1 (lost), §3.3, §3.4", Kind.NEW,
+              ("compression.pythagoras", "compression.ky-fan", "compression.ky-fan-attained",
+               "compression.update-efficiency"),
+              (_TESTS + "TestProjection", _TESTS + "TestEquationOne", _TESTS + "TestEnclosuresHoldTheExactQuantities",
+               "tests/test_efficiency_anatomy.py::test_kernel_times_anisotropy_is_the_total"),
+              "(c) in its strongest form, e_H <= c||G||_F"),
 )

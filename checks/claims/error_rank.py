@@ -44,6 +44,7 @@ from __future__ import annotations
 
 #: The public API of the family: its case types, the Cases bundles its claims range over, its quantities.
 __all__ = [
+    "STATEMENTS",
     "CorpusContinuations",
     "Factors",
     "LowRank",
@@ -86,6 +87,7 @@ from rankwall.checks import exact, tolerance
 from rankwall.checks.backends import Backend, float64_copy
 from rankwall.checks.data import characters, read_corpus, words
 from rankwall.checks.quantities import Context, quantity
+from rankwall.checks.statements import Kind, Statement
 from rankwall.checks.toolkit import Cases, Family, Reference, numpy_float64, planted_side
 from rankwall.checks.verdict import (
     Case,
@@ -1733,4 +1735,30 @@ bottleneck.with_mutant(
     statement="rank(log softmax(HWᵀ)) ≤ d  (false: the normaliser adds the direction 1)",
     measure=lambda i, b, f: measure_bottleneck(i, b, f, extra=-1),
     judge_exactly=lambda i, f: judge_bottleneck(i, f, extra=-1),
+)
+
+#: The theorems and lemmas of ``docs/error_rank.md`` (collected by ``checks/fidelity.py``).
+_TESTS = "tests/test_error_rank.py::"
+STATEMENTS: tuple[Statement, ...] = (
+    Statement("thm-unique", "ER.1", "error_rank", "seed 000, Prop. A.5 (statement lost, proof B.2 empty; §2.2 sketch)",
+              Kind.RECONSTRUCTED, ("error-rank.unique-continuation",), (_TESTS + "TestUniqueContinuationsForceRank",),
+              "positivity of P named; the proof is ours"),
+    Statement("thm-attracting", "ER.2", "error_rank", "seed 000, B.3 (\"Laplacian of a connected graph\")",
+              Kind.NEW, ("error-rank.attracting-components",), (_TESTS + "TestWhereTheSeedsStatementStops",),
+              "the precise form of the case k = V"),
+    Statement("thm-wcdd", "ER.3", "error_rank", "none (Shivakumar and Chew 1974)", Kind.NEW, ("error-rank.wcdd",),
+              (_TESTS + "TestWhereTheSeedsStatementStops", _TESTS + "TestMutantsAreRefutedThroughTheirMeasurement"),
+              "both directions proved for S - I, S substochastic"),
+    Statement("thm-batch", "ER.4", "error_rank", "seed 000, Prop. A.7 (statement lost; proof B.3; condition (9) lost)",
+              Kind.CORRECTED, ("error-rank.mini-batch",),
+              (_TESTS + "TestMiniBatches", _TESTS + "TestMiniBatchHypothesisAndConclusions"),
+              "signs only on the support of Ñ; the rank part needs no closeness"),
+    Statement("thm-batch-corollary", "ER.5", "error_rank", "seed 000, Cor. A.8 (statement lost, only cited)",
+              Kind.RECONSTRUCTED, ("error-rank.mini-batch", "updates.eckart-young"), (),
+              "checked through its two ingredients, not as one claim"),
+    Statement("thm-logprob", "ER.6", "error_rank",
+              "seed 000, Cor. A.3 (statement lost, proof kept); seed 001, Property 2 and Corollary 1", Kind.CORRECTED,
+              ("logprob-rank.log-softmax", "logprob-rank.row-shift", "logprob-rank.bottleneck"),
+              (_TESTS + "TestLogProbabilities", _TESTS + "TestRowShiftIsExactOnIntegers"),
+              "d + 1 without an output bias, d + 2 with one; P* > 0"),
 )

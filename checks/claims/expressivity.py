@@ -31,6 +31,7 @@ from __future__ import annotations
 
 #: The public API of the family: its case types, the Cases bundles its claims range over, its quantities.
 __all__ = [
+    "STATEMENTS",
     "ArgmaxHeadCase",
     "GibbsCase",
     "TangentCase",
@@ -59,6 +60,7 @@ from hypothesis import strategies as st
 from rankwall.checks import exact, tolerance
 from rankwall.checks.backends import Backend, float64_copy
 from rankwall.checks.quantities import Context, Measured, quantity
+from rankwall.checks.statements import Kind, Statement
 from rankwall.checks.toolkit import Cases, Family, Reference, left_to_the_exact_route, numpy_float64, planted_side
 from rankwall.checks.verdict import Case, Certification, Judgement, Measurement, RankInterval, Relation
 from rankwall.theory import error_rank as er
@@ -1282,4 +1284,22 @@ argmax_vs_hull.with_mutant(
     "every token of every head is argmaxable  (false: a row inside the convex hull never wins)",
     **count_claim(never_decision),
     witnesses=lambda V: [ArgmaxHeadCase(V=50, D=3, seed=0, interior=2)],
+)
+
+#: The theorems and lemmas of ``docs/expressivity.md`` (collected by ``checks/fidelity.py``).
+_TESTS = "tests/test_expressivity.py::"
+STATEMENTS: tuple[Statement, ...] = (
+    Statement("thm-gibbs", "EX.1", "expressivity", "seed 000, Prop. A.2 (statement lost)", Kind.RECONSTRUCTED,
+              ("expressivity.gibbs",), (_TESTS + "TestGibbs", _TESTS + "TestGibbsCanFail")),
+    Statement("thm-top1", "EX.2", "expressivity", "seed 000, §2.1, Prop. A.4 (statement lost), B.1",
+              Kind.RECONSTRUCTED, ("expressivity.top1-witness",),
+              (_TESTS + "TestCircleWitness", _TESTS + "TestTop1WitnessCanFail"),
+              "exact top-1 probability on (1/V, 1); epsilon only at 1"),
+    Statement("thm-d1", "EX.3", "expressivity", "seed 000, §2.1 (\"when D >= 2\")", Kind.NEW,
+              ("expressivity.d1-bias-argmax",), (_TESTS + "TestDimensionOne", _TESTS + "TestD1BiasArgmaxCanFail"),
+              "V = 2 needs D = 1; for V >= 3, D = 1 fails with or without a bias"),
+    Statement("thm-argmaxable", "EX.4", "expressivity", "seed 001, \"What happened to the idea\"", Kind.NEW,
+              ("expressivity.argmaxable-vs-hull",),
+              (_TESTS + "TestArgmaxableTokens", _TESTS + "TestCertifiedArgmax",
+               _TESTS + "TestArgmaxableVsHullCanFail")),
 )

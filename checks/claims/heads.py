@@ -24,6 +24,7 @@ from __future__ import annotations
 
 #: The public API of the family: its case types, the Cases bundles its claims range over, its quantities.
 __all__ = [
+    "STATEMENTS",
     "HeadCase",
     "contexts_count",
     "every_head",
@@ -35,6 +36,8 @@ __all__ = [
     "vocabulary",
 ]
 
+import functools
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
@@ -48,7 +51,8 @@ from hypothesis import strategies as st
 from rankwall.checks import exact, tolerance, toolkit
 from rankwall.checks.backends import Backend, float64_copy
 from rankwall.checks.quantities import quantity
-from rankwall.checks.toolkit import Cases, Family, numpy_float64, planted_side
+from rankwall.checks.statements import Kind, Statement
+from rankwall.checks.toolkit import Cases, Family, Reference, numpy_float64, planted_side
 from rankwall.checks.verdict import Case, Judgement, Measurement, RankInterval, Relation, tightened_integer_bound
 from rankwall.theory import heads as hd
 from rankwall.theory.validation import InputError
@@ -74,18 +78,37 @@ class HeadCase(Case):
     constant_column: bool = False
 
 
+#: Vocabulary sizes the search reaches beyond 150 (one draw in twelve): the margins grow with V.
+LARGE_VOCABULARIES = (512, 2048)
+#: The logit scales (the nonlinear heads' domain starts at 1).
+SCALES = (0.3, 1.0, 3.0, 10.0)
+
+
 @st.composite
-def head_instances(draw: Any, heads: tuple[str, ...], K_min: int = 1, scale_min: float = 0.3) -> HeadCase:
-    """A head, its sizes (N contexts, V tokens, hidden size d, K latents) and logit scale."""
-    d = draw(st.integers(1, 10))
+def head_instances(
+    draw: Any, heads: tuple[str, ...], K_min: int = 1, scale_min: float = 0.3, V_min: int | None = None
+) -> HeadCase:
+    """A head, its sizes (N contexts, V tokens, hidden size d, K latents) and logit scale. The edges come
+    with real probability: d = 1, N = d + 2 and V = d + 2 (the least at which rank d + 2 is possible; from
+    ``V_min`` instead where a claim has no such floor), the least K, both ends of the scales, and V of 512
+    or 2,048."""
+    d = draw(st.one_of(st.just(1), st.integers(1, 10)))
+    low = d + 2 if V_min is None else V_min
+    tier = draw(st.integers(0, 11))
+    if tier < 2:
+        V = draw(st.integers(low, d + 2))
+    elif tier < 11:
+        V = draw(st.integers(low, 150))
+    else:
+        V = draw(st.sampled_from(LARGE_VOCABULARIES))
     return HeadCase(
         head=draw(st.sampled_from(heads)),
-        N=draw(st.integers(d + 2, 80)),
-        V=draw(st.integers(d + 2, 150)),
+        N=draw(st.one_of(st.just(d + 2), st.integers(d + 2, 80))),
+        V=V,
         d=d,
-        K=draw(st.integers(K_min, 8)),
+        K=draw(st.one_of(st.just(K_min), st.integers(K_min, 8))),
         seed=draw(st.integers(0, 2**16)),
-        scale=draw(st.sampled_from([s for s in (0.3, 1.0, 3.0, 10.0) if s >= scale_min])),
+        scale=draw(st.sampled_from([s for s in SCALES if s >= scale_min])),
     )
 
 
@@ -135,10 +158,10 @@ def build(case: HeadCase, backend: Backend) -> Built:
 # --------------------------------------------------------------------------- certified rank intervals
 
 
-def certified_lower_rank(A: Any, entry_error: float, u: float) -> tuple[int, float]:
-    """A certified lower bound on rank A and its Weyl margin, from A's singular values computed in its
-    namespace (:func:`rankwall.checks.exact.weyl_rank_lower_bound`)."""
-    return exact.weyl_rank_lower_bound(A, u, entry_error=entry_error)[:2]
+def certified_lower_rank(A: Any, entry_error: float, u: float) -> tuple[int, float, np.ndarray]:
+    """A certified lower bound on rank A, its Weyl margin and the singular values it read, from A's singular
+    values computed in its namespace (:func:`rankwall.checks.exact.weyl_rank_lower_bound`)."""
+    return exact.weyl_rank_lower_bound(A, u, entry_error=entry_error)
 
 
 def exact_rank(rows: Sequence[Sequence[Any]], columns: int) -> int:
@@ -203,9 +226,9 @@ def factorization_residual(L: Any, H_eff: Any, W: Any, K: int, u: float) -> tupl
     return float(np.linalg.norm(float64_copy(L - recomputed))), bound
 
 
-def log_probability_lower(case: HeadCase, built: Built) -> tuple[int, float]:
+def log_probability_lower(case: HeadCase, built: Built) -> tuple[int, float, np.ndarray]:
     """Certified lower bound on rank(log P): the backend's SVD + Weyl margin, with the head's rounding
-    bound at the backend's unit roundoff."""
+    bound at the backend's unit roundoff; with the margin and the singular values it read."""
     logit_bound = logit_magnitude(built.theta_np.W, float64_copy(built.H))
     entry_error = tolerance.head_log_probability_error(float64_copy(built.L), logit_bound, case.K, built.u)
     return certified_lower_rank(built.L, entry_error, built.u)
@@ -232,17 +255,47 @@ def log_probability_upper(case: HeadCase, built: Built) -> tuple[int, str, dict[
 def log_probability_interval(case: HeadCase, backend: Backend | None = None) -> RankInterval:
     """Both certified ends of rank(log P) over the case's N contexts, computed in the backend (NumPy
     float64 by default)."""
+    return spectral_log_probability_interval(case, backend)[0]
+
+
+def spectral_log_probability_interval(case: HeadCase, backend: Backend | None = None) -> tuple[RankInterval, Any]:
+    """:func:`log_probability_interval` and the singular values of log P it read (for :func:`rank_closeness`)."""
     built = build(case, numpy_float64() if backend is None else backend)
-    lo, margin = log_probability_lower(case, built)
+    lo, margin, sigma = log_probability_lower(case, built)
     hi, how, certificate = log_probability_upper(case, built)
     lower = f"SVD + Weyl margin ({built.label})"
-    return RankInterval(lo, hi, lower, how, certificate={"weyl_margin": margin, **certificate}, trust_lower=True)
+    certificate = {"weyl_margin": margin, **certificate}
+    return RankInterval(lo, hi, lower, how, certificate=certificate, trust_lower=True), sigma
+
+
+def rank_closeness(sigma: np.ndarray, bound: int, direction: str) -> float:
+    """How near a rank bound comes to failing, for the search's ``target()``, from the relative singular
+    values s_i = σ_i/σ_1 of the matrix: "rank ≤ b" fails as s_{b+1} grows, so log10 s_{b+1} (-400 where
+    there is none); "b ≤ rank" fails as s_b vanishes, so -log10 s_b (400 where b exceeds the shape); an
+    identity "rank = b", the larger of log10 s_{b+1} and -16 - log10 s_b (the second from a float64 unit
+    roundoff's sixteen decades, where a vanishing s_b is first seen)."""
+    relative = np.asarray(sigma, dtype=np.float64) / float(sigma[0]) if len(sigma) and sigma[0] > 0 else np.zeros(0)
+
+    def logs(i: int, missing: float) -> float:
+        return math.log10(max(float(relative[i]), 1e-300)) if 0 <= i < len(relative) else missing
+
+    if direction == "upper":
+        return max(logs(bound, -400.0), -400.0)
+    if direction == "lower":
+        return 0.0 if bound <= 0 else min(-logs(bound - 1, -400.0), 400.0)
+    return max(logs(bound, -400.0), -16.0 - logs(bound - 1, -400.0) if bound > 0 else -400.0)
+
+
+def _with_closeness(interval: RankInterval, sigma: Any, bound: int, direction: str) -> RankInterval:
+    closeness = rank_closeness(sigma, bound, direction)
+    return replace(interval, certificate={**interval.certificate, "closeness": closeness})
 
 
 def measure_bottleneck(case: HeadCase, backend: Backend, factor: Fraction) -> Measurement:
     """rank(log P) ≤ d + 1 for softmax and MoC (tightened: ≤ ⌈F (d + 1)⌉ - 1)."""
     bound = tightened_integer_bound(case.d + 1, factor, "upper")
-    return log_probability_interval(case, backend).sides(bound, "upper")[0]
+    interval, sigma = spectral_log_probability_interval(case, backend)
+    return _with_closeness(interval, sigma, bound, "upper").sides(bound, "upper")[0]
 
 
 def judge_bottleneck(case: HeadCase, factor: Fraction) -> Judgement:
@@ -254,7 +307,8 @@ def judge_bottleneck(case: HeadCase, factor: Fraction) -> Judgement:
 def measure_exceeds(case: HeadCase, backend: Backend, factor: Fraction) -> Measurement:
     """d + 2 ≤ rank(log P) for the nonlinear heads (tightened: ⌊F (d + 2)⌋ + 1 ≤ rank)."""
     bound = tightened_integer_bound(case.d + 2, factor, "lower")
-    return log_probability_interval(case, backend).sides(bound, "lower")[0]
+    interval, sigma = spectral_log_probability_interval(case, backend)
+    return _with_closeness(interval, sigma, bound, "lower").sides(bound, "lower")[0]
 
 
 def judge_exceeds(case: HeadCase, factor: Fraction) -> Judgement:
@@ -400,13 +454,19 @@ def jacobian_interval(case: HeadCase) -> RankInterval:
     """Certified ends of rank ∂ log p/∂h at the first context: lower from the SVD of the autograd
     Jacobian above its Weyl margin (forming error γ_{V+K(d+2)+32} times the magnitude bound of
     :func:`jacobian_magnitude`), upper from :func:`jacobian_upper`."""
+    return spectral_jacobian_interval(case)[0]
+
+
+def spectral_jacobian_interval(case: HeadCase) -> tuple[RankInterval, np.ndarray]:
+    """:func:`jacobian_interval` and the singular values of the autograd Jacobian it read."""
     theta, H = contexts(case)
     h = H[0]
     J = autograd_jacobian(case.head, theta, h)
     forming = tolerance.gamma(case.V + case.K * (case.d + 2) + 32, U)
-    lo, margin = certified_lower_rank(J, forming * float(np.linalg.norm(jacobian_magnitude(case.head, theta, h))), U)
+    error = forming * float(np.linalg.norm(jacobian_magnitude(case.head, theta, h)))
+    lo, margin, sigma = certified_lower_rank(J, error, U)
     hi, how = jacobian_upper(case.head, theta, h, np.asarray(hd.log_probabilities(case.head, theta, h)))
-    return RankInterval(
+    interval = RankInterval(
         lo,
         hi,
         "SVD of the float64 autograd Jacobian + Weyl margin",
@@ -414,14 +474,16 @@ def jacobian_interval(case: HeadCase) -> RankInterval:
         certificate={"weyl_margin": margin},
         trust_lower=True,
     )
+    return interval, sigma
 
 
 def _jacobian_decision(case: HeadCase, claimed: ClaimedRank, factor: Fraction) -> tuple[Measurement, Judgement]:
     theta, H = contexts(case)
     value, how = claimed(case.head, theta, H[0])
-    interval = jacobian_interval(case)
-    interval = replace(interval, certificate={**interval.certificate, "claimed": how})
-    return interval.sides(planted_side(value, factor), "equal")
+    stated = planted_side(value, factor)
+    interval, sigma = spectral_jacobian_interval(case)
+    certificate = {**interval.certificate, "claimed": how, "closeness": rank_closeness(sigma, stated, "equal")}
+    return replace(interval, certificate=certificate).sides(stated, "equal")
 
 
 def measure_jacobian(
@@ -433,6 +495,177 @@ def measure_jacobian(
 
 def judge_jacobian(case: HeadCase, factor: Fraction, claimed: ClaimedRank = claimed_jacobian_rank) -> Judgement:
     return _jacobian_decision(case, claimed, factor)[1]
+
+
+# --------------------------------------------------------------------------- references
+#
+# Both sides the slow, obviously right way, sharing no code with the measures: the heads written out
+# again, entry by entry, in python-flint balls at 256 bits on the parameters and contexts as the backend
+# rounded them (read exactly); a rank as the number of pivots of a complete-pivoting elimination of the
+# dense matrix in balls that stay above 2^-60 of the first (the exact log-probabilities of a softmax have
+# rank d + 1 exactly, so their further pivots are rounding noise near 2^-256; a generic nonlinear head's
+# are of order one); the Jacobian by central differences of the ball log-probabilities with a step of
+# 2^-80 (truncation error near 2^-160); the claimed Jacobian ranks from the statement's formulas, with
+# exact ranks over Q of W and its rows.
+
+REFERENCE_BITS = 256
+#: A pivot below this fraction of the first counts as zero in a reference rank.
+REFERENCE_PIVOT = 2.0**-60
+#: The step of the reference's central differences.
+REFERENCE_STEP = 2.0**-80
+
+
+def _balls(values: Any) -> list[Any]:
+    return [flint.arb(float(v)) for v in np.asarray(values, dtype=np.float64).ravel()]
+
+
+def _lse(values: list[Any]) -> Any:
+    top = max(values, key=lambda x: x.mid())
+    return top + sum(((v - top).exp() for v in values), flint.arb(0)).log()
+
+
+def _dot(row: list[Any], h: list[Any]) -> Any:
+    return sum((a * b for a, b in zip(row, h, strict=True)), flint.arb(0))
+
+
+def reference_log_probabilities(head: str, W: list[list[Any]], P: Any, U: Any, h: list[Any]) -> list[Any]:
+    """log p(h) of one head in balls, written out from its definition (see :mod:`rankwall.theory.heads`)."""
+    K = len(P)
+    if head in ("softmax", "sigsoftmax", "piecewise-linear"):
+        z = [_dot(row, h) for row in W]
+        if head == "softmax":
+            total = _lse(z)
+            return [x - total for x in z]
+        if head == "sigsoftmax":
+            scores = [x - (1 + (-x).exp()).log() for x in z]  # z + log σ(z)
+            total = _lse(scores)
+            return [x - total for x in scores]
+        floor = flint.arb(hd.PIECEWISE_FLOOR)
+        weights = [floor + (x if x > 0 else flint.arb(0) if x < 0 else flint.arb(0).union(x.upper())) for x in z]
+        total = sum(weights, flint.arb(0)).log()
+        return [w.log() - total for w in weights]
+    latent = [[_dot(row, h).tanh() for row in P[k]] for k in range(K)]
+    prior_scores = [_dot(U[k], h) for k in range(K)]
+    prior_total = _lse(prior_scores)
+    log_prior = [x - prior_total for x in prior_scores]
+    if head == "moc":
+        mixed = [sum((log_prior[k].exp() * latent[k][j] for k in range(K)), flint.arb(0)) for j in range(len(h))]
+        z = [_dot(row, mixed) for row in W]
+        total = _lse(z)
+        return [x - total for x in z]
+    components = []
+    for k in range(K):
+        z = [_dot(row, latent[k]) for row in W]
+        total = _lse(z)
+        components.append([log_prior[k] + x - total for x in z])
+    return [_lse([components[k][i] for k in range(K)]) for i in range(len(W))]
+
+
+def reference_rank(rows: list[list[Any]]) -> int:
+    """The rank of a ball matrix M as the number of diagonal pivots of a pivoted Cholesky elimination of its
+    smaller Gram matrix (MMᵀ or MᵀM, of the same rank) that stay above :data:`REFERENCE_PIVOT`² of the first."""
+    M = flint.arb_mat(rows)
+    gram = M.transpose() * M if M.ncols() <= M.nrows() else M * M.transpose()
+    n = gram.nrows()
+    A = [[gram[i, j] for j in range(n)] for i in range(n)]
+    active, rank, first = list(range(n)), 0, None
+    while active:
+        k = max(active, key=lambda i: A[i][i].mid())
+        pivot = A[k][k]
+        first = pivot.mid() if first is None else first
+        if not pivot.mid() > REFERENCE_PIVOT**2 * first:
+            break
+        rank += 1
+        active.remove(k)
+        for i in active:
+            ratio = A[i][k] / pivot
+            for j in active:
+                A[i][j] -= ratio * A[k][j]
+    return rank
+
+
+def reference_parameters(case: HeadCase, backend: Backend) -> tuple[np.ndarray, ...]:
+    """W, P, U and the contexts H as the backend rounded them, in float64 NumPy (exactly)."""
+    theta, H = contexts(case)
+    return tuple(float64_copy(backend.asarray(M)) for M in (theta.W, theta.P, theta.U, H))
+
+
+def _ball_parameters(W: np.ndarray, P: np.ndarray, U: np.ndarray) -> tuple[list[list[Any]], Any, Any]:
+    return [_balls(row) for row in W], [[_balls(row) for row in Pk] for Pk in P], [_balls(row) for row in U]
+
+
+def _log_probability_reference(case: HeadCase, backend: Backend) -> int:
+    return _log_probability_rank(case.head, *((M.tobytes(), M.shape) for M in reference_parameters(case, backend)))
+
+
+@functools.lru_cache(maxsize=256)
+def _log_probability_rank(head: str, *arrays: tuple[bytes, tuple[int, ...]]) -> int:
+    W, P, U, H = (np.frombuffer(data, dtype=np.float64).reshape(shape) for data, shape in arrays)
+    with exact.precision(REFERENCE_BITS):
+        Wb, Pb, Ub = _ball_parameters(W, P, U)
+        return reference_rank([reference_log_probabilities(head, Wb, Pb, Ub, _balls(h)) for h in H])
+
+
+def bottleneck_reference(case: HeadCase, backend: Backend) -> Reference:
+    rank = _log_probability_reference(case, backend)
+    return Reference(rank, case.d + 1, "the rank of the log-probabilities written out in 256-bit balls")
+
+
+def exceeds_reference(case: HeadCase, backend: Backend) -> Reference:
+    rank = _log_probability_reference(case, backend)
+    return Reference(case.d + 2, rank, "the rank of the log-probabilities written out in 256-bit balls")
+
+
+def _rational_rank(rows: list[list[Any]]) -> int:
+    if not rows or not rows[0]:
+        return 0
+    exact_entries = (
+        x if isinstance(x, flint.fmpq) else flint.fmpq(*float(x).as_integer_ratio()) for r in rows for x in r
+    )
+    return flint.fmpq_mat(len(rows), len(rows[0]), list(exact_entries)).rank()
+
+
+def jacobian_reference(case: HeadCase, backend: Backend) -> Reference:
+    """rank ∂ log p/∂h at the first context by central differences in balls, against the statement's value:
+    rank_Q [W, 1] − 1 for softmax, MoC and MoS with K = 1; for the piecewise-linear head rank_Q W_S (S the
+    positive logits), or rank_Q [GW, 1] − 1 with G = diag(1/(ε + z_i)) when every logit is positive;
+    min(rank_Q W, V − 1) for sigsoftmax; min(d, V − 1) for MoS with K ≥ 2."""
+    theta, H = contexts(case)
+    V, d = theta.W.shape
+    with exact.precision(REFERENCE_BITS):
+        W, P, U = _ball_parameters(theta.W, theta.P, theta.U)
+        h = _balls(H[0])
+        step = flint.arb(REFERENCE_STEP)
+        columns = []
+        for j in range(d):
+            ahead = [x + step if i == j else x for i, x in enumerate(h)]
+            behind = [x - step if i == j else x for i, x in enumerate(h)]
+            upper = reference_log_probabilities(case.head, W, P, U, ahead)
+            lower = reference_log_probabilities(case.head, W, P, U, behind)
+            columns.append([(a - b) / (2 * step) for a, b in zip(upper, lower, strict=True)])
+        rank = reference_rank([[columns[j][i] for j in range(d)] for i in range(V)])
+        Wf = theta.W
+        if case.head == "softmax" or case.head == "moc" or (case.head == "mos" and case.K == 1):
+            stated = _rational_rank([[*row, 1.0] for row in Wf]) - 1
+        elif case.head == "piecewise-linear":
+            z = [_dot(row, h) for row in W]
+            positive = [i for i, x in enumerate(z) if x > 0]
+            if len(positive) < V:
+                stated = _rational_rank([list(Wf[i]) for i in positive])
+            else:
+                floor = flint.fmpq(*hd.PIECEWISE_FLOOR.as_integer_ratio())
+                Wq = [[flint.fmpq(*float(x).as_integer_ratio()) for x in row] for row in Wf]
+                hq = [flint.fmpq(*float(x).as_integer_ratio()) for x in H[0]]
+                scaled = []
+                for row in Wq:
+                    g = 1 / (floor + sum((a * b for a, b in zip(row, hq, strict=True)), flint.fmpq(0)))
+                    scaled.append([g * x for x in row] + [flint.fmpq(1)])
+                stated = _rational_rank(scaled) - 1
+        elif case.head == "sigsoftmax":
+            stated = min(_rational_rank([list(row) for row in Wf]), V - 1)
+        else:
+            stated = min(d, V - 1)
+    return Reference(rank, stated, "central differences of the log-probabilities in 256-bit balls, ranks over Q")
 
 
 # --------------------------------------------------------------------------- quantities (the public API)
@@ -475,16 +708,63 @@ def _witnesses(
     V: int, heads: tuple[str, ...], Ks: tuple[int, ...], *, gap: int | None, constant: bool = False
 ) -> list[HeadCase]:
     """Gaussian heads at d = 1, 2, 8 (with d + gap ≤ V unless ``gap`` is None), V capped at 400, N = 120
-    contexts; with ``constant``, also W with a constant column (d ≥ 2: at d = 1 all logits would be equal)."""
-    V = min(V, 400)
-    return [
-        HeadCase(head=head, N=120, V=V, d=d, K=K, seed=d + K, scale=3.0, constant_column=c)
+    contexts; with ``constant``, also W with a constant column (d ≥ 2: at d = 1 all logits would be equal).
+    Then the edges, one per head at d = 2 (d = 1 where V is too small): N = d + gap contexts (the least at
+    which the rank can exceed d + 1), logit scale 1 and 10, V itself up to 2,048, and a hidden size as
+    large as V allows (V = d + gap; for the Jacobian, d = 8 whatever V, so that V ≤ d at small V)."""
+    small = min(V, 400)
+    cases = [
+        HeadCase(head=head, N=120, V=small, d=d, K=K, seed=d + K, scale=3.0, constant_column=c)
         for head in heads
         for d in (1, 2, 8)
         for K in Ks
         for c in ((False, True) if constant and d >= 2 else (False,))
-        if gap is None or d + gap <= V
+        if gap is None or d + gap <= small
     ]
+    least = 2 if gap is None else gap
+    edge_d = 2 if gap is None or 2 + gap <= small else 1
+    widest = 8 if gap is None else min(8, small - gap)
+    for head in heads:
+        K = Ks[0]
+        if gap is not None and edge_d + gap > small:
+            continue
+        cases += [
+            HeadCase(head=head, N=edge_d + least, V=small, d=edge_d, K=K, seed=11),
+            HeadCase(head=head, N=40, V=small, d=edge_d, K=K, seed=12, scale=1.0),
+            HeadCase(head=head, N=40, V=small, d=edge_d, K=K, seed=13, scale=10.0),
+            HeadCase(head=head, N=40, V=min(V, 2048), d=edge_d, K=K, seed=14, scale=3.0),
+        ]
+        if widest >= 1:
+            cases.append(HeadCase(head=head, N=widest + least, V=small, d=widest, K=K, seed=15, scale=3.0))
+    return list(dict.fromkeys(cases))
+
+
+def random_heads(
+    V: int, n: int, seed: int, heads: tuple[str, ...], K_min: int = 1, gap: int = 1, scale_min: float = 0.3
+) -> list[HeadCase]:
+    """``n`` drawn heads at vocabulary size V (capped at 400), seeded NumPy draws: d from 1 to
+    min(8, V - gap), N from d + 2 to 80 contexts, K from ``K_min`` to 8, a logit scale of :data:`SCALES` from
+    ``scale_min``, a constant column half the time at d ≥ 2. None where V leaves no d."""
+    V, rng = min(V, 400), np.random.default_rng(seed)
+    if V - gap < 1:
+        return []
+    scales = [x for x in SCALES if x >= scale_min]
+    cases = []
+    for _ in range(n):
+        d = int(rng.integers(1, min(8, V - gap) + 1))
+        cases.append(
+            HeadCase(
+                head=heads[int(rng.integers(len(heads)))],
+                N=int(rng.integers(d + 2, 81)),
+                V=V,
+                d=d,
+                K=int(rng.integers(K_min, 9)),
+                seed=int(rng.integers(2**16)),
+                scale=float(scales[int(rng.integers(len(scales)))]),
+                constant_column=d >= 2 and bool(rng.integers(2)),
+            )
+        )
+    return cases
 
 
 def _with_constant_column(instances: Any) -> Any:
@@ -500,26 +780,53 @@ def _with_single_latent(instances: Any) -> Any:
     return instances.map(lambda drawn: replace(drawn, K=1))
 
 
+def _boundary(heads: tuple[str, ...], K_least: int, scale_least: float, jacobian: bool = False) -> dict[str, Any]:
+    """The boundary classes of a Cases bundle: the least sizes, the least K, both ends of the scales, a
+    constant column, large V, each head; for the Jacobian, V ≤ d (the min(·, V − 1) branches)."""
+    classes: dict[str, Callable[[HeadCase], bool]] = {
+        "d = 1": lambda c: c.d == 1,
+        "N = d + 2 contexts": lambda c: c.N == c.d + 2,
+        f"K = {K_least} (the least)": lambda c: c.K == K_least,
+        f"logit scale {scale_least:g} (the least)": lambda c: c.scale == scale_least,
+        "logit scale 10": lambda c: c.scale == 10.0,
+        "large V (512 or 2,048)": lambda c: c.V >= 512,
+        **{f"the {head} head": (lambda h: lambda c: c.head == h)(head) for head in heads},
+    }
+    if jacobian:
+        classes["V ≤ d (rank V − 1 at most)"] = lambda c: c.V <= c.d
+    else:
+        classes["V = d + 2 tokens"] = lambda c: c.V == c.d + 2
+    if "softmax" in heads:
+        classes["a constant column (1 ∈ col W)"] = lambda c: c.constant_column
+    return classes
+
+
+SOFTMAX_HEADS, NONLINEAR_HEADS = ("softmax", "moc"), ("mos", "sigsoftmax", "piecewise-linear")
+
 #: Where the claims of this family range (the public API): softmax and mixture-of-contexts heads;
 #: the nonlinear heads (MoS with K >= 2, sigsoftmax, piecewise-linear); every head, for its Jacobian.
 softmax_heads = Cases(
-    lambda: _with_constant_column(head_instances(("softmax", "moc"))),
-    lambda V: _witnesses(V, ("softmax", "moc"), (1, 3), gap=1, constant=True),
+    lambda: _with_constant_column(head_instances(SOFTMAX_HEADS)),
+    lambda V: _witnesses(V, SOFTMAX_HEADS, (1, 3), gap=1, constant=True),
+    lambda V, n, seed: random_heads(V, n, seed, SOFTMAX_HEADS),
+    _boundary(SOFTMAX_HEADS, 1, 0.3),
 )
 nonlinear_heads = Cases(
-    lambda: head_instances(("mos", "sigsoftmax", "piecewise-linear"), K_min=2, scale_min=1.0),
-    lambda V: [
-        i
-        for i in _witnesses(V, ("mos", "sigsoftmax", "piecewise-linear"), (2, 4), gap=2)
-        if i.head == "mos" or i.K == 2
+    lambda: head_instances(NONLINEAR_HEADS, K_min=2, scale_min=1.0),
+    lambda V: [i for i in _witnesses(V, NONLINEAR_HEADS, (2, 4), gap=2) if i.head == "mos" or i.K == 2],
+    lambda V, n, seed: [
+        replace(i, constant_column=False) for i in random_heads(V, n, seed, NONLINEAR_HEADS, 2, 2, 1.0)
     ],
+    _boundary(NONLINEAR_HEADS, 2, 1.0),
 )
 every_head = Cases(
-    lambda: _with_constant_column(head_instances(hd.HEADS)),
+    lambda: _with_constant_column(head_instances(hd.HEADS, V_min=2)),
     lambda V: _witnesses(V, hd.HEADS, (3,), gap=None, constant=True),
+    lambda V, n, seed: random_heads(V, n, seed, hd.HEADS, gap=0),
+    _boundary(hd.HEADS, 1, 0.3, jacobian=True),
 )
 
-FAMILY = Family("heads", array_api=False, random_instances=lambda V, n, seed: [])
+FAMILY = Family("heads", array_api=False)
 
 
 bottleneck = FAMILY.claim(
@@ -534,6 +841,7 @@ bottleneck = FAMILY.claim(
     measure=measure_bottleneck,
     judge_exactly=judge_bottleneck,
     cases=softmax_heads,
+    reference=bottleneck_reference,
 )
 mos = FAMILY.claim(
     "nonlinear-heads-exceed",
@@ -547,6 +855,7 @@ mos = FAMILY.claim(
     measure=measure_exceeds,
     judge_exactly=judge_exceeds,
     cases=nonlinear_heads,
+    reference=exceeds_reference,
 )
 jacobian = FAMILY.claim(
     "jacobian-rank",
@@ -565,6 +874,7 @@ jacobian = FAMILY.claim(
     measure=measure_jacobian,
     judge_exactly=judge_jacobian,
     cases=every_head,
+    reference=jacobian_reference,
 )
 bottleneck.with_mutant(
     "moc-exceeds-d-plus-1",
@@ -586,4 +896,21 @@ jacobian.with_mutant(
     statement="rank(∂ log p/∂h) = min(d, V − 1) for every head  (false: d − 1 for softmax when 1 ∈ col W)",
     measure=lambda i, b, f: measure_jacobian(i, b, f, claimed=always_full),
     judge_exactly=lambda i, f: judge_jacobian(i, f, claimed=always_full),
+)
+
+#: The theorems and lemmas of ``docs/heads.md`` (collected by ``checks/fidelity.py``).
+_TESTS = "tests/test_heads.py::"
+STATEMENTS: tuple[Statement, ...] = (
+    Statement("thm-heads", "HD.1", "heads", "seed 001, the argument, MoC and MoS", Kind.CORRECTED,
+              ("heads.softmax-moc-rank", "heads.nonlinear-heads-exceed"),
+              (_TESTS + "test_rank_of_log_probabilities",
+               "tests/test_mos_rank.py::test_moc_never_exceeds_D_plus_one_and_mos_breaks_it"),
+              "d + 1, not d; genericity proved from one certified witness, needs min(N, V) >= d + 2"),
+    Statement("lem-projection", "HD.2", "heads", "none", Kind.NEW, ("heads.jacobian-rank",),
+              (_TESTS + "test_lemma_rank_of_a_projected_matrix_is_rank_with_ones_minus_one",)),
+    Statement("thm-heads-jacobian", "HD.3", "heads", "seed 000, §2.3, Eq. 10 (rank <= D)", Kind.NEW,
+              ("heads.jacobian-rank",),
+              (_TESTS + "test_jacobian_matches_finite_differences_and_has_rank_d",
+               _TESTS + "test_jacobian_rank_is_d_minus_1_when_the_ones_vector_is_in_col_w"),
+              "the exact rank of d log p / dh, not the seed's Jacobian of the logits"),
 )

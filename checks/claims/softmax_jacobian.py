@@ -21,6 +21,7 @@ from __future__ import annotations
 
 #: The public API of the family: its case types, the Cases bundles its claims range over, its quantities.
 __all__ = [
+    "STATEMENTS",
     "Dirichlet",
     "Logits",
     "Row",
@@ -66,6 +67,7 @@ from hypothesis import strategies as st
 from rankwall.checks import exact, exact_softmax, exact_vectors, tolerance, toolkit
 from rankwall.checks.backends import Backend, to_numpy
 from rankwall.checks.quantities import Combination, Compared, Constant, Context, Measured, Quantity, quantity
+from rankwall.checks.statements import Kind, Statement
 from rankwall.checks.toolkit import (
     Cases,
     Family,
@@ -1215,10 +1217,39 @@ def _mp(x: Any) -> Any:
     return mpmath.mpf(x.numerator) / x.denominator if isinstance(x, Fraction) else mpmath.mpf(x)
 
 
+def _arb(x: Any) -> flint.arb:
+    """A Fraction or an mpf as an arb ball, exactly (an mpf is man·2^exp)."""
+    if isinstance(x, Fraction):
+        return flint.arb(flint.fmpq(x.numerator, x.denominator))
+    man, exp = x.man_exp
+    return flint.arb(int(man)) * flint.arb(2) ** int(exp)
+
+
+@functools.lru_cache(maxsize=512)
+def _dense_eigenvalues(p: tuple[Any, ...], prec: int) -> tuple[Any, ...]:
+    """The eigenvalues of the dense J = diag(p) − ppᵀ (entries as :func:`dense_row` forms them), to
+    ``prec`` bits: Arb's eigensolver (clusters allowed), mpmath's Jacobi ``eigsy`` where Arb cannot
+    isolate them. Cached on p: the claims of the family and the float64 backends share rows."""
+    n = len(p)
+    others = [sum((p[j] for j in range(n) if j != i), 0 * p[0]) for i in range(n)]
+    J = [[p[i] * others[i] if i == j else -p[i] * p[j] for j in range(n)] for i in range(n)]
+    saved = flint.ctx.prec
+    try:
+        flint.ctx.prec = prec
+        matrix = flint.acb_mat([[flint.acb(_arb(x)) for x in r] for r in J])
+        midpoints = [e.real.mid().man_exp() for e in matrix.eig(multiple=True)]
+        with mpmath.workprec(prec):
+            return tuple(mpmath.mpf((int(m), int(e))) for m, e in midpoints)
+    except ValueError:  # Arb failed to isolate a near-cluster
+        with mpmath.workprec(prec):
+            return tuple(mpmath.eigsy(mpmath.matrix([[_mp(x) for x in r] for r in J]), eigvals_only=True))
+    finally:
+        flint.ctx.prec = saved
+
+
 def dense_norm(row: DenseRow) -> Any:
-    """‖J‖₂ = λ_max(J), from mpmath's symmetric eigensolver on the dense J at the working precision."""
-    eigenvalues = mpmath.eigsy(mpmath.matrix([[_mp(x) for x in r] for r in row.J]), eigvals_only=True)
-    return max(eigenvalues)
+    """‖J‖₂ = λ_max(J), from a dense eigensolver on J at the working precision."""
+    return max(_dense_eigenvalues(tuple(row.p), mpmath.mp.prec))
 
 
 def dense_rank(row: DenseRow) -> int:
@@ -1227,7 +1258,7 @@ def dense_rank(row: DenseRow) -> int:
         n = len(row.p)
         entries = [flint.fmpq(x.numerator, x.denominator) for r in row.J for x in r]
         return int(flint.fmpq_mat(n, n, entries).rank())
-    eigenvalues = mpmath.eigsy(mpmath.matrix([[_mp(x) for x in r] for r in row.J]), eigvals_only=True)
+    eigenvalues = _dense_eigenvalues(tuple(row.p), mpmath.mp.prec)
     return sum(1 for e in eigenvalues if abs(e) > mpmath.mpf(2) ** -100)
 
 
@@ -1481,4 +1512,30 @@ rank_claim.with_mutant(
     statement="rank J = V  (false: J·1 = 0 always)",
     measure=lambda i, b, f: measure_rank(i, b, f, "V"),
     judge_exactly=lambda i, f: judge_rank(i, f, "V"),
+)
+
+#: The theorems and lemmas of ``docs/softmax_jacobian.md`` (collected by ``checks/fidelity.py``).
+_TESTS = "tests/test_softmax_jacobian.py::"
+STATEMENTS: tuple[Statement, ...] = (
+    Statement("thm-variance", "SJ.1", "softmax_jacobian", "seed 002, \"The gradient is a variance\"", Kind.SEED,
+              ("softmax-jacobian.variance-form", "softmax-jacobian.psd", "softmax-jacobian.kernel"),
+              (_TESTS + "TestIdentitiesAreProvedSymbolically", _TESTS + "TestKernelIsMeasuredThroughTheProduct")),
+    Statement("thm-trace", "SJ.2", "softmax_jacobian", "seed 002, \"The other two lines\" (trace and kernel)",
+              Kind.SEED, ("softmax-jacobian.trace",), (_TESTS + "TestIdentitiesAreProvedSymbolically",),
+              "the seed gives no proof; 'not a function of the entropy' is proved here"),
+    Statement("thm-rank", "SJ.3", "softmax_jacobian", "seed 002 shows one zero eigenvalue; no rank statement",
+              Kind.RECONSTRUCTED, ("softmax-jacobian.rank",), (_TESTS + "TestRankIsMeasuredFromJ",)),
+    Statement("thm-secular", "SJ.4", "softmax_jacobian", "none (Golub 1973)", Kind.NEW,
+              ("softmax-jacobian.upper-bound",),
+              (_TESTS + "TestSpectralNormIsAccurate", _TESTS + "TestAccuracyAgainstTheRoundingModel")),
+    Statement("thm-bounds", "SJ.5", "softmax_jacobian", "seed 002, \"How tight that is\" (for m >= 1/2)",
+              Kind.SEED, ("softmax-jacobian.lower-bound", "softmax-jacobian.upper-bound"),
+              (_TESTS + "TestSeedFigures", _TESTS + "test_tightened_bounds_are_refuted_by_search"),
+              "extended to every p, and to m = 1, with the case of equality"),
+    Statement("thm-envelope", "SJ.6", "softmax_jacobian", "none", Kind.NEW,
+              ("softmax-jacobian.envelope", "softmax-jacobian.envelope-attained"),
+              (_TESTS + "test_each_mutant_is_refuted_with_a_certificate",)),
+    Statement("thm-infimum", "SJ.7", "softmax_jacobian", "none", Kind.NEW,
+              ("softmax-jacobian.lower-bound-approached",), (_TESTS + "test_tightened_bounds_are_refuted_by_search",),
+              "needs m >= 1/(n + 1); m = 1 separately"),
 )
