@@ -948,7 +948,9 @@ aligned_heads = Cases(
 )
 
 
-FAMILY = Family("compression", batch_gradients)
+#: The exact re-decisions (Ky Fan shares and r² + c² in balls) cost O(V³): the default verify runs at
+#: V = 64; --V runs any size.
+FAMILY = Family("compression", batch_gradients, default_V=64)
 
 
 pythagoras = FAMILY.claim(

@@ -1269,6 +1269,7 @@ d1_bias.with_mutant(
 )
 argmax_vs_hull = FAMILY.claim(
     "argmaxable-vs-hull",
+    default_V=32,  # an exact certificate per token (an LP each); --V runs any size
     source="seed 001 ('Stolen Probability', Demeter et al. 2020; Grivas et al. 2022)",
     title="Without a bias, a token is argmaxable exactly when it is a vertex of the convex hull",
     statement="the LP pipeline's certified answers disagree with the vertices of conv{w_v} (qhull) on 0 tokens, "

@@ -831,6 +831,7 @@ FAMILY = Family("heads", array_api=False)
 
 bottleneck = FAMILY.claim(
     "softmax-moc-rank",
+    default_V=64,  # the exact ranks of the heads cost O(V³); --V runs any size
     source=f"{SEED_001}, 'The trap' (mixture of contexts) and Corollary 1",
     title="Softmax and mixture-of-contexts heads cannot exceed rank d + 1",
     statement="rank(log P) ≤ d + 1 over any set of contexts, for P = softmax(W h) and P = softmax(W Σ_k π_k h_k)",
@@ -845,6 +846,7 @@ bottleneck = FAMILY.claim(
 )
 mos = FAMILY.claim(
     "nonlinear-heads-exceed",
+    default_V=64,  # the exact ranks of the heads cost O(V³); --V runs any size
     source=f"{SEED_001}, 'Mixture of softmaxes' (MoS has no rank ceiling); Kanai et al. (sigsoftmax)",
     title="Mixtures of softmaxes and nonlinear heads break the d + 1 ceiling",
     statement="rank(log P) ≥ d + 2 for MoS (K ≥ 2), sigsoftmax and the monotone piecewise-linear head",
