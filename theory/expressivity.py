@@ -31,7 +31,7 @@ import array_api_compat
 import numpy as np
 
 from rankwall.theory._rounding import gamma, unit_roundoff
-from rankwall.theory.validation import InputError, check_integer_in, check_real_in
+from rankwall.theory.validation import InputError, as_real_array, check_integer_in, check_real_in
 
 #: Bisection steps for the circle radius after the bracket is found (2^-64 of the bracket: below
 #: one ulp of r).
@@ -195,12 +195,15 @@ SMALLEST_SUBNORMAL = 2.0**-1074
 
 
 def _validated_head(W: Any, bias: Any) -> tuple[np.ndarray, np.ndarray]:
-    W = np.asarray(W, dtype=np.float64)
+    """W and b as float64 once they are real numbers: booleans (a mask, not weights), complex numbers
+    (whose imaginary part a cast would drop) and strings are refused by name, as ``load_head`` refuses
+    them in files, so a head answers the same from memory and from disk."""
+    W = as_real_array(W, "W")
     if W.ndim != 2 or W.shape[0] < 2 or W.shape[1] < 1:
         raise InputError(f"W: expected a (V x D) head with V >= 2 and D >= 1, got shape {W.shape}")
     if not np.all(np.isfinite(W)):
         raise InputError("W: non-finite value")
-    b = np.zeros(W.shape[0]) if bias is None else np.asarray(bias, dtype=np.float64)
+    b = np.zeros(W.shape[0]) if bias is None else as_real_array(bias, "bias")
     if b.shape != (W.shape[0],):
         raise InputError(f"bias: shape {b.shape} does not match the {W.shape[0]} rows of W")
     if not np.all(np.isfinite(b)):
