@@ -639,43 +639,42 @@ def run_spot(args: argparse.Namespace, out: Console, err: Console) -> int:
     from rankwall.checks.data import read_corpus, read_text_file
     from rankwall.checks.models import spot
     from rankwall.checks.models.loading import load_causal_lm
-    from rankwall.checks.outputs import writable_folder
 
     # Every argument is checked before the model is loaded (tens of seconds and a GB of memory).
     if args.text is None:
         label, text = SPOT_TEXT, read_corpus(SPOT_TEXT)
     else:
         label, text = str(args.text), read_text_file(args.text, "--text")
-    folder = writable_folder(args.out, "--out")
-    steps = 5 if args.no_argmax else 6
-    with progress_bar(err) as progress:
-        task = progress.add_task("loading the model", total=steps)
+    with spot.output_folder(args.out, "--out") as folder:  # a failed run leaves no folder it created
+        steps = 5 if args.no_argmax else 6
+        with progress_bar(err) as progress:
+            task = progress.add_task("loading the model", total=steps)
 
-        def step(description: str) -> None:
-            progress.update(task, description=description)
-            progress.advance(task)
+            def step(description: str) -> None:
+                progress.update(task, description=description)
+                progress.advance(task)
 
-        started = time.perf_counter()
-        loaded = load_causal_lm(args.model)
-        load_seconds = time.perf_counter() - started
-        step("reading the text")
-        record = spot.spot(
-            loaded,
-            text,
-            args.tokens,
-            context=args.context,
-            argmax=not args.no_argmax,
-            text_label=label,
-            on_step=step,
-        )
-        record["load_seconds"] = load_seconds
-    json_path, png_path = spot.write(record, folder)
-    if args.json:
-        print(json.dumps(record, indent=2))
+            started = time.perf_counter()
+            loaded = load_causal_lm(args.model)
+            load_seconds = time.perf_counter() - started
+            step("reading the text")
+            record = spot.spot(
+                loaded,
+                text,
+                args.tokens,
+                context=args.context,
+                argmax=not args.no_argmax,
+                text_label=label,
+                on_step=step,
+            )
+            record["load_seconds"] = load_seconds
+        json_path, png_path = spot.write(record, folder)
+        if args.json:
+            print(json.dumps(record, indent=2))
+            return EXIT_OK
+        print_spot(record, out)
+        out.print(f"wrote {json_path} and {png_path}")
         return EXIT_OK
-    print_spot(record, out)
-    out.print(f"wrote {json_path} and {png_path}")
-    return EXIT_OK
 
 
 def print_spot(record: dict[str, Any], out: Console) -> None:
