@@ -26,6 +26,7 @@ __all__ = [
     "dense_eigenvalue_error",
     "dtype_name",
     "gamma",
+    "gram_eigenvalue_error",
     "head_log_probability_error",
     "log_softmax_error",
     "quadratic_form_tolerance",
@@ -75,6 +76,21 @@ def svd_rank_margin(shape: tuple[int, int], u: float, forming_norm: float, sigma
     :math:`\\gamma_{n+4}` times the Frobenius norm of what was formed."""
     m, n = shape
     return gamma(max(m, n) + 2, u) * min(m, n) ** 0.5 * sigma_max + gamma(n + 4, u) * forming_norm
+
+
+def gram_eigenvalue_error(shape: tuple[int, int], u: float, frobenius_squared: float) -> float:
+    r"""Bound on :math:`|\hat\lambda_i - \sigma_i(M)^2|` for the eigenvalues :math:`\hat\lambda` of the
+    computed Gram matrix :math:`\hat G = fl(MM^\top)` of an m x n matrix M (m <= n, its entries read
+    exactly), found by a backward-stable symmetric eigensolver. Each entry of :math:`\hat G` is a dot
+    product of n terms, so :math:`|\hat G - MM^\top| \le \gamma_n |M||M|^\top` entrywise (Higham eq. 3.5)
+    and :math:`\lVert \hat G - MM^\top\rVert_2 \le \gamma_n\lVert M\rVert_F^2`; the eigensolver adds
+    :math:`\gamma_{m+2}\sqrt m\,\lVert\hat G\rVert_2 \le \gamma_{m+2}\sqrt m(1 + \gamma_n)\lVert M\rVert_F^2`
+    (as in :func:`dense_eigenvalue_error`); Weyl's inequality adds the two. ``frobenius_squared`` is the
+    computed :math:`\lVert M\rVert_F^2`, a sum of mn rounded squares: the real one is at most
+    :math:`1/(1 - \gamma_{mn})` times it."""
+    m, n = shape
+    squared = frobenius_squared / (1 - gamma(m * n, u))
+    return (gamma(n, u) + gamma(m + 2, u) * m**0.5 * (1 + gamma(n, u))) * squared
 
 
 def log_softmax_error(A: Any, L: Any, u: float) -> float:
