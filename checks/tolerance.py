@@ -30,6 +30,7 @@ __all__ = [
     "head_log_probability_error",
     "log_softmax_error",
     "quadratic_form_tolerance",
+    "row_centring_error",
     "smallest_normal",
     "spectral_norm_tolerance",
     "sum_tolerance",
@@ -112,3 +113,14 @@ def head_log_probability_error(L: Any, logit_bound: float, K: int, u: float) -> 
     L = np.asarray(L, dtype=np.float64)
     scale = 1 + np.abs(L) + 2 * logit_bound
     return gamma(L.shape[1] + K + 16, u) * float(np.sqrt(np.sum(scale * scale)))
+
+
+def row_centring_error(L: Any, centred: Any, u: float) -> float:
+    r"""Frobenius bound on the error of centring each row of L over its V entries,
+    :math:`fl(L_{ij} - fl(\bar L_i))` with :math:`\bar L_i` the row mean: the mean, a sum of V terms and
+    one division, is off by at most :math:`\gamma_V \operatorname{mean}_j |L_{ij}|` (Higham eq. 4.4), the
+    same for every entry of the row, and the subtraction adds :math:`u|\text{computed entry}|`."""
+    L = np.asarray(L, dtype=np.float64)
+    V = L.shape[1]
+    per_row = gamma(V, u) * np.abs(L).mean(axis=1)
+    return float(np.sqrt(V * np.sum(per_row**2))) + u * float(np.linalg.norm(np.asarray(centred, dtype=np.float64)))

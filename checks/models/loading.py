@@ -117,6 +117,12 @@ class LoadedModel:
         return self.model.get_output_embeddings().weight.detach().double().numpy()
 
     @property
+    def head_bias(self) -> np.ndarray | None:
+        """The LM head's bias in float64, or None when it has none."""
+        bias = getattr(self.model.get_output_embeddings(), "bias", None)
+        return None if bias is None else bias.detach().double().numpy()
+
+    @property
     def tied(self) -> bool:
         out, emb = self.model.get_output_embeddings(), self.model.get_input_embeddings()
         return out is not None and emb is not None and out.weight.data_ptr() == emb.weight.data_ptr()
@@ -394,6 +400,56 @@ def _safetensors_head(files: list[Path], tied: bool) -> tuple[np.ndarray, np.nda
             raise InputError(f"{where}: could not read it as safetensors: {_one_line(error)}") from error
         return _as_head(W, b, where, name, bias_name)
     raise InputError(f"--head: no LM head ({', '.join(wanted)}) in {', '.join(str(p) for p in files)}")
+
+
+#: The gain of the final RMSNorm, by file kind: GGUF (llama.cpp names) and Hugging Face llama-style folders.
+FINAL_NORM_GGUF, FINAL_NORM_SAFETENSORS = "output_norm.weight", "model.norm.weight"
+
+
+def load_final_norm(head: str | os.PathLike[str] | None) -> np.ndarray:
+    """The gain g (float64, length D) of the final RMSNorm of the model that ``head`` names: the
+    default model, a ``.gguf`` file or a Hugging Face model folder, without loading the rest. Files
+    that hold only a head (.npy, .npz, .safetensors) have no norm layer: an :class:`InputError`."""
+    if head is None or str(head) == DEFAULT_MODEL:
+        path = smollm2_path()
+    else:
+        path = Path(head)
+        if not path.exists():
+            raise InputError(f"--head: {path} does not exist")
+    where = f"--head: {path}"
+    if path.is_dir():
+        _require("safetensors", "reading safetensors")
+        from safetensors import SafetensorError, safe_open
+
+        for file in sorted(path.glob("*.safetensors")):
+            try:
+                with safe_open(file, framework="numpy") as f:
+                    if FINAL_NORM_SAFETENSORS in f.keys():
+                        view = f.get_slice(FINAL_NORM_SAFETENSORS)
+                        if view.get_dtype() == "BF16":
+                            gain = _bfloat16_tensor(file, FINAL_NORM_SAFETENSORS, view.get_shape())
+                        else:
+                            gain = f.get_tensor(FINAL_NORM_SAFETENSORS)
+                        return _as_float64(np.asarray(gain), where, FINAL_NORM_SAFETENSORS)
+            except (SafetensorError, OSError, ValueError, TypeError) as error:
+                raise InputError(f"{where}: could not read it as safetensors: {_one_line(error)}") from error
+        raise InputError(f"{where} holds no {FINAL_NORM_SAFETENSORS} (the final RMSNorm gain)")
+    if path.suffix != ".gguf":
+        raise InputError(f"{where} holds only a head: a final norm needs smollm2, a .gguf file or a model folder")
+    _require("gguf", "reading a GGUF file")
+    import gguf
+
+    try:
+        tensors = {t.name: t for t in gguf.GGUFReader(path).tensors}
+        if FINAL_NORM_GGUF not in tensors:
+            raise InputError(f"{where} has no {FINAL_NORM_GGUF} (the final RMSNorm gain)")
+        tensor = tensors[FINAL_NORM_GGUF]
+        gain = np.asarray(gguf.quants.dequantize(tensor.data, tensor.tensor_type))
+    except InputError:
+        raise
+    except (OSError, ValueError, KeyError, IndexError, TypeError, OverflowError, EOFError) as error:
+        raise InputError(f"{where}: could not read it as GGUF: {_one_line(error)}") from error
+    return _as_float64(gain.ravel(), where, FINAL_NORM_GGUF)
 
 
 def load_head(head: str | os.PathLike[str] | None) -> tuple[np.ndarray, np.ndarray | None, str]:
