@@ -431,3 +431,45 @@ def test_loading_a_gguf_model_prints_no_third_party_progress_bar(tmp_path, capfd
     for _ in tqdm(range(3), desc="after the load"):
         pass
     assert "after the load" in capfd.readouterr().err
+
+
+@needs_transformers
+class TestFinalNormAndBias:
+    """What ``argmax --bound norm`` and the log P rank read beside the head: the final RMSNorm gain of
+    a folder, and the head's bias (None for a llama)."""
+
+    @staticmethod
+    def tiny_folder(folder: Path) -> np.ndarray:
+        import torch
+        from transformers import LlamaConfig, LlamaForCausalLM
+
+        torch.manual_seed(0)
+        config = LlamaConfig(
+            vocab_size=40, hidden_size=8, intermediate_size=16, num_hidden_layers=1, num_attention_heads=2
+        )
+        model = LlamaForCausalLM(config)
+        with torch.no_grad():
+            model.model.norm.weight.copy_(torch.linspace(0.5, 2.0, 8))
+        model.save_pretrained(folder)
+        return model.model.norm.weight.detach().double().numpy()
+
+    def test_a_folders_final_norm_is_read_exactly(self, tmp_path):
+        gain = self.tiny_folder(tmp_path)
+        assert np.array_equal(loading.load_final_norm(tmp_path), gain)
+
+    def test_a_folder_without_a_final_norm_is_refused(self, tmp_path):
+        from safetensors.numpy import save_file
+
+        save_file({"lm_head.weight": np.ones((3, 2), np.float32)}, tmp_path / "model.safetensors")
+        with pytest.raises(InputError, match=r"holds no model\.norm\.weight"):
+            loading.load_final_norm(tmp_path)
+
+    def test_a_heads_bias(self, tmp_path):
+        import torch
+        from transformers import AutoModelForCausalLM
+
+        self.tiny_folder(tmp_path)
+        loaded = loading.LoadedModel(AutoModelForCausalLM.from_pretrained(tmp_path), None, None)
+        assert loaded.head_bias is None
+        loaded.model.lm_head = torch.nn.Linear(8, 40, bias=True)
+        assert loaded.head_bias.shape == (40,) and loaded.head_bias.dtype == np.float64

@@ -63,6 +63,7 @@ class TestTheModelsOwnLogProbabilities:
         H, W, logits = forward(N=4, D=6)
         result = lr.model_rank(H, W, None, served(logits), logits)
         assert result.log_probability.pinned == 4 and result.centred.pinned == 4
+        assert result.hidden_size_recovered is None  # capped by the contexts: says nothing about D
 
     def test_a_head_of_rank_below_d_is_left_open_not_misread(self):
         """Two equal columns: rank [W, 1] = D, so rank L* = D; the upper end from the D + 1 columns does

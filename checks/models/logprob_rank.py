@@ -102,10 +102,14 @@ class HeadRank:
     residual: float
     residual_bound: float
 
+    contexts: int
+
     @property
     def hidden_size_recovered(self) -> int | None:
-        """The certified rank of the centred log-probabilities (None unless both ends meet)."""
-        return self.centred.pinned
+        """The certified rank of the centred log-probabilities, when both ends meet below the number of
+        contexts (a rank capped by the contexts says nothing about the hidden size); else None."""
+        rank = self.centred.pinned
+        return rank if rank is not None and rank < self.contexts else None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -248,6 +252,7 @@ def model_rank(H: np.ndarray, W: np.ndarray, b: np.ndarray | None, served: np.nd
         centred_ends(served, entry_error, centred_upper, centred_method, trusted),
         residual,
         bound,
+        N,
     )
 
 
@@ -276,7 +281,7 @@ def synthetic_rank(name: str, H: np.ndarray, W: np.ndarray, b: np.ndarray | None
     error = math.sqrt(error2)
     ends = lower_ends(L, error, min(N, columns), upper_method, trusted)
     centred = centred_ends(L, error, min(N, columns - 1), centred_method, trusted)
-    return HeadRank(name, columns, ends, centred, residual, bound)
+    return HeadRank(name, columns, ends, centred, residual, bound, N)
 
 
 def log_probability_rank(
