@@ -16,6 +16,7 @@ exact or ball arithmetic (:mod:`rankwall.checks.exact`).
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -115,12 +116,18 @@ def head_log_probability_error(L: Any, logit_bound: float, K: int, u: float) -> 
     return gamma(L.shape[1] + K + 16, u) * float(np.sqrt(np.sum(scale * scale)))
 
 
-def row_centring_error(L: Any, centred: Any, u: float) -> float:
+def row_centring_error(L: Any, u: float) -> float:
     r"""Frobenius bound on the error of centring each row of L over its V entries,
     :math:`fl(L_{ij} - fl(\bar L_i))` with :math:`\bar L_i` the row mean: the mean, a sum of V terms and
-    one division, is off by at most :math:`\gamma_V \operatorname{mean}_j |L_{ij}|` (Higham eq. 4.4), the
-    same for every entry of the row, and the subtraction adds :math:`u|\text{computed entry}|`."""
-    L = np.asarray(L, dtype=np.float64)
+    one division, is off by at most :math:`e_i = \gamma_V \operatorname{mean}_j |L_{ij}|` (Higham eq. 4.4),
+    the same for every entry of the row, and the subtraction adds u times the computed entry, which is
+    at most :math:`|L_{ij} - \bar L_i| + e_i`; centring is an orthogonal projection, so
+    :math:`\lVert L - \bar L\mathbf 1^\top\rVert_F \le \lVert L\rVert_F`. In all,
+    :math:`(1 + u)\sqrt{V\sum_i e_i^2} + u\lVert L\rVert_F`, computed in row blocks (no N x V temporary)."""
+    L = np.asarray(L)
     V = L.shape[1]
-    per_row = gamma(V, u) * np.abs(L).mean(axis=1)
-    return float(np.sqrt(V * np.sum(per_row**2))) + u * float(np.linalg.norm(np.asarray(centred, dtype=np.float64)))
+    rows = max(1, (1 << 22) // max(V, 1))
+    blocks = [np.abs(L[i : i + rows], dtype=np.float64) for i in range(0, len(L), rows)]
+    mean_abs = np.concatenate([block.mean(axis=1) for block in blocks]) if blocks else np.zeros(0)
+    norm = math.sqrt(sum(float(np.sum(block * block)) for block in blocks))
+    return (1 + u) * float(np.sqrt(V * np.sum((gamma(V, u) * mean_abs) ** 2))) + u * norm

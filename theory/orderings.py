@@ -73,8 +73,11 @@ REALISABLE, UNREALISABLE, UNDECIDED = "realisable", "unrealisable", "undecided"
 CHAIN_GAP = 0.125
 #: Tangent cuts added to the outer polytope of a ball before giving up on a witness in it.
 BALL_CUTS = 32
-#: Rows of the full system above which the last-resort LP over every pair is skipped (dense D x rows).
-FULL_LP_ENTRIES = 1 << 26
+#: Entries (pairs x D) above which the last-resort LP over every pair is skipped: beyond, a dense LP
+#: costs minutes (SmolLM2's 49,151 x 576), and the ordering stays undecided instead.
+FULL_LP_ENTRIES = 1 << 22
+#: Rounds of the cutting-plane LP (each adds up to LP_CUTS rivals) before the weights are sought.
+LP_ROUNDS = 24
 
 
 @dataclass(frozen=True)
@@ -510,13 +513,36 @@ def into_region(h: np.ndarray, region: Region) -> np.ndarray:
     return h
 
 
+def duplicate_certificate(
+    head: Head, ordering: tuple[int, ...]
+) -> tuple[tuple[tuple[int, int], ...], tuple[Fraction, ...]] | None:
+    """Weights from a duplicated row, found by exact comparisons of the float rows: a token t_i of the
+    ordering whose row another token j repeats (j later in the ordering, or outside it) with a bias at
+    least as large. z_j = z_{t_i} + (b_j - b_{t_i}) for every h, so the links from t_i down to j (or to
+    t_k and then j) cannot all be strict: equal weights on those m pairs sum the rows to w_{t_i} - w_j = 0
+    and the biases to b_{t_i} - b_j <= 0. None when no such twin exists (cost: one pass over W per token)."""
+    W, b = head.W, head.b
+    for i, t in enumerate(ordering):
+        same = np.flatnonzero(np.all(W == W[t], axis=1) & (b >= b[t]))
+        for j in same[same != t]:
+            j = int(j)
+            later = ordering.index(j) if j in ordering else None
+            if later is not None and later < i:
+                continue
+            chain = list(pairwise(ordering[i : (later + 1) if later is not None else len(ordering)]))
+            pairs = tuple(chain if later is not None else [*chain, (ordering[-1], j)])
+            return tuple((int(p), int(q)) for p, q in pairs), tuple(Fraction(1, len(pairs)) for _ in pairs)
+    return None
+
+
 def decide_ordering(
     head: Head, ordering: tuple[int, ...], region: Region = None, whitened: tuple[np.ndarray, np.ndarray] | None = None
 ) -> OrderingDecision:
     """Realisable (a witness), unrealisable (exact weights) or undecided, for one ordering (see the
-    module docstring). Candidates cheapest first: the whitened h at a few scales (moved into the region
-    by a power of two), then the cutting-plane margin LP over the chain and the rivals that threaten its
-    proposals, then weights on the LP's rows, then on every row."""
+    module docstring). Cheapest first: a duplicated row (:func:`duplicate_certificate`, valid in any
+    region); the whitened h at a few scales (moved into the region by a power of two); the cutting-plane
+    margin LP over the chain and the rivals that threaten its proposals (:data:`LP_ROUNDS` rounds); then
+    weights on the LP's rows, then on every row (when at most :data:`FULL_LP_ENTRIES`)."""
     started = time.perf_counter()
     system = PairSystem.of(head, ordering)
     mean, inverse = whitened if whitened is not None else whitening(head.W)
@@ -526,6 +552,10 @@ def decide_ordering(
     def done(status: str, method: str, **certificate: Any) -> OrderingDecision:
         return OrderingDecision(ordering, status, method, seconds=time.perf_counter() - started, **certificate)
 
+    twins = duplicate_certificate(head, ordering)
+    if twins is not None:
+        pairs, weights = twins
+        return done(UNREALISABLE, "duplicate row", pairs=pairs, weights=weights)
     start = None
     for s in scales:
         h = into_region(whitened_candidate(head, ordering, mean, inverse, s), region)
@@ -534,7 +564,7 @@ def decide_ordering(
         start = h if start is None else start
     rows = np.r_[system.chain, system.strongest(start, system.chain)].astype(np.int64)
     margin = math.nan
-    while True:
+    for _ in range(LP_ROUNDS):
         margin, h = margin_lp(system, rows, region)
         if h is not None and realises(head, h, ordering, region):
             return done(REALISABLE, "LP, re-checked", witness=h, lp_margin=margin)

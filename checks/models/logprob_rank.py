@@ -173,10 +173,11 @@ def log_softmax_rows(Z: np.ndarray) -> np.ndarray:
 
 
 def centred_ends(M: np.ndarray, entry_error: float, upper: int, upper_method: str, trusted: bool) -> RankEnds:
-    """The ends of rank(M* C) from the row-centred M (M* within ``entry_error`` of M)."""
-    centred = M.astype(np.float64)
+    """The ends of rank(M* C) from the row-centred M (M* within ``entry_error`` of M). A float64 M is
+    centred in place (its caller needs it no more), a float32 one in a float64 copy."""
+    error = entry_error + tolerance.row_centring_error(M, U64)
+    centred = M if M.dtype == np.float64 else M.astype(np.float64)
     centred -= centred.mean(axis=1, keepdims=True)
-    error = entry_error + tolerance.row_centring_error(M, centred, U64)
     return lower_ends(centred, error, upper, upper_method, trusted, "centred ")
 
 

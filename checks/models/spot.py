@@ -238,6 +238,11 @@ def spot(
     logits: list[np.ndarray] = []
     H, attention, model_loss = forward_backward(loaded, ids, context, on_logits=logits.append)
     W = loaded.head
+    ranks = None
+    if log_probability_rank:  # first, while the memory the later steps take is still free
+        step("rank of the model's log-probabilities")
+        ranks = logprob_rank.log_probability_rank(H, W, loaded.head_bias, np.concatenate(logits)).to_json()
+    del logits
     targets = ids[1:]
     step("Eq. 1: projecting the logit gradient")
     Q, rank = cp.column_basis(W)
@@ -272,12 +277,8 @@ def spot(
         "update_efficiency": {"fractions": list(UPDATE_FRACTIONS), **curves},
         "attention": attention_summary(attention),
     }
-    del attention
-    if log_probability_rank:
-        step("rank of the model's log-probabilities")
-        ranks = logprob_rank.log_probability_rank(H, W, loaded.head_bias, np.concatenate(logits))
-        record["log_probability_rank"] = ranks.to_json()
-    del logits
+    if ranks is not None:
+        record["log_probability_rank"] = ranks
     if argmax:
         step("unargmaxable tokens of the head")
         argmax_started = time.perf_counter()
