@@ -168,6 +168,8 @@ def test_a_local_hugging_face_folder_runs_end_to_end(smollm2, tmp_path):
     loaded = loading.load_causal_lm(tmp_path)
     W, bias, _ = loading.load_head(tmp_path)
     assert np.array_equal(W, loaded.head) and bias is None and not loaded.tied
-    record = spot.spot(loaded, read_corpus("wikitext-2.valid.txt"), 32, context=32, argmax=False)
-    assert record["D"] == 32 and record["attention"]["rows"] == 2 * 4 * 32
+    record = spot.spot(loaded, read_corpus("wikitext-2.valid.txt"), 48, context=48, argmax=False)
+    assert record["D"] == 32 and record["attention"]["rows"] == 2 * 4 * 48
     assert record["attention"]["jacobian_bound_violations"] == 0
+    ranks = record["log_probability_rank"]  # any model spot loads: D + 1 = 33 on 48 contexts
+    assert (ranks["lower"], ranks["upper"], ranks["hidden_size_recovered"]) == (33, 33, 32)

@@ -268,7 +268,7 @@ def margin_lp(system: PairSystem, rows: np.ndarray, region: Region) -> tuple[flo
         A = np.hstack([-a / scale_a, -c[:, None] / scale_c, np.ones((len(rows), 1))])
         cost = np.zeros(D + 2)
         cost[-1] = -1.0
-        result = linprog(cost, A_ub=A, b_ub=np.zeros(len(rows)), bounds=[(-1, 1)] * D + [(0, 1), (None, 1)])
+        result = linprog(cost, A_ub=A, b_ub=np.zeros(len(rows)), bounds=[(-1, 1)] * D + [(0, 1), (None, None)])
         if result.status != 0:
             return math.nan, None
         h, s = result.x[:D], result.x[D]
@@ -283,7 +283,7 @@ def margin_lp(system: PairSystem, rows: np.ndarray, region: Region) -> tuple[flo
     for _ in range(BALL_CUTS + 1):
         A = np.vstack([np.hstack([-a / scale, np.ones((len(rows), 1))]), np.hstack([cuts, np.zeros((len(cuts), 1))])])
         b_ub = np.r_[c / scale, np.full(len(cuts), getattr(region, "radius", 0.0))]
-        bounds = [(-r, r) for r in radii] + [(None, 1)]
+        bounds = [(-r, r) for r in radii] + [(None, None)]
         cost = np.zeros(D + 1)
         cost[-1] = -1.0
         result = linprog(cost, A_ub=A, b_ub=b_ub, bounds=bounds)
