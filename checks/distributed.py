@@ -3,11 +3,12 @@
 
 ``verify`` maps one task per (claim, instance, V) with :meth:`distributed.Client.map` and gathers the
 verdicts in submission order, so its output is the serial one (timings aside); a LocalCluster's
-workers are held to a memory limit, and :func:`instance_memory_bytes` sizes an instance beforehand. ``search`` runs one
+workers are held to a memory limit (:func:`rankwall.checks.runner.admit` sizes a case beforehand). ``search`` runs one
 seeded search per worker (seed, seed + 1, ...) on a shared Hypothesis example database and reports
 the lowest seed that found a counterexample. Dask is optional (``pip install -e '.[dask]'``); without
 it :func:`connect` raises :class:`ClusterUnavailable`, which names the flag and the install command.
-Tasks carry claim ids and backend names, never claims or backends: each worker rebuilds them.
+Tasks carry claim ids, the sources of a user's claims (``--claims``) and backend names, never claims
+or backends: each worker loads the sources and rebuilds them.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Any
 
 from rankwall.checks.backends import Backend, resolve
 from rankwall.checks.search import SearchResult, search
-from rankwall.checks.verdict import REGISTRY, Claim, Instance, Verdict
+from rankwall.checks.verdict import REGISTRY, Case, Claim, Verdict
 
 INSTALL = "pip install -e '.[dask]'"
 #: Seconds to wait for a ``--scheduler`` to answer and to have a worker.
@@ -84,32 +85,12 @@ def worker_memory_limit(client: Any) -> int | None:
     return min((limit for limit in limits if limit > 0), default=None)
 
 
-# --------------------------------------------------------------------------- memory of one instance
+# --------------------------------------------------------------------------- memory of a worker
 
-#: Resident memory of a process that has imported the claims and checked the softmax-jacobian
-#: claims at V = 64 (``ru_maxrss``: 107 MiB on this machine); a worker process is about as large.
-PROCESS_BASE_BYTES = 128 * 2**20
-#: Peak bytes per vocabulary entry of one instance beyond :data:`PROCESS_BASE_BYTES`, measured on
-#: the softmax-jacobian family on this machine (``ru_maxrss``, what ``peak_memory_mb`` reads):
-#: 851 at V = 2^17 (``benchmarks/sweep.py --measure 131072``) and 1,051 at V = 2^20 (peak 1,159 MiB
-#: of ``rankwall verify 'softmax-jacobian.*' --V 1048576``), rounded up by a quarter; it grows
-#: slowly with V, so sizes past 2^20 are estimated, not measured. The worst instance is not the
-#: float route (a few float64 rows, 8 bytes per entry each, and the secular solver's blocks of 2^19
-#: entries) but ``psd``'s re-decision of a near-tie on the exact row: a Python list of V
-#: python-flint rationals or balls (up to 2,048 bits) and their products.
-BYTES_PER_ENTRY = 1280
-#: The share of a limit one instance may take: Dask pauses a worker at 80% of its limit, and a
-#: serial run leaves the rest of the available memory to the estimate's error and other processes.
-MEMORY_SHARE = 0.8
 #: Each ``--workers`` process gets at most this much memory by default (less where the machine
 #: has less available: its available memory shared among the workers). 2 workers on this 23 GiB
 #: machine get 8 GiB each, enough for V = 2^22 (an estimated 5.1 GiB).
 DEFAULT_WORKER_MEMORY = 8 * 2**30
-
-
-def instance_memory_bytes(vocabulary: int) -> int:
-    """The estimated peak resident memory of a process checking one instance of ``vocabulary`` entries."""
-    return PROCESS_BASE_BYTES + BYTES_PER_ENTRY * vocabulary
 
 
 def default_worker_memory(workers: int, available: int | None) -> int:
@@ -140,28 +121,40 @@ def _backend(spec: BackendSpec) -> Backend:
     return resolve(*spec)
 
 
-def _claim(claim_id: str, mutant: str | None = None) -> Claim:
-    import rankwall.checks.claims  # noqa: F401  (fills the registry in a fresh worker)
+def _claim(claim_id: str, sources: Sequence[str] = ()) -> Claim:
+    """The claim (or mutant ``id[name]``) in this process, after loading the claims a user declared
+    (``--claims`` sources, and the installed packages' entry points) in a fresh worker."""
+    from rankwall.checks.loader import load_all
 
-    claim = REGISTRY[claim_id]
-    return claim if mutant is None else claim.mutants[mutant]
+    load_all(tuple(sources))
+    return REGISTRY[claim_id]
 
 
-def _check(claim_id: str, instance: Instance, spec: BackendSpec) -> tuple[Verdict, float]:
-    """One task of ``verify``: the verdict on one instance and the seconds it took."""
+def _check(
+    claim_id: str, instance: Case, spec: BackendSpec, sources: tuple[str, ...], exact: bool | None
+) -> tuple[Verdict | None, float]:
+    """One task of ``verify``: the verdict on one case (``None`` outside its domain) and its seconds."""
+    from rankwall.checks.runner import check_in_domain
+
     started = time.perf_counter()
-    verdict = _claim(claim_id).check(instance, _backend(spec))
+    verdict = check_in_domain(_claim(claim_id, sources), instance, _backend(spec), exact)
     return verdict, time.perf_counter() - started
 
 
 def check_all(
-    client: Any, jobs: Sequence[tuple[str, Instance, BackendSpec]], on_done: Callable[[], None] | None = None
-) -> list[tuple[Verdict, float]]:
-    """The verdict and seconds of each (claim id, instance, backend) job, in the order of ``jobs``."""
+    client: Any,
+    jobs: Sequence[tuple[str, Case, BackendSpec]],
+    on_done: Callable[[], None] | None = None,
+    sources: Sequence[str] = (),
+    exact: bool | None = None,
+) -> list[tuple[Verdict | None, float]]:
+    """The verdict and seconds of each (claim id, case, backend) job, in the order of ``jobs``; every
+    worker first loads the claims of ``sources``."""
     if not jobs:
         return []
     distributed = _distributed("--workers")
-    futures = client.map(_check, *zip(*jobs, strict=True), pure=False)
+    ids, cases, specs = zip(*jobs, strict=True)
+    futures = client.map(_check, ids, cases, specs, [tuple(sources)] * len(jobs), [exact] * len(jobs), pure=False)
     for _ in distributed.as_completed(futures):
         if on_done is not None:
             on_done()
@@ -171,11 +164,12 @@ def check_all(
 def _search(
     seed: int,
     claim_id: str,
-    mutant: str | None,
     spec: BackendSpec,
     tighten: Fraction,
     budget: int,
     database: str,
+    sources: tuple[str, ...],
+    exact: bool | None = None,
 ) -> SearchResult:
     """One task of ``search``: a whole seeded search on the shared database."""
     from hypothesis.errors import HypothesisDeprecationWarning
@@ -185,14 +179,19 @@ def _search(
         # Hypothesis takes for the strategy's doing; the search's randomness is its seed alone.
         warnings.filterwarnings("ignore", "Do not use the `random` module", HypothesisDeprecationWarning)
         return search(
-            _claim(claim_id, mutant), _backend(spec), tighten=tighten, budget=budget, seed=seed, database=database
+            _claim(claim_id, sources),
+            _backend(spec),
+            tighten=tighten,
+            budget=budget,
+            seed=seed,
+            database=database,
+            exact=exact,
         )
 
 
 def search_all(
     client: Any,
     claim_id: str,
-    mutant: str | None,
     spec: BackendSpec,
     *,
     tighten: Fraction,
@@ -200,15 +199,19 @@ def search_all(
     seeds: Sequence[int],
     database: str,
     on_done: Callable[[], None] | None = None,
+    sources: Sequence[str] = (),
+    exact: bool | None = None,
 ) -> list[SearchResult]:
-    """One search per seed, spread over the cluster's workers, sharing the ``database`` folder
-    (which every worker must be able to read and write); the results in the order of ``seeds``."""
+    """One search of ``claim_id`` (a mutant as ``id[name]``) per seed, spread over the cluster's
+    workers, sharing the ``database`` folder (which every worker must be able to read and write); the
+    results in the order of ``seeds``. Every worker first loads the claims of ``sources``."""
     distributed = _distributed("--workers")
     futures = client.map(
         _search,
         list(seeds),
         claim_id=claim_id,
-        mutant=mutant,
+        sources=tuple(sources),
+        exact=exact,
         spec=spec,
         tighten=tighten,
         budget=budget,

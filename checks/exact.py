@@ -56,11 +56,6 @@ def fmpq_of(q: Fraction) -> flint.fmpq:
     return flint.fmpq(q.numerator, q.denominator)
 
 
-def planted_exactly(value: Any, factor: Fraction) -> Any:
-    """:func:`rankwall.checks.verdict.planted_side` for an exact rational or a ball: F·(v + 1) − 1."""
-    return value if factor == 1 else fmpq_of(factor) * (value + 1) - 1
-
-
 def ball(x: float) -> flint.arb:
     """The float ``x`` as an exact ball (radius zero) at the current precision."""
     n, d = float(x).as_integer_ratio()

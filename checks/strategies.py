@@ -14,18 +14,19 @@ import os
 
 from hypothesis import HealthCheck, settings
 
-_QUIET = [HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large]
+#: Health checks a search does not need: slow instances, rejected draws and large draws are expected.
+QUIET_HEALTH_CHECKS = [HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large]
 settings.register_profile(
     "ci",
     derandomize=True,
     database=None,
     max_examples=60,
     deadline=None,
-    suppress_health_check=_QUIET,
+    suppress_health_check=QUIET_HEALTH_CHECKS,
     print_blob=True,
 )
-settings.register_profile("dev", max_examples=100, deadline=None, suppress_health_check=_QUIET)
-settings.register_profile("deep", max_examples=20_000, deadline=None, suppress_health_check=_QUIET)
+settings.register_profile("dev", max_examples=100, deadline=None, suppress_health_check=QUIET_HEALTH_CHECKS)
+settings.register_profile("deep", max_examples=20_000, deadline=None, suppress_health_check=QUIET_HEALTH_CHECKS)
 
 #: Examples a ``rankwall search`` runs by default: the budget within which CI must refute
 #: every planted mutant.

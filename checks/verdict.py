@@ -1,28 +1,34 @@
-"""Verdicts, claims and the registry of claims.
+"""Verdicts, cases, claims and the registry of claims.
 
 A :class:`Claim` is a proposition of the form ``lhs <= rhs`` or ``lhs == rhs`` over a family
-of instances. Checking one instance gives a :class:`Verdict` -- ``holds``, ``violated`` or
+of cases (:class:`Case`). Checking one case gives a :class:`Verdict` -- ``holds``, ``violated`` or
 ``inconclusive`` -- with both sides, the margin ``rhs - lhs``, the tolerance it was judged
-against and the method that decided it. The decision procedure, :func:`decide`, is the same
-for every claim:
+against, the method that decided it and what certifies that decision. The decision procedure,
+:func:`decide`, is the same for every claim:
 
 1. evaluate both sides in the working dtype and bound the rounding error (the tolerance);
    sides that are certified exactly (ranks from certificates) are compared as they are;
-2. a margin clear of the tolerance is a float verdict; a violation is never reported from
-   floating point alone;
+2. a margin clear of the tolerance proves "holds"; a violation is never reported from a float
+   margin alone, unless the measurement certifies both of its sides (a two-sided enclosure);
 3. otherwise re-decide in exact rationals or certified balls (``judge_exactly``); if even
    that cannot separate the sides, the answer is ``inconclusive``.
+
+A case whose built values leave the domain its constructor guarantees is no instance of a claim:
+building it raises :class:`OutsideDomain`, which the search rejects and ``verify`` counts apart,
+never as a counterexample.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, fields, replace
 from enum import StrEnum
 from fractions import Fraction
 from typing import Any, ClassVar
+
+from rankwall.theory.validation import InputError
 
 
 class Status(StrEnum):
@@ -40,62 +46,104 @@ class Relation(StrEnum):
     EQUAL = "=="
 
 
-class _Reproducible:
-    """What every instance offers: its constructor family, its parameters, its vocabulary size
-    and its JSON form ``{"family": ..., **params}`` (the contract of ``--json``)."""
+class OutsideDomain(InputError):
+    """A case whose built values leave the domain its constructor guarantees (a top atom that is not
+    the largest, a tie broken by rounding): it is no instance of the claim, and never a counterexample."""
 
-    family: str
-    params: dict[str, Any]
+
+class Case:
+    """Base of every family's typed cases: a frozen dataclass whose fields are the parameters its
+    constructor builds an instance from. ``KIND`` names that constructor in the JSON, and every case
+    type registers itself under it (:data:`CASE_TYPES`), so that :func:`case_from_json` rebuilds any
+    case from its JSON form ``{"case": KIND, **params}``::
+
+        @dataclass(frozen=True)
+        class RunnerUp(Case):
+            KIND: ClassVar[str] = "runner-up"
+            V: int
+            m: float
+            tail_mass: float = 0.0
+    """
+
+    KIND: ClassVar[str] = ""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        kind = cls.__dict__.get("KIND")
+        if kind:
+            known = CASE_TYPES.get(kind)
+            if known is not None and (known.__module__, known.__qualname__) != (cls.__module__, cls.__qualname__):
+                raise ValueError(f"case kind {kind!r} is taken by {known.__module__}.{known.__qualname__}")
+            CASE_TYPES[kind] = cls
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """The constructor's parameters (every dataclass field)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}  # type: ignore[arg-type]
 
     @property
     def vocabulary(self) -> int | None:
-        """The instance's vocabulary size: ``V``, or the columns of a log-probability matrix, or
-        the order ``n`` of a transition matrix (``None`` for instances without one)."""
+        """The case's vocabulary size: ``V``, or the columns of a log-probability matrix, or the
+        order ``n`` of a transition matrix (``None`` for cases without one)."""
         for key in ("V", "columns", "n"):
             if isinstance(self.params.get(key), int):
                 return self.params[key]
         return None
 
     def to_json(self) -> dict[str, Any]:
-        return {"family": self.family, **self.params}
+        return {"case": self.KIND, **self.params}
 
 
-@dataclass(frozen=True)
-class Instance(_Reproducible):
-    """A reproducible instance given as a constructor family and a dict of parameters (the
-    untyped form; a family's own cases are :class:`Case` dataclasses)."""
-
-    family: str
-    params: dict[str, Any]
+#: Every case type by its ``KIND`` (filled as the family modules are imported).
+CASE_TYPES: dict[str, type[Case]] = {}
 
 
-@dataclass(frozen=True)
-class Case(_Reproducible):
-    """Base of a family's typed cases. A subclass is a frozen dataclass whose fields are the
-    parameters its constructor builds an instance from, and ``FAMILY`` names that constructor
-    family in the JSON::
+def case_from_json(data: dict[str, Any]) -> Case:
+    """The case that ``data`` describes: a case's :meth:`Case.to_json`, the ``instance`` of a
+    verdict's JSON, or :func:`exact_json`'s form, where a float is written ``{"rational": "p/q"}``.
+    An unknown kind or parameter is an :class:`InputError`."""
+    import rankwall.checks.claims  # noqa: F401  (registers the shipped case types)
 
-        @dataclass(frozen=True)
-        class RunnerUp(Case):
-            FAMILY: ClassVar[str] = "runner-up"
-            V: int
-            m: float
-            tail_mass: float = 0.0
-    """
-
-    FAMILY: ClassVar[str] = ""
-
-    @property
-    def family(self) -> str:  # type: ignore[override]
-        return self.FAMILY
-
-    @property
-    def params(self) -> dict[str, Any]:  # type: ignore[override]
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+    if not isinstance(data, dict) or not isinstance(data.get("case"), str):
+        raise InputError(f"case: expected an object with a 'case' kind, got {str(data)[:80]!r}")
+    kind = data["case"]
+    if kind not in CASE_TYPES:
+        raise InputError(f"case: unknown kind {kind!r}; known kinds: {', '.join(sorted(CASE_TYPES))}")
+    cls = CASE_TYPES[kind]
+    names = {f.name for f in fields(cls)}  # type: ignore[arg-type]
+    params = {k: _read_exact(v, k) for k, v in data.items() if k != "case"}
+    unknown = sorted(set(params) - names)
+    if unknown:
+        raise InputError(f"case: {kind} has no parameter {unknown[0]!r} (its parameters: {', '.join(sorted(names))})")
+    try:
+        return cls(**params)
+    except TypeError as error:
+        raise InputError(f"case: cannot build {kind} from {params}: {error}") from None
 
 
-#: Either form of an instance: the untyped Instance or a family's Case.
-AnyInstance = Instance | Case
+def exact_json(case: Case) -> dict[str, Any]:
+    """:meth:`Case.to_json` with every finite float written exactly, ``{"rational": "p/q", "float":
+    repr}``, so that the file means the same numbers whatever reads it."""
+
+    def written(value: Any) -> Any:
+        if isinstance(value, float) and math.isfinite(value):
+            return {"rational": str(Fraction(value)), "float": repr(value)}
+        return value
+
+    return {k: written(v) for k, v in case.to_json().items()}
+
+
+def _read_exact(value: Any, name: str) -> Any:
+    """A parameter of :func:`exact_json`'s form: ``{"rational": "p/q"}`` is the float p/q, exactly."""
+    if isinstance(value, dict) and "rational" in value and set(value) <= {"rational", "float"}:
+        try:
+            q = Fraction(value["rational"])
+        except (TypeError, ValueError, ZeroDivisionError):
+            raise InputError(f"case: parameter {name}: {value['rational']!r} is not a rational") from None
+        if float(q) != q:
+            raise InputError(f"case: parameter {name} = {value['rational']} is not exactly a float")
+        return float(q)
+    return value
 
 
 class Certification(StrEnum):
@@ -103,6 +151,9 @@ class Certification(StrEnum):
 
     EXACT = "exact"  # integers or rationals: no rounding anywhere
     TWO_SIDED = "two-sided"  # balls, intervals, or a rounding-model margin on independently computed sides
+    #: An identity whose two sides agree to within their rounding bound (or the radius of their balls):
+    #: consistent with equality, not a proof of it. The verdict's ``tolerance`` is that bound.
+    WITHIN_ROUNDING = "within rounding"
     ONE_SIDED = "one-sided"  # a side bounded in one direction only (a float SVD bounds a rank from below)
 
 
@@ -187,18 +238,19 @@ class RankInterval:
     def json(self) -> dict[str, Any]:
         return {"rank_lower": self.lo, "rank_upper": self.hi, **self.certificate}
 
-    def sides(self, bound: int, direction: str) -> tuple[Measurement, Judgement]:
-        """The measurement and the judgement of "value <= b" (``direction`` "upper"), "b <= value"
-        ("lower") or "value == b" ("equal"). Contradicting ends (lo > hi) decide nothing."""
-        return self._measurement(bound, direction), self._judgement(bound, direction)
+    def sides(self, stated: int, direction: str) -> tuple[Measurement, Judgement]:
+        """The measurement and the judgement of "value <= b" (``direction`` "upper": b is an upper
+        bound), "b <= value" ("lower") or "value == b" ("equal"), for the stated integer b.
+        Contradicting ends (lo > hi) decide nothing."""
+        return self._measurement(stated, direction), self._judgement(stated, direction)
 
-    def _measurement(self, bound: int, direction: str) -> Measurement:
+    def _measurement(self, stated: int, direction: str) -> Measurement:
         """A pinned value compares as it is; otherwise the one end that can decide does, proving only
         the answer it can. Contradicting ends, or an identity without a point, give NaN sides, which
         never clear a tolerance: the judgement says why."""
         if self.lo > self.hi:
             return Measurement(math.nan, math.nan, math.nan, f"{self.method}: the ends contradict", self.json())
-        b = float(bound)
+        b = float(stated)
         if self.pinned:
             value = float(self.lo)
             lhs, rhs = (b, value) if direction == "lower" else (value, b)
@@ -212,27 +264,27 @@ class RankInterval:
         one_sided = Certification.ONE_SIDED
         return Measurement(*sides, 0.0, self.method, self.json(), True, one_sided, proves)
 
-    def _judgement(self, bound: int, direction: str) -> Judgement:
+    def _judgement(self, stated: int, direction: str) -> Judgement:
         """The verdict the ends give on their own: ``sign`` of rhs - lhs, ``None`` when the interval
-        straddles the bound or the ends contradict each other."""
-        b, lo, hi, method = float(bound), float(self.lo), float(self.hi), self.method
+        straddles the stated value or the ends contradict each other."""
+        b, lo, hi, method = float(stated), float(self.lo), float(self.hi), self.method
         if self.lo > self.hi:
             if self.trust_lower and direction != "lower" and lo > b:
-                why = f"{method}; the ends contradict, and the lower end alone gives lower > {bound}"
+                why = f"{method}; the ends contradict, and the lower end alone gives lower > {stated}"
                 return Judgement(lo, b, -1, why, certificate=self.json(), certified_by=Certification.ONE_SIDED)
             return Judgement(hi, lo, None, f"{method}: undecided, the certificates contradict", certificate=self.json())
         if direction == "upper":  # value <= b
-            decided = [(hi, b, f"upper <= {bound}")] if hi <= b else [(lo, b, f"lower > {bound}")] if lo > b else []
+            decided = [(hi, b, f"upper <= {stated}")] if hi <= b else [(lo, b, f"lower > {stated}")] if lo > b else []
         elif direction == "lower":  # b <= value
-            decided = [(b, lo, f"lower >= {bound}")] if lo >= b else [(b, hi, f"upper < {bound}")] if hi < b else []
+            decided = [(b, lo, f"lower >= {stated}")] if lo >= b else [(b, hi, f"upper < {stated}")] if hi < b else []
         else:  # value == b
             end = lo if lo > b else hi
             decided = (
-                [(lo, b, "a point")] if self.pinned else [(end, b, f"excludes {bound}")] if lo > b or hi < b else []
+                [(lo, b, "a point")] if self.pinned else [(end, b, f"excludes {stated}")] if lo > b or hi < b else []
             )
         if not decided:
             return Judgement(
-                lo, b, None, f"{method}: undecided, the interval straddles {bound}", certificate=self.json()
+                lo, b, None, f"{method}: undecided, the interval straddles {stated}", certificate=self.json()
             )
         lhs, rhs, why = decided[0]
         sign = (rhs > lhs) - (rhs < lhs)
@@ -241,7 +293,7 @@ class RankInterval:
 
 @dataclass(frozen=True)
 class Verdict:
-    """The answer for one claim on one instance. ``margin`` is ``rhs - lhs``."""
+    """The answer for one claim on one case. ``margin`` is ``rhs - lhs``."""
 
     claim: str
     status: Status
@@ -250,9 +302,9 @@ class Verdict:
     margin: float
     tolerance: float
     method: str
-    instance: AnyInstance
+    instance: Case
     certificate: dict[str, Any] | None = None
-    certified_by: Certification | None = None  # None: undecided, or a claim that does not say yet
+    certified_by: Certification | None = None  # None: undecided
 
     @property
     def relative_margin(self) -> float:
@@ -287,16 +339,29 @@ def worst(verdicts: Iterable[Verdict]) -> Verdict:
     return max(verdicts, key=lambda v: (SEVERITY[v.status], -abs(v.relative_margin)))
 
 
+#: The vocabulary size a claim is checked at by default (``rankwall verify`` without ``--V``).
+DEFAULT_V = 1024
+
+#: The directions of a bound: an upper bound (``lhs <= bound``) or a lower bound (``bound <= rhs``).
+DIRECTIONS = ("upper", "lower")
+
+
+class CannotTighten(InputError):
+    """A factor asked of a claim that has no bound to tighten (an identity)."""
+
+
 @dataclass(frozen=True)
 class Claim:
-    """A proposition with everything needed to build, check and search its instances.
+    """A proposition with everything needed to build, check and search its cases.
 
-    ``measure(instance, backend, factor)`` and ``judge_exactly(instance, factor)`` return
-    both sides; ``factor`` multiplies the bound (the right side of an upper bound, the left
-    side of a lower bound) for ``rankwall search --tighten``; for an identity it moves the stated
-    side, a test hook only (:meth:`check_planted`). ``witnesses(V)`` lists the
-    constructed instances at vocabulary size V; ``random_instances(V, n, seed)`` adds drawn
-    ones; ``strategy()`` is the Hypothesis strategy that hunts counterexamples."""
+    ``measure(case, backend, factor)`` and ``judge_exactly(case, factor)`` return both sides;
+    ``factor`` multiplies the bound (the right side of an upper bound, the left side of a lower
+    bound) for ``rankwall search --tighten``; for an identity it moves the stated side, a test hook
+    only (:meth:`check_planted`). ``direction`` says which kind of bound an inequality states
+    (``"upper"`` or ``"lower"``; ``None`` for an identity). ``witnesses(V)`` lists the constructed
+    cases at vocabulary size V; ``random_instances(V, n, seed)`` adds drawn ones; ``strategy()`` is
+    the Hypothesis strategy that hunts counterexamples. ``origin`` names where a claim declared
+    outside the package was loaded from (a file or a module; ``None`` for a shipped claim)."""
 
     id: str
     title: str
@@ -304,57 +369,82 @@ class Claim:
     statement: str
     domain: str
     relation: Relation
-    bound: str | None
-    measure: Callable[[AnyInstance, Any, Fraction], Measurement]
-    judge_exactly: Callable[[AnyInstance, Fraction], Judgement]
-    witnesses: Callable[[int], list[AnyInstance]]
-    random_instances: Callable[[int, int, int], list[AnyInstance]]
+    measure: Callable[[Case, Any, Fraction], Measurement]
+    judge_exactly: Callable[[Case, Fraction], Judgement]
+    witnesses: Callable[[int], list[Case]]
+    random_instances: Callable[[int, int, int], list[Case]]
     strategy: Callable[[], Any]
+    direction: str | None = None
     mutants: dict[str, Claim] = field(default_factory=dict)
     array_api: bool = True  # False: the claim computes in NumPy whatever backend is asked for
+    origin: str | None = None
+    #: The vocabulary size ``verify`` checks the claim at when no ``--V`` is given: smaller than
+    #: :data:`DEFAULT_V` for a claim whose witnesses are expensive (an LP per token, a dense SVD), so
+    #: that the default run stays short while keeping the witnesses' boundary cases.
+    default_V: int = DEFAULT_V
+    #: Both sides the slow, obviously right way at small size: ``reference(case, backend)`` ->
+    #: :class:`rankwall.checks.toolkit.Reference`, on the instance as the backend built it.
+    reference: Callable[[Case, Any], Any] | None = None
+    #: The boundary classes of the claim's strategy (see :class:`rankwall.checks.toolkit.Cases`).
+    boundary_classes: dict[str, Callable[[Case], bool]] = field(default_factory=dict)
+    sides: Any = None  # the declared sides (rankwall.checks.quantities.Sides), for a claim made by declare()
+
+    def __post_init__(self) -> None:
+        if self.relation is Relation.EQUAL and self.direction is not None:
+            raise ValueError(f"{self.id}: an identity states no bound direction, got {self.direction!r}")
+        if self.relation is Relation.AT_MOST and self.direction not in DIRECTIONS:
+            raise ValueError(f"{self.id}: an inequality names its bound direction ('upper' or 'lower')")
+
+    @property
+    def is_mutant(self) -> bool:
+        """Whether this is a planted false variant ``parent[name]`` of a claim."""
+        return self.id.endswith("]") and "[" in self.id
 
     def with_mutant(self, name: str, statement: str, **changes: Any) -> Claim:
         """Plant a false variant ``id[name]`` of this claim (``rankwall search --mutant name``):
-        the same claim with another statement and whichever fields the falsehood changes."""
+        the same claim with another statement and whichever fields the falsehood changes. A declared
+        claim's mutant may give new sides instead: ``lhs=``, ``rhs=``, ``relation=``; ``cases=`` (a
+        :class:`~rankwall.checks.toolkit.Cases`) stands for its three fields."""
+        if "cases" in changes:
+            changes = {**changes.pop("cases").fields(), **changes}
+        side_changes = {k: changes.pop(k) for k in ("lhs", "relation", "rhs") if k in changes}
+        if side_changes:
+            from rankwall.checks.quantities import mutated_fields
+
+            changes = {**mutated_fields(self, **side_changes), **changes}
         mutant = replace(self, id=f"{self.id}[{name}]", statement=statement, mutants={}, **changes)
         self.mutants[name] = mutant
         return mutant
 
-    def check(self, instance: AnyInstance, backend: Any, factor: Fraction = Fraction(1)) -> Verdict:
-        """Decide the claim on one instance (see the module docstring). A numerical failure of
-        the backend (an eigensolver that does not converge, an overflow) leaves the instance
-        undecided: the verdict is ``inconclusive`` and names the failure."""
-        if factor != 1 and self.bound is None:
-            raise ValueError(f"{self.id}: an identity has no bound to tighten")
-        return self.check_planted(instance, backend, factor)
+    def require_bound(self, factor: Fraction) -> None:
+        """Refuse a factor other than 1 on an identity, which has no bound to tighten."""
+        if factor != 1 and self.direction is None:
+            raise CannotTighten(f"--tighten: {self.id} is an identity, it has no bound to tighten")
 
-    def check_planted(self, instance: AnyInstance, backend: Any, factor: Fraction) -> Verdict:
+    def check(
+        self, instance: Case, backend: Any, factor: Fraction = Fraction(1), *, exact: bool | None = None
+    ) -> Verdict:
+        """Decide the claim on one case (see the module docstring and :func:`decide`; ``exact``
+        forces or forbids the exact re-decision of an identity that holds to rounding). A numerical
+        failure of the backend (an eigensolver that does not converge, an overflow) leaves the case
+        undecided: the verdict is ``inconclusive`` and names the failure."""
+        self.require_bound(factor)
+        return self.check_planted(instance, backend, factor, exact=exact)
+
+    def check_planted(self, instance: Case, backend: Any, factor: Fraction, *, exact: bool | None = None) -> Verdict:
         """:meth:`check` with the stated side moved by ``factor`` in every route, identities included:
         the meta-tests' hook for planting a wrong measured value. A bound is multiplied by F; the
-        stated side of an identity is multiplied by F, or moved to :func:`planted_side` where it
-        can be zero by its form (a count of failures, J·1 = 0)."""
+        stated side of an identity is multiplied by F, or moved to ``planted_side`` where it can be
+        zero by its form (a count of failures, J·1 = 0)."""
         try:
             measured = self.measure(instance, backend, factor)
-            return decide(self, instance, measured, lambda: self.judge_exactly(instance, factor))
+            return decide(self, instance, measured, lambda: self.judge_exactly(instance, factor), exact)
         except Exception as error:
             if not is_numerical_failure(error):
                 raise
             reason = f"{NUMERICAL_FAILURE}: {type(error).__name__}: {str(error).splitlines()[0][:200]}"
             nan = math.nan
             return Verdict(self.id, Status.INCONCLUSIVE, nan, nan, nan, nan, reason, instance)
-
-
-def planted_side(value: Any, factor: Fraction) -> Any:
-    """The stated side v of an identity moved by F (the meta-tests' hook; F = 1 leaves it):
-    F·(v + 1) − 1, which differs from v for every F ≠ 1 and v ≠ −1, so that a side that is zero by
-    its form moves too. Exact for integers and Fractions (an integer stays one for an integer F);
-    a float is moved in floating point."""
-    if factor == 1:
-        return value
-    if isinstance(value, float):
-        return float(factor) * (value + 1) - 1
-    moved = factor * (value + 1) - 1
-    return int(moved) if isinstance(value, int) and moved.denominator == 1 else moved
 
 
 def tightened_integer_bound(bound: int, factor: Fraction, direction: str) -> int:
@@ -383,8 +473,23 @@ def is_numerical_failure(error: BaseException) -> bool:
     return any(cls.__name__ in ("LinAlgError", "_LinAlgError") for cls in type(error).__mro__)
 
 
-def decide(claim: Claim, instance: AnyInstance, measured: Measurement, judge: Callable[[], Judgement]) -> Verdict:
-    """Float verdict when the margin clears the tolerance, else an exact judgement."""
+#: Identities on instances of at most this vocabulary are re-decided by their exact judge when the float
+#: margin only shows the sides equal to rounding (``--exact`` forces it at every size): the judges are
+#: O(V) python-flint or mpmath computations, a second or so at this size.
+EXACT_IDENTITY_V = 4096
+
+
+def decide(
+    claim: Claim, instance: Case, measured: Measurement, judge: Callable[[], Judgement], exact: bool | None = None
+) -> Verdict:
+    """Float verdict when the margin clears the tolerance, else an exact judgement.
+
+    An identity is decided as an identity: a float margin inside its tolerance only shows the sides
+    equal to rounding, so the exact judge re-decides it where that is affordable (``exact``: always,
+    never, or by default for instances of at most :data:`EXACT_IDENTITY_V` entries). Exact equality
+    holds with the judge's certification, a certified difference is a violation, and sides whose
+    exact evaluations agree only to a positive radius hold *within rounding*
+    (:attr:`Certification.WITHIN_ROUNDING`), as do the float sides where no exact route runs."""
     margin = measured.rhs - measured.lhs
     if measured.exact_sides:
         holds = margin >= 0 if claim.relation is Relation.AT_MOST else margin == 0
@@ -399,42 +504,58 @@ def decide(claim: Claim, instance: AnyInstance, measured: Measurement, judge: Ca
         decisive = found is measured.proves and (measured.exact_sides or holds)
     else:
         decisive = holds
-    if decisive:
-        return Verdict(
-            claim.id,
-            found,
-            measured.lhs,
-            measured.rhs,
-            margin,
-            measured.tolerance,
-            measured.method,
-            instance,
-            measured.certificate,
-            measured.certified_by,
-        )
-    exact = judge()
-    if exact.sign is None:
+    to_rounding = decisive and claim.relation is Relation.EQUAL and not measured.exact_sides
+    if decisive and not to_rounding:
+        return _verdict(claim, instance, found, measured, measured.tolerance, measured.certified_by)
+    if to_rounding and not _affordable(instance, exact):
+        return _verdict(claim, instance, Status.HOLDS, measured, measured.tolerance, Certification.WITHIN_ROUNDING)
+    judged = judge()
+    if judged.sign is None:
+        if claim.relation is Relation.EQUAL and 0 < judged.radius < math.inf:
+            method = f"{judged.method} (the sides agree to within {judged.radius:.1e}: equal within rounding)"
+            judged = replace(judged, method=method, certified_by=Certification.WITHIN_ROUNDING)
+            return _verdict(claim, instance, Status.HOLDS, judged, judged.radius, judged.certified_by)
+        if to_rounding:
+            return _verdict(claim, instance, Status.HOLDS, measured, measured.tolerance, Certification.WITHIN_ROUNDING)
         status = Status.INCONCLUSIVE
     elif claim.relation is Relation.AT_MOST:
-        status = Status.HOLDS if exact.sign >= 0 else Status.VIOLATED
+        status = Status.HOLDS if judged.sign >= 0 else Status.VIOLATED
     else:
-        status = Status.HOLDS if exact.sign == 0 else Status.VIOLATED
+        status = Status.HOLDS if judged.sign == 0 else Status.VIOLATED
+    return _verdict(claim, instance, status, judged, judged.radius, judged.certified_by)
+
+
+def _affordable(instance: Case, exact: bool | None) -> bool:
+    if exact is not None:
+        return exact
+    return (instance.vocabulary or 0) <= EXACT_IDENTITY_V
+
+
+def _verdict(
+    claim: Claim,
+    instance: Case,
+    status: Status,
+    sides: Measurement | Judgement,
+    tolerance: float,
+    certified_by: Certification | None,
+) -> Verdict:
     return Verdict(
         claim.id,
         status,
-        exact.lhs,
-        exact.rhs,
-        exact.rhs - exact.lhs,
-        exact.radius,
-        exact.method,
+        sides.lhs,
+        sides.rhs,
+        sides.rhs - sides.lhs,
+        tolerance,
+        sides.method,
         instance,
-        exact.certificate,
-        exact.certified_by,
+        sides.certificate,
+        certified_by,
     )
 
 
 class Registry:
-    """Claims keyed by dotted id (``family.name``), matched by shell-style patterns."""
+    """Claims keyed by dotted id (``family.name``), matched by shell-style patterns; a mutant is
+    looked up as ``id[name]``."""
 
     def __init__(self) -> None:
         self._claims: dict[str, Claim] = {}
@@ -445,14 +566,29 @@ class Registry:
         self._claims[claim.id] = claim
         return claim
 
+    def unregister(self, claim_id: str) -> None:
+        self._claims.pop(claim_id, None)
+
+    def __contains__(self, claim_id: str) -> bool:
+        return claim_id in self._claims
+
     def __getitem__(self, claim_id: str) -> Claim:
+        """The claim ``claim_id``, or its mutant for ``id[name]``."""
+        parent, _, mutant = claim_id.partition("[")
+        if mutant and claim_id.endswith("]") and parent in self._claims:
+            claim = self._claims[parent]
+            name = mutant[:-1]
+            if name not in claim.mutants:
+                known = ", ".join(sorted(claim.mutants)) or "none"
+                raise KeyError(f"{parent} has no mutant {name!r} (its mutants: {known})")
+            return claim.mutants[name]
         try:
             return self._claims[claim_id]
         except KeyError:
             known = ", ".join(sorted(self._claims))
             raise KeyError(f"unknown claim {claim_id!r}; known claims: {known}") from None
 
-    def __iter__(self) -> Any:
+    def __iter__(self) -> Iterator[Claim]:
         return iter(sorted(self._claims.values(), key=lambda c: c.id))
 
     def __len__(self) -> int:
@@ -465,19 +601,5 @@ class Registry:
         return [c for c in self if any(fnmatch.fnmatchcase(c.id, p) for p in patterns)]
 
 
-#: The registry every theory family registers its claims in (see :mod:`rankwall.checks.claims`).
+#: The registry every family registers its claims in (see :mod:`rankwall.checks.claims`).
 REGISTRY = Registry()
-
-
-class Family:
-    """A family of claims (the part of a claim id before the dot) and the fields its claims
-    share; :meth:`claim` builds a claim and registers it at once, so a family module needs no
-    registration code and no list of its claims anywhere else."""
-
-    def __init__(self, name: str, **defaults: Any) -> None:
-        self.name = name
-        self.defaults = defaults
-
-    def claim(self, name: str, **fields: Any) -> Claim:
-        """The claim ``<family>.<name>``: the family's defaults, overridden by ``fields``, registered."""
-        return REGISTRY.register(Claim(id=f"{self.name}.{name}", **{**self.defaults, **fields}))

@@ -1,11 +1,108 @@
 """rankwall: the mathematics of the softmax / LM-head bottleneck as claims that can be built,
 checked with a certified margin, and searched for counterexamples.
 
-The distribution installs three packages: this one, :mod:`rankwall.theory` (the mathematics,
-from the top-level folder ``theory/``) and :mod:`rankwall.checks` (verdicts, certificates,
-search, models and the command line, from ``checks/``).
+The public API, for stating and checking claims of one's own (see ``docs/conjectures.md``)::
+
+    from rankwall import declare, softmax_jacobian as sj
+
+    declare("mine.norm-below-1.9", statement="‖J‖₂ ≤ 1.9·m(1 − m)",
+            lhs=sj.norm, relation="<=", rhs=1.9 * sj.top * sj.complement, cases=sj.rows)
+
+- each family of claims is a module with its case types, its ``Cases`` bundles (strategies,
+  witnesses, random instances) and its quantities: ``rankwall.softmax_jacobian``,
+  ``rankwall.compression``, ``rankwall.updates``, ``rankwall.error_rank``, ``rankwall.heads``,
+  ``rankwall.expressivity`` (the modules of :mod:`rankwall.checks.claims`, found by name);
+- :func:`declare` states a claim from two quantities and a relation; :func:`quantity` defines a new
+  quantity; :func:`minimum`, :func:`maximum` combine them;
+- :func:`get_claim`, :func:`check`, :func:`search`, :func:`load_claims`, :func:`case_from_json`,
+  :func:`backend` reach the registry, one verdict, the counterexample search, a user's file of
+  claims, a saved case, and an array backend;
+- :mod:`rankwall.testing` is the pytest plugin (``assert_holds`` and the ``rankwall_backend`` fixture).
+
+The distribution installs three packages: this one, :mod:`rankwall.theory` (the mathematics, from
+the top-level folder ``theory/``) and :mod:`rankwall.checks` (verdicts, certificates, search, models
+and the command line, from ``checks/``). Names are imported on first use, so that importing
+``rankwall`` (as the pytest plugin does in every test run) stays cheap.
 """
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from fractions import Fraction
+from typing import Any
 
 from rankwall.theory.validation import InputError
 
-__all__ = ["InputError"]
+#: Public names and the modules that define them (imported on first use).
+_EXPORTS = {
+    "declare": "rankwall.checks.quantities",
+    "quantity": "rankwall.checks.quantities",
+    "minimum": "rankwall.checks.quantities",
+    "maximum": "rankwall.checks.quantities",
+    "Measured": "rankwall.checks.quantities",
+    "Context": "rankwall.checks.quantities",
+    "Quantity": "rankwall.checks.quantities",
+    "Cases": "rankwall.checks.toolkit",
+    "Case": "rankwall.checks.verdict",
+    "Claim": "rankwall.checks.verdict",
+    "Verdict": "rankwall.checks.verdict",
+    "Status": "rankwall.checks.verdict",
+    "OutsideDomain": "rankwall.checks.verdict",
+    "case_from_json": "rankwall.checks.verdict",
+    "load_claims": "rankwall.checks.loader",
+    "SearchResult": "rankwall.checks.search",
+}
+
+__all__ = ["InputError", "backend", "check", "get_claim", "search", *sorted(_EXPORTS)]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    family = f"rankwall.checks.claims.{name}"
+    if not name.startswith("_") and importlib.util.find_spec("rankwall.checks.claims") is not None:
+        if importlib.util.find_spec(family) is not None:
+            return importlib.import_module(family)
+    raise AttributeError(f"module 'rankwall' has no attribute {name!r}")
+
+
+def get_claim(claim_id: str) -> Any:
+    """The registered claim ``claim_id`` (a shipped one, a loaded one, or a mutant ``id[name]``)."""
+    from rankwall.checks.loader import load_entry_points
+    from rankwall.checks.verdict import REGISTRY
+
+    load_entry_points()
+    try:
+        return REGISTRY[claim_id]
+    except KeyError as error:
+        raise InputError(str(error.args[0])) from None
+
+
+def backend(name: str = "numpy", device: str | None = None, dtype: str = "float64") -> Any:
+    """The array backend a claim computes in: ``numpy``, ``torch``, ``cupy`` or ``array-api-strict``,
+    on a device (``cpu``, ``cuda``) and in a dtype (``float64`` or ``float32``)."""
+    from rankwall.checks.backends import BackendUnavailable, resolve
+
+    try:
+        return resolve(name, device, dtype)
+    except BackendUnavailable as error:
+        raise InputError(str(error)) from None
+
+
+def _claim(claim: Any) -> Any:
+    return get_claim(claim) if isinstance(claim, str) else claim
+
+
+def check(claim: Any, case: Any, on: Any = None, tighten: Fraction | int | str = 1) -> Any:
+    """The :class:`Verdict` of ``claim`` (an id or a claim) on one case, in backend ``on`` (NumPy
+    float64 by default), its bound multiplied by ``tighten``."""
+    return _claim(claim).check(case, on or backend(), Fraction(tighten))
+
+
+def search(claim: Any, budget: int = 300, tighten: Fraction | int | str = 1, on: Any = None, seed: int = 0) -> Any:
+    """Hunt a counterexample to ``claim`` with Hypothesis (:func:`rankwall.checks.search.search`):
+    ``budget`` examples, the bound multiplied by ``tighten``, in backend ``on``; no example database."""
+    from rankwall.checks.search import search as run
+
+    return run(_claim(claim), on or backend(), tighten=Fraction(tighten), budget=budget, seed=seed)

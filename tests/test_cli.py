@@ -26,7 +26,11 @@ def test_list_json_names_every_claim(capsys):
     listed = json.loads(out)
     assert code == EXIT_OK
     assert [c["id"] for c in listed] == [c.id for c in REGISTRY]
-    assert set(listed[0]) == {"id", "title", "source", "statement", "domain", "relation", "bound", "mutants"}
+    assert set(listed[0]) == {
+        "id", "title", "source", "statement", "domain", "relation", "direction", "array_api", "default_V", "origin",
+        "mutants",
+    }  # fmt: skip
+    assert all(set(m) == {"name", "id", "statement"} for c in listed for m in c["mutants"])
 
 
 def test_list_table_for_people(capsys):
@@ -69,7 +73,7 @@ def test_search_finds_the_sharpness_counterexample(capsys):
     result = json.loads(out)
     assert code == EXIT_VIOLATED and result["found"]
     assert result["counterexample"]["status"] == "violated"
-    assert result["counterexample"]["instance"]["family"] == "runner-up"
+    assert result["counterexample"]["instance"]["case"] == "runner-up"
 
 
 def test_search_with_no_counterexample_exits_zero(capsys):
@@ -153,8 +157,8 @@ def test_verify_exit_code_is_the_worst_over_the_sizes(capsys, monkeypatch):
 
     checked = Claim.check
 
-    def violated_at_128(self, instance, backend, factor=1):
-        verdict = checked(self, instance, backend)
+    def violated_at_128(self, instance, backend, factor=1, **options):
+        verdict = checked(self, instance, backend, **options)
         return replace(verdict, status=Status.VIOLATED) if instance.vocabulary == 128 else verdict
 
     monkeypatch.setattr(Claim, "check", violated_at_128)

@@ -3,6 +3,7 @@ claims compression.*: every side enclosed, every claim able to fail."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from dataclasses import replace
@@ -11,12 +12,14 @@ from fractions import Fraction
 import mpmath
 import numpy as np
 import pytest
+from reference_check import disagreements
 
 from rankwall.checks.backends import float64_copy, resolve
 from rankwall.checks.claims import compression as claims
 from rankwall.checks.cli import EXIT_OK, EXIT_USAGE, EXIT_VIOLATED, main
+from rankwall.checks.quantities import declare
 from rankwall.checks.search import search
-from rankwall.checks.verdict import REGISTRY, Certification, Relation, Status
+from rankwall.checks.verdict import REGISTRY, Certification, OutsideDomain, Relation, Status, case_from_json
 from rankwall.theory import compression as cp
 from rankwall.theory.validation import InputError
 
@@ -140,8 +143,8 @@ def test_a_case_has_the_json_form_of_its_family():
     """A typed case writes the JSON of the untyped form: its family, then every parameter."""
     case = claims.BatchGradient(V=64, D=32, rank=None, tokens=96, seed=32, scale=1.0, aligned=False)
     expected = {"V": 64, "D": 32, "rank": None, "tokens": 96, "seed": 32, "scale": 1.0, "aligned": False}
-    assert case.to_json() == {"family": "batch-gradient", **expected}
-    assert list(case.to_json()) == ["family", *expected]
+    assert case.to_json() == {"case": "batch-gradient", **expected}
+    assert list(case.to_json()) == ["case", *expected]
     assert case.vocabulary == 64 and claims.ky_fan.witnesses(64)[0] == case
 
 
@@ -192,7 +195,8 @@ class TestEnclosuresHoldTheExactQuantities:
 
 
 def planted(monkeypatch, name, index, factor):
-    """Replace the measurement ``name`` by one whose output (entry ``index`` of a pair) is scaled."""
+    """Replace the measurement ``name`` by one whose output (entry ``index`` of a pair) is scaled. The
+    identity's ball re-decision reads the instance itself, so the same share is planted there too."""
     original = getattr(claims, name)
 
     def wrong(*args):
@@ -202,6 +206,15 @@ def planted(monkeypatch, name, index, factor):
         return tuple(e.scaled(factor) if i == index else e for i, e in enumerate(out))
 
     monkeypatch.setattr(claims, name, wrong)
+    if name == "eq1_shares":
+        balls = claims.ball_shares.__wrapped__
+
+        def wrong_balls(case, bits):
+            shares = list(balls(case, bits))
+            shares[index] = shares[index] * factor**2
+            return tuple(shares)
+
+        monkeypatch.setattr(claims, "ball_shares", wrong_balls)
 
 
 @pytest.mark.parametrize(
@@ -241,10 +254,17 @@ class TestEveryVerdictIsReachable:
         assert verdict.status is Status.VIOLATED and verdict.margin < -verdict.tolerance < 0
 
     def test_inconclusive_when_the_tightened_bound_meets_the_measured_side(self, claim_id):
+        """Beyond the exact routes' size (V = 8,192 > 4,096) only the float margin decides: undecided where
+        F times the bound meets the measured side. Within it, the balls or the integers decide."""
         claim = REGISTRY[claim_id]
-        m = claim.measure(REVIEWED, NUMPY, Fraction(1))
-        verdict = claim.check(REVIEWED, NUMPY, Fraction(m.lhs) / Fraction(m.rhs))
-        assert verdict.status is Status.INCONCLUSIVE and abs(verdict.margin) <= verdict.tolerance
+        for V, status in ((8192, Status.INCONCLUSIVE), (64, None)):
+            instance = replace(REVIEWED, V=V)
+            m = claim.measure(instance, NUMPY, Fraction(1))
+            verdict = claim.check(instance, NUMPY, Fraction(m.lhs) / Fraction(m.rhs))
+            if status is Status.INCONCLUSIVE:
+                assert verdict.status is status and abs(verdict.margin) <= verdict.tolerance, verdict.to_json()
+            else:
+                assert verdict.status is not Status.INCONCLUSIVE and verdict.certified_by is not None
 
 
 def test_a_full_head_keeps_everything_exactly():
@@ -284,10 +304,13 @@ def test_rankwall_search_tighten(capsys, claim_id):
 
 @pytest.mark.parametrize("claim_id", [c.id for c in REGISTRY if c.id.startswith("compression.")])
 def test_claims_hold_at_the_full_vocabulary(claim_id):
-    """V = 131,072 itself (the witnesses stop at 4,096): one head of D = 32 and 96 tokens per claim."""
+    """V = 131,072 itself (the witnesses stop at 4,096): one head of D = 32 and 96 tokens per claim. An
+    inequality holds by its two-sided margin; an identity, beyond the size of its ball re-decision, holds
+    within rounding (its float sides agree to their bound)."""
     claim = REGISTRY[claim_id]
     verdict = claim.check(replace(claim.witnesses(64)[0], V=131072), NUMPY)
-    assert verdict.status is Status.HOLDS and verdict.certified_by is Certification.TWO_SIDED, verdict.to_json()
+    expected = Certification.WITHIN_ROUNDING if claim.relation is Relation.EQUAL else Certification.TWO_SIDED
+    assert verdict.status is Status.HOLDS and verdict.certified_by is expected, verdict.to_json()
 
 
 # ----------------------------------------------------------------- the array-API route (float32 included)
@@ -389,6 +412,8 @@ def test_a_side_measured_wrong_in_float32_is_a_violation(monkeypatch, claim_id, 
 
 
 def test_rankwall_verify_in_float32_names_backend_and_dtype(capsys):
+    """Every record names the backend and dtype it measured in; its worst verdict's method is the
+    float32 measurement's, or, where that margin left the case to the float64 re-decision, the judge's."""
     argv = ["verify", "compression.*", "--backend", "array-api-strict", "--device", "no_float64"]
     code = main([*argv, "--dtype", "float32", "--V", "64", "--json"])
     records = json.loads(capsys.readouterr().out)
@@ -396,7 +421,10 @@ def test_rankwall_verify_in_float32_names_backend_and_dtype(capsys):
     for record in records:
         assert record["status"] == "holds" and record["array_api"] is True, record
         assert (record["backend"], record["dtype"]) == ("array-api-strict", "float32")
-        assert record["method"].startswith("array-api-strict float32")
+        claim, instance = REGISTRY[record["claim"]], case_from_json(record["instance"])
+        measured = claim.measure(instance, STRICT32, Fraction(1))
+        assert measured.method.startswith("array-api-strict float32")
+        assert record["method"].startswith((measured.method, claim.judge_exactly(instance, Fraction(1)).method))
 
 
 def test_a_norm_below_float32s_normal_range_is_still_enclosed():
@@ -407,3 +435,108 @@ def test_a_norm_below_float32s_normal_range_is_still_enclosed():
     exact = mpmath.sqrt(sum(mpmath.mpf(x) ** 2 for x in stored.ravel()))
     assert inside(exact, claims.frobenius(STRICT32.asarray(X)))
     assert inside(exact, claims.frobenius(stored)) and claims.frobenius(stored).radius < 1e-38
+
+
+# ----------------------------------------------------------------- checked measurements (issue 18)
+
+
+def test_a_measure_of_the_wrong_quantity_is_caught_by_the_reference():
+    """Planted: the Ky Fan ceiling at rank W + 1, a true bound, so every verdict still holds; the
+    reference's share of rank W (a certified eigensolver on the dense Gram matrix) disagrees."""
+    wrong = dataclasses.replace(
+        claims.ky_fan,
+        measure=lambda i, b, f: claims.measure_ky_fan(i, b, f, ceiling=lambda G, k: claims.top_share(G, k + 1)),
+    )
+    witnesses = [i for i in wrong.witnesses(16) if i.D < i.V]
+    assert all(wrong.check(i, NUMPY).status is Status.HOLDS for i in witnesses)
+    assert not disagreements(claims.ky_fan, witnesses, NUMPY)
+    found = disagreements(wrong, witnesses, NUMPY)
+    assert found and all("rhs" in why for why in found), found[:2]
+
+
+def test_the_reference_refuses_a_basis_of_another_space(monkeypatch):
+    """The reference reads span Q from the instance, but only as the head's column space: a basis of
+    another space of the same dimension is refused, not compared."""
+    instance = claims.ky_fan.witnesses(16)[0]
+    G, W, Q = claims.gradient(instance)
+    other = np.linalg.qr(np.random.default_rng(0).standard_normal(Q.shape))[0]
+    monkeypatch.setattr(claims, "gradient", lambda case, backend=None: (G, W, other))
+    with pytest.raises(ValueError, match="not the column space of the head"):
+        claims.REFERENCES["ky-fan"](instance, NUMPY)
+
+
+@pytest.mark.parametrize(
+    ("instance", "message"),
+    [
+        (claims.BatchGradient(V=2, D=1, tokens=1, seed=1, scale=1e4), "the logit gradient is zero"),
+        (claims.BatchGradient(V=40, D=5, rank=3, tokens=8, seed=0), None),
+    ],
+)
+def test_built_values_outside_the_domain_are_refused(monkeypatch, instance, message):
+    """A zero gradient (every row saturated at its target) has no shares; a head whose built values show
+    another rank than the constructor's is no instance of its case. Both are OutsideDomain, which search
+    rejects and verify counts apart."""
+    if message is None:  # a basis of the wrong dimension, as a rounding could leave it
+        monkeypatch.setattr(cp, "column_basis", lambda W: (np.linalg.qr(W)[0], W.shape[1]))
+        message = "numerical rank 5, not the 3 its constructor guarantees"
+    with pytest.raises(OutsideDomain, match=message):
+        claims.gradient(instance)
+
+
+def test_the_ball_judge_decides_what_the_float_tolerance_cannot():
+    """r² + c² = 1 − 10⁻¹² lies inside the float64 tolerance at V = 1024 (it "held" on every witness), but
+    the 128-bit balls separate it; r² + c² = 1 holds within the balls' radius, not the float bound."""
+    off = declare(
+        "user.pythagoras-off",
+        statement="r² + c² = 1 − 10⁻¹²",
+        lhs=claims.destroyed**2 + claims.surviving**2,
+        relation="==",
+        rhs=Fraction(1) - Fraction(1, 10**12),
+        cases=claims.batch_gradients,
+        register=False,
+    )
+    instance = claims.pythagoras.witnesses(1024)[0]
+    assert off.measure(instance, NUMPY, Fraction(1)).tolerance > 1e-12
+    verdict = off.check(instance, NUMPY)
+    assert verdict.status is Status.VIOLATED and verdict.certified_by is Certification.TWO_SIDED, verdict.to_json()
+    shipped = claims.pythagoras.check(instance, NUMPY)
+    assert shipped.status is Status.HOLDS and shipped.certified_by is Certification.WITHIN_ROUNDING
+    assert shipped.tolerance < 1e-30
+
+
+def test_an_aligned_head_refutes_a_ky_fan_ceiling_short_by_a_millionth():
+    """c² ≤ (1 − 10⁻⁶)(Ky Fan share) fails only where the head attains the share: the witnesses now
+    include an aligned head of rank below V, and the search draws aligned heads."""
+    short = declare(
+        "user.ky-fan-short",
+        statement="c² ≤ (1 − 10⁻⁶) Σ_{i ≤ rank W} σ_i(G)²/‖G‖_F²",
+        lhs=claims.surviving**2,
+        relation="<=",
+        rhs=(1 - Fraction(1, 10**6)) * claims.best_share,
+        cases=claims.batch_gradients,
+        register=False,
+    )
+    refuted = [v for v in (short.check(i, NUMPY) for i in short.witnesses(1024)) if v.status is Status.VIOLATED]
+    assert refuted and all(v.instance.aligned and v.instance.D < v.instance.V for v in refuted)
+    assert search(short, NUMPY, budget=300, seed=0).counterexample is not None
+
+
+def test_an_update_that_follows_the_gradient_is_decided_exactly():
+    """An aligned head spanning G's rows makes GWWᵀ = G up to the alignment: the efficiency is 1 to
+    rounding, no float margin decides, and the exact integers do (Cauchy-Schwarz is strict)."""
+    instance = claims.BatchGradient(V=64, D=8, tokens=3, seed=4, aligned=True)
+    measured = claims.efficiency.measure(instance, NUMPY, Fraction(1))
+    assert abs(measured.rhs - measured.lhs) <= measured.tolerance
+    verdict = claims.efficiency.check(instance, NUMPY)
+    assert verdict.status is Status.HOLDS and verdict.certified_by is Certification.EXACT
+    beaten = claims.efficiency.check(instance, NUMPY, Fraction(1) - Fraction(1, 10**15))
+    assert beaten.status is Status.VIOLATED and beaten.certified_by is Certification.EXACT
+
+
+def test_every_boundary_witness_holds_on_the_backends():
+    """The edge witnesses (aligned heads, ties, saturated rows, one token, a full head) hold at V = 2, 3, 64."""
+    for claim in (c for c in REGISTRY if c.id.startswith("compression.")):
+        for V in (2, 3, 64):
+            for instance in claim.witnesses(V)[6:]:
+                for backend in (NUMPY, STRICT32):
+                    assert claim.check(instance, backend).status is Status.HOLDS, (claim.id, instance)

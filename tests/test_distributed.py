@@ -10,6 +10,7 @@ from fractions import Fraction
 import pytest
 
 from rankwall.checks import distributed as dist
+from rankwall.checks import runner
 from rankwall.checks.backends import resolve
 from rankwall.checks.cli import EXIT_OK, EXIT_USAGE, EXIT_VIOLATED, main
 from rankwall.checks.search import SearchResult, database_folder, search
@@ -178,13 +179,13 @@ ONE_GIB_WORKERS = (
 def test_a_size_that_cannot_fit_is_refused_before_anything_runs(capsys, monkeypatch, extra, limit):
     """The estimate of one instance at the largest V against the per-worker limit, or against the
     memory available when serial: exit 2 naming --V and the figures, and no output."""
-    from rankwall.checks import cli
+    from rankwall.checks.commands import verify as verify_command
 
-    monkeypatch.setattr(cli, "available_memory_bytes", lambda: 2**30)
+    monkeypatch.setattr(verify_command, "available_memory_bytes", lambda: 2**30)
     monkeypatch.setattr(dist, "connect", None)  # never reached
     big = 2**24
     code, out, err = run(capsys, "verify", "softmax-jacobian.trace", "--V", "64", str(big), *extra)
-    needed = dist.instance_memory_bytes(big) / 2**30
+    needed = runner.instance_memory_bytes(big) / 2**30
     assert code == EXIT_USAGE and out == ""
     assert f"--V {big}:" in err and f"{big:,} entries" in err and f"{needed:.2f} GiB" in err
     assert limit in err

@@ -8,19 +8,24 @@ tightened, is refuted by the search.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from fractions import Fraction
 
+import flint
 import numpy as np
 import pytest
 import scipy.sparse as sparse
+from reference_check import disagreements
 
 from rankwall.checks import exact, tolerance
 from rankwall.checks.backends import resolve
 from rankwall.checks.claims import error_rank as claims
 from rankwall.checks.data import characters, read_corpus
+from rankwall.checks.quantities import declare
+from rankwall.checks.runner import check_in_domain
 from rankwall.checks.search import search
-from rankwall.checks.verdict import REGISTRY, Case, Certification, Status
+from rankwall.checks.verdict import REGISTRY, Case, Certification, OutsideDomain, Status
 from rankwall.theory import error_rank as er
 from rankwall.theory.validation import InputError
 
@@ -275,7 +280,7 @@ class TestEveryClaimNamesItsBound:
     """--tighten needs a direction: a lower bound is raised, an upper bound lowered."""
 
     def test_directions(self):
-        assert {c.id: c.bound for c in FAMILIES} == {**BOUNDS, "error-rank.attracting-components": None}
+        assert {c.id: c.direction for c in FAMILIES} == {**BOUNDS, "error-rank.attracting-components": None}
 
     def test_row_shift_tightened_by_0_99_allows_no_change(self):
         """An upper bound b = 1 tightened by F = 0.99 asks |rank difference| <= ⌈0.99⌉ - 1 = 0: a shift
@@ -464,3 +469,186 @@ class TestMutantsAreRefutedThroughTheirMeasurement:
         for instance in mutant.witnesses(16):
             verdict = mutant.check(instance, NUMPY)
             assert verdict.status is Status.VIOLATED and verdict.rhs == instance.n - 1
+
+
+# --------------------------------------------------------------------------- checked measurements (issue 18)
+
+
+def witnesses_at(claim, sizes=(2, 3, 16)) -> list[Case]:
+    return list(dict.fromkeys(case for V in sizes for case in claim.witnesses(V)))
+
+
+class TestPlantedWrongMeasurementsMeetTheirReference:
+    """One planted wrong measurement per family: a side computed as the wrong quantity still holds on
+    every witness (so "the verdict holds on the witnesses" cannot see it), but its reference, computed
+    the slow way on the same instance, disagrees; the measure as shipped agrees on the same cases."""
+
+    def test_error_rank_an_upper_end_that_forgets_the_kernel_vector(self):
+        """rank(P − Ñ) taken as min(k, V), the number of rows, as if (P − Ñ)1 = 0 did not hold."""
+        claim = REGISTRY["error-rank.unique-continuation"]
+
+        def rows_for_rank(case, backend, factor):
+            k, V = claims._unique_counts(claims.Context(case, backend))
+            rows = claims.RankInterval(min(k, V), min(k, V), "planted: the rows", "planted: the rows", exact=True)
+            return rows.sides(claims.unique_bound(case, factor, 0), "lower")[0]
+
+        planted = dataclasses.replace(claim, measure=rows_for_rank)
+        cases = witnesses_at(claim, sizes=(2, 3, 8))
+        assert {planted.check(case, NUMPY).status for case in cases} == {Status.HOLDS}
+        found = disagreements(planted, cases, NUMPY)
+        assert found and all("outside the certified" in why for why in found), found
+        assert len(found) == sum(isinstance(c, claims.UniqueContinuation) and c.k == c.V for c in cases)
+        assert not disagreements(claim, cases, NUMPY)
+
+    def test_logprob_rank_the_rank_of_the_logits_for_that_of_the_log_probabilities(self):
+        """rank(log softmax A) taken as rank A: the normaliser's direction forgotten."""
+        claim = REGISTRY["logprob-rank.log-softmax"]
+
+        def logit_rank(case, backend, factor):
+            r = exact.exact_rank(claims.low_rank_matrix(case) * case.scale)[0]
+            bound = claims.tightened_integer_bound(r + 1, factor, "upper")
+            return claims.RankInterval(r, r, "planted: rank A", "planted: rank A", exact=True).sides(bound, "upper")[0]
+
+        planted = dataclasses.replace(claim, measure=logit_rank)
+        cases = witnesses_at(claim)
+        assert {planted.check(case, NUMPY).status for case in cases} == {Status.HOLDS}
+        found = disagreements(planted, cases, NUMPY)
+        assert len(found) >= len(cases) // 2, found
+        assert not disagreements(claim, cases, NUMPY)
+
+
+class TestReferences:
+    """The references compute what their claims state, on instances whose answer is known."""
+
+    def test_ball_rank_is_the_rank_and_never_above_it(self):
+        with exact.precision(128):
+            one = [[flint.arb(1), flint.arb(2)], [flint.arb(2), flint.arb(4)]]
+            assert claims.ball_rank(one) == 1
+            assert claims.ball_rank([[flint.arb(3), flint.arb(0)], [flint.arb(0), flint.arb("1e-30")]]) == 2
+            # a ball that contains 0 is never a pivot: a lower bound, not a guess
+            assert claims.ball_rank([[flint.arb(1), flint.arb(0)], [flint.arb(0), flint.arb(0, 1e-3)]]) == 1
+
+    def test_unique_continuation_rank_at_k_equals_V_is_V_minus_1(self):
+        case = claims.UniqueContinuation(V=6, k=6, D=2, seed=0, scale=1.0)
+        reference = claims.reference_unique(case, NUMPY)
+        assert (reference.lhs, reference.rhs) == (5, 5)
+
+    def test_the_corpus_count_is_recounted(self):
+        case = claims.CorpusContinuations(order=3)
+        assert claims.unique_token_count(case) == len(claims.unique_instance(case)[1]) == 60
+
+    def test_attracting_classes_by_reachability(self):
+        reference = claims.reference_attracting(claims.StochasticPattern(n=12, closed=3, seed=1), NUMPY)
+        assert (reference.lhs, reference.rhs) == (9, 9)
+
+    def test_a_cancelling_shift_lowers_the_rank(self):
+        case = claims.RowShift(rows=6, columns=5, rank=3, seed=0, cancelling=True, second=0)
+        A, lam, mu = claims.row_shift_instance(case)
+        assert exact.exact_rank(A)[0] == 3 and exact.exact_rank(er.row_shift(A, lam))[0] == 2 and not mu.any()
+        assert claims.reference_row_shift(case, NUMPY).lhs == 1
+
+    def test_log_softmax_of_a_ones_column_matrix_keeps_its_rank(self):
+        case = claims.LowRank(rows=8, columns=7, rank=3, seed=0, ones_column=True)
+        reference = claims.reference_log_softmax(case, NUMPY)
+        assert (reference.lhs, reference.rhs) == (3, 4)
+
+
+BOUND_CLAIMS = [c for c in FAMILIES if c.direction is not None]
+
+
+class TestClosenessForTheSearch:
+    """Every integer bound puts a continuous ``closeness`` in its certificate (larger is nearer a
+    violation): at most 0 where the claim holds on its witnesses, above 0 where a mutant is violated."""
+
+    @pytest.mark.parametrize("claim", BOUND_CLAIMS, ids=lambda c: c.id)
+    def test_at_most_zero_where_the_claim_holds(self, claim):
+        verdicts = [claim.check(case, NUMPY) for case in claim.witnesses(16)]
+        values = [v.certificate["closeness"] for v in verdicts]
+        assert all(math.isfinite(x) and x <= 0 for x in values), values
+        assert len(set(values)) > 1, "a constant gives the search nothing to climb"
+
+    def test_it_rises_with_the_scale_of_the_logits(self):
+        claim = REGISTRY["error-rank.unique-continuation"]
+        near = [
+            claim.check(claims.UniqueContinuation(V=40, k=20, D=4, seed=1, scale=s), NUMPY).certificate["closeness"]
+            for s in (0.1, 3.0, 30.0)
+        ]
+        assert near == sorted(near) and near[0] < -0.4 < near[-1]
+
+    def test_above_zero_on_the_row_shift_mutant(self):
+        mutant = REGISTRY["logprob-rank.row-shift"].mutants["preserves-rank"]
+        verdicts = [mutant.check(case, NUMPY) for case in mutant.witnesses(16)]
+        assert {v.status for v in verdicts if v.certificate["closeness"] > 0} == {Status.VIOLATED}
+
+
+class TestDomainGuards:
+    """A hypothesis false on the built values is no instance: OutsideDomain, which search rejects and
+    verify counts apart, never a counterexample."""
+
+    def test_an_integer_float32_cannot_hold_is_outside_the_domain(self):
+        case = claims.LowRank(rows=2, columns=3, rank=1, seed=0, spread=5, scale=10**7 + 1)
+        float32 = resolve("array-api-strict", "no_float64", "float32")
+        with pytest.raises(OutsideDomain, match="cannot hold exactly"):
+            REGISTRY["logprob-rank.log-softmax"].check(case, float32)
+        assert check_in_domain(REGISTRY["logprob-rank.log-softmax"], case, float32) is None
+        assert REGISTRY["logprob-rank.log-softmax"].check(case, NUMPY).status is Status.HOLDS
+
+    def test_a_batch_outside_the_closeness_hypothesis_is_outside_the_domain(self):
+        case = claims.MiniBatch(V=8, contexts=20, seed=0, unique_share=0.0, batch_tokens=10, delta=0.9)
+        assert check_in_domain(REGISTRY["error-rank.mini-batch"], case, NUMPY) is None
+
+
+def variant(name: str, statement: str, lhs, relation: str, rhs, cases):
+    return declare(
+        f"variant.{name}", statement=statement, lhs=lhs, relation=relation, rhs=rhs, cases=cases, register=False
+    )
+
+
+#: False statements of the kind an adversarial review writes, declared from the families' quantities.
+FALSE_VARIANTS = {
+    v.id: v
+    for v in (
+        variant(
+            "shift-never-lowers-rank",
+            "rank(A + λ1ᵀ) ≥ rank A",
+            claims.shifted_rank,
+            ">=",
+            claims.logit_rank,
+            claims.row_shifts,
+        ),
+        variant(
+            "rank-at-least-k",
+            "rank(P − Ñ) ≥ k",
+            claims.prediction_error_rank,
+            ">=",
+            claims.unique_tokens,
+            claims.unique_continuations,
+        ),
+        variant(
+            "normaliser-always-adds",
+            "rank(log softmax A) ≥ rank A + 1",
+            claims.log_softmax_rank,
+            ">=",
+            claims.logit_rank + 1,
+            claims.low_rank_matrices,
+        ),
+        variant(
+            "bottleneck-attained",
+            "rank(log softmax(HWᵀ)) ≥ d + 1",
+            claims.bottleneck_rank,
+            ">=",
+            claims.hidden_size + 1,
+            claims.factors,
+        ),
+    )
+}
+
+
+@pytest.mark.parametrize("claim", FALSE_VARIANTS.values(), ids=lambda c: c.id)
+def test_a_false_variant_is_refuted_by_search_and_by_the_witnesses(claim):
+    """Each fails only at an edge (a cancelling shift, k = V, 1 in the row space or a full-rank A,
+    d >= the shape): the search finds it within the CI budget, and verify's witnesses at V = 16 refute it."""
+    result = search(claim, NUMPY, budget=300, seed=0)
+    assert result.counterexample is not None and result.counterexample.status is Status.VIOLATED
+    verdicts = [claim.check(case, NUMPY) for case in claim.witnesses(16)]
+    assert any(v.status is Status.VIOLATED for v in verdicts)

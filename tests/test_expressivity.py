@@ -673,3 +673,107 @@ class TestArgmaxableVsHullCanFail:
         inside = HEAD.V + HEAD.interior - len(ConvexHull(claims.argmax_head(HEAD)).vertices)
         assert verdict.status is Status.VIOLATED and verdict.certified_by is Certification.EXACT
         assert verdict.lhs == verdict.certificate["never"] == inside
+
+
+class TestAWrongMeasurementIsCaughtByItsReference:
+    """Issue 18: CE(P) reported in bits instead of nats still "holds" on every witness (CE(Ñ) ≤ CE(P) ≤
+    CE(P)/ln 2), so the registry-wide tests pass it; the reference (both cross-entropies from the counts
+    and the built logits in mpmath) does not."""
+
+    CLAIM = REGISTRY["expressivity.gibbs"]
+
+    @classmethod
+    def in_bits(cls, case, backend, factor):
+        measured = cls.CLAIM.measure(case, backend, factor)
+        return replace(measured, rhs=measured.rhs / np.log(2))
+
+    def test_the_wrong_unit_passes_the_registry_but_not_the_reference(self):
+        from reference_check import disagreements
+
+        planted = replace(self.CLAIM, measure=self.in_bits)
+        numpy = resolve("numpy")
+        cases = self.CLAIM.witnesses(64)
+        assert all(planted.check(c, numpy).status is Status.HOLDS for c in cases)
+        assert not disagreements(self.CLAIM, cases, numpy)
+        found = disagreements(planted, cases, numpy)
+        # only the one-hot fit CE(P) = CE(Ñ) = 0 reads the same in either unit
+        assert len(found) == len(cases) - 1, found
+
+
+class TestTheHullReference:
+    """The exhaustive reference of ``argmaxable-vs-hull``: facets from exact orientations at D <= 3."""
+
+    @pytest.mark.parametrize("D", [2, 3])
+    def test_the_facets_vertices_are_qhulls(self, D):
+        from scipy.spatial import ConvexHull
+
+        for seed in range(3):
+            W = np.random.default_rng(seed).standard_normal((40, D))
+            subsets, normals = claims.exhaustive_facets(W)
+            vertices = np.zeros(len(W), dtype=bool)
+            vertices[np.unique(subsets)] = True
+            expected = np.zeros(len(W), dtype=bool)
+            expected[ConvexHull(W).vertices] = True
+            np.testing.assert_array_equal(vertices, expected)
+            # outward: every other point lies strictly behind each facet
+            base = W[subsets[:, 0]]
+            assert np.all(np.einsum("sd,svd->sv", normals, W[None] - base[:, None]) < 1e-12)
+
+    def test_a_point_within_rounding_of_an_edge_is_decided_exactly(self):
+        """(1/2, 1/2 + 2⁻⁵³) lies outside the edge from (1, 0) to (0, 1) by less than float64 can show
+        with a tolerance: the exact sign makes it a vertex."""
+        W = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0], [0.5, 0.5 + 2.0**-53]])
+        subsets, _ = claims.exhaustive_facets(W)
+        assert set(np.unique(subsets)) == {0, 1, 2, 3}
+        assert claims.exhaustive_facets(np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0], [0.5, 0.5]])) is None
+
+    @pytest.mark.parametrize(
+        "case",
+        [
+            claims.ArgmaxHeadCase(V=3, D=2, seed=4),
+            claims.ArgmaxHeadCase(V=12, D=2, seed=1, interior=2, twins=2),
+            claims.ArgmaxHeadCase(V=30, D=3, seed=2, interior=3, twins=1),
+            claims.ArgmaxHeadCase(V=8, D=4, seed=3, interior=1, twins=1),
+        ],
+    )
+    def test_duplicated_rows_are_no_vertex_and_the_claim_holds(self, case):
+        reference = claims.hull_reference(case, None)
+        assert (reference.lhs, reference.rhs) == (0, 0)
+        verdict = REGISTRY["expressivity.argmaxable-vs-hull"].check(case, resolve("numpy"))
+        assert verdict.status is Status.HOLDS, verdict.to_json()
+
+    def test_a_head_that_does_not_span_D_is_refused(self):
+        with pytest.raises(InputError, match="V >= D"):
+            claims.argmax_head(claims.ArgmaxHeadCase(V=3, D=3))
+
+
+@pytest.mark.parametrize(
+    ("case", "classes"),
+    [
+        (
+            claims.GibbsCase(V=2, contexts=1, seed=2, exact_fit=True),
+            {"V = 2 or 3", "one to three contexts", "P = Ñ (equality)", "every row one-hot (CE(Ñ) = 0)"},
+        ),
+        (claims.GibbsCase(V=64, contexts=64, seed=0, scale=400.0), {"model probabilities below the normal range"}),
+        (claims.GibbsCase(V=64, contexts=64, seed=0, scale=0.5), set()),
+    ],
+)
+def test_gibbs_boundary_classes(case, classes):
+    assert {name for name, test in claims.GIBBS_BOUNDARY.items() if test(case)} == classes
+
+
+@pytest.mark.parametrize("claim_id", ["gibbs", "top1-witness", "d1-bias-argmax", "argmaxable-vs-hull"])
+def test_the_witnesses_include_the_edges(claim_id):
+    """verify's witnesses at any V include the boundary cases the strategy draws (the smallest sizes,
+    equality and one-hot fits, underflow, probabilities at the ends, simplices and ties)."""
+    claim = REGISTRY[f"expressivity.{claim_id}"]
+    reached = {name for name, test in claim.boundary_classes.items() for case in claim.witnesses(1024) if test(case)}
+    assert reached == set(claim.boundary_classes), set(claim.boundary_classes) - reached
+
+
+def test_the_count_claims_carry_a_closeness_for_the_search():
+    numpy = resolve("numpy")
+    top1 = REGISTRY["expressivity.top1-witness"].measure(claims.Top1Case(V=16), numpy, Fraction(1))
+    assert 0 <= top1.certificate["closeness"] < 1
+    tangent = REGISTRY["expressivity.d1-bias-argmax"].measure(claims.TangentCase(V=4096), numpy, Fraction(1))
+    assert tangent.certificate["closeness"] < 0

@@ -14,8 +14,13 @@ import numpy as np
 import pytest
 from rich.console import Console
 
-from rankwall.checks import cli, data
+from rankwall.checks import data, runner
+from rankwall.checks.backends import resolve
 from rankwall.checks.cli import EXIT_BROKEN_PIPE, EXIT_INCONCLUSIVE, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, main
+from rankwall.checks.commands import commands
+from rankwall.checks.commands import compress as compress_command
+from rankwall.checks.commands import spot as spot_command
+from rankwall.checks.commands import verify as verify_command
 from rankwall.checks.outputs import write_outputs
 from rankwall.checks.verdict import NUMERICAL_FAILURE, REGISTRY, Status
 from rankwall.theory.validation import InputError
@@ -92,7 +97,7 @@ class TestExitCodesCannotBeConfused:
         def broken(args, out, err):
             raise RuntimeError("a bug")
 
-        monkeypatch.setitem(cli.HANDLERS, "list", broken)
+        monkeypatch.setattr(commands()["list"], "run", broken)
         code, _, err = run(capsys, "list")
         assert code == EXIT_INTERNAL != 1
         assert "internal error: RuntimeError: a bug" in err and "Traceback" not in err and "--debug" in err
@@ -250,7 +255,7 @@ class TestInputIsCheckedBeforeHeavyWork:
         assert {v["status"] for v in verdicts} <= {"holds", "unchecked"}
 
     def test_compress_refuses_a_size_that_cannot_fit(self, capsys, monkeypatch):
-        monkeypatch.setattr(cli, "available_memory_bytes", lambda: 2**30)
+        monkeypatch.setattr(compress_command, "available_memory_bytes", lambda: 2**30)
         code, _, err = run(capsys, "compress", "--V", "131072", "--D", "4096", "--tokens", "16")
         assert code == EXIT_USAGE and "needs about 16.1 GiB" in err and "only 1.0 GiB" in err
 
@@ -258,18 +263,14 @@ class TestInputIsCheckedBeforeHeavyWork:
 class TestOutputPeopleCanRead:
     def test_verify_table_is_legible_at_80_columns(self):
         claim = REGISTRY["softmax-jacobian.upper-bound"]
-        result = {
-            "claim": claim,
-            "verdict": claim.check(claim.witnesses(16)[0], cli.resolve("numpy")),
-            "counts": {"holds": 1},
-            "backend": None,
-            "largest_V": 16,
-        }
+        numpy = resolve("numpy")
+        report = runner.verify(runner.plan([claim], [16], 0, 0)[:1], numpy, numpy)
         console = Console(width=80, record=True, color_system=None)
-        console.print(cli._verify_table([result], "t", 80))
+        console.print(verify_command.verify_table(report.reports, numpy, "t", 80))
         text = console.export_text()
         assert max(len(line) for line in text.splitlines()) <= 80
-        assert result["verdict"].method in text  # the method is not crushed into 5-character pieces
+        method = report.reports[0].verdict.method
+        assert method in " ".join(text.split())  # the method is not crushed into 5-character pieces
 
     def test_argmax_prints_a_table(self, capsys, tmp_path):
         head = tmp_path / "head.npy"
@@ -294,7 +295,7 @@ class TestOutputPeopleCanRead:
     def test_spot_puts_squares_under_their_own_headings(self):
         record = json.loads((ROOT / "docs" / "_static" / "spot" / "spot.json").read_text())
         console = Console(width=120, record=True, color_system=None)
-        cli.print_spot(record, console)
+        spot_command.print_spot(record, console)
         header = next(line for line in console.export_text().splitlines() if "variant" in line)
         assert re.findall(r"\w+²?", header) == ["variant", "destroyed", "cosine", "destroyed²", "cosine²"]
 

@@ -19,7 +19,7 @@ from rankwall.checks.verdict import REGISTRY, Judgement, Relation, Status, tight
 
 NUMPY = resolve("numpy")
 CLAIMS = list(REGISTRY)
-BOUND_CLAIMS = [c for c in CLAIMS if c.bound is not None]
+BOUND_CLAIMS = [c for c in CLAIMS if c.direction is not None]
 #: The factor that makes a bound claim false: half an upper bound, twice a lower bound.
 FALSIFYING = {"upper": Fraction(1, 2), "lower": Fraction(2)}
 
@@ -27,9 +27,9 @@ FALSIFYING = {"upper": Fraction(1, 2), "lower": Fraction(2)}
 @pytest.mark.parametrize("claim", CLAIMS, ids=lambda c: c.id)
 def test_every_claim_is_a_bound_or_an_identity(claim):
     if claim.relation is Relation.EQUAL:
-        assert claim.bound is None, f"{claim.id}: an identity has no bound direction"
+        assert claim.direction is None, f"{claim.id}: an identity has no bound direction"
     else:
-        assert claim.bound in ("upper", "lower"), f"{claim.id}: an inequality names its bound direction"
+        assert claim.direction in ("upper", "lower"), f"{claim.id}: an inequality names its bound direction"
 
 
 @pytest.mark.parametrize("claim", CLAIMS, ids=lambda c: c.id)
@@ -39,7 +39,7 @@ def test_every_claim_has_a_mutant(claim):
 
 @pytest.mark.parametrize("claim", BOUND_CLAIMS, ids=lambda c: c.id)
 def test_every_bound_is_refuted_when_halved_or_doubled(claim):
-    factor = FALSIFYING[claim.bound]
+    factor = FALSIFYING[claim.direction]
     result = search(claim, NUMPY, tighten=factor, budget=CI_SEARCH_BUDGET, seed=0)
     assert result.counterexample is not None, f"{claim.id} x {factor} survived {result.examples} examples"
     assert result.counterexample.status is Status.VIOLATED
@@ -91,18 +91,19 @@ def planted_factor(claim, instance) -> Fraction | None:
     is F*/2 for an upper bound and 2F* for a lower one, well past it. ``None`` where the sides are
     not finite, the bound does not move with F, or an integer upper bound would have to go below 0."""
     at_one = claim.check(instance, NUMPY)
-    far = FALSIFYING[claim.bound]
+    far = FALSIFYING[claim.direction]
     at_far = claim.check(instance, NUMPY, far)
     margins = [v.rhs - v.lhs for v in (at_one, at_far)]
     if at_one.status is not Status.HOLDS or not all(math.isfinite(m) for m in margins) or margins[0] == margins[1]:
         return None
-    if claim.bound == "upper" and float(at_one.lhs).is_integer() and float(at_one.rhs).is_integer() and at_one.lhs < 1:
+    integer = float(at_one.lhs).is_integer() and float(at_one.rhs).is_integer()
+    if claim.direction == "upper" and integer and at_one.lhs < 1:
         return None  # an integer bound (a rank, a count) has no value below a measured 0
     slope = (Fraction(margins[0]) - Fraction(margins[1])) / (1 - far)
     meeting = 1 - Fraction(margins[0]) / slope
     if meeting <= 0:
         return None
-    return meeting / 2 if claim.bound == "upper" else meeting * 2
+    return meeting / 2 if claim.direction == "upper" else meeting * 2
 
 
 @pytest.mark.parametrize("claim", BOUND_CLAIMS, ids=lambda c: c.id)
@@ -120,7 +121,7 @@ def test_a_planted_bound_below_the_measurement_never_holds(claim):
     assert not held, held[:2]
 
 
-IDENTITIES = [c for c in CLAIMS if c.bound is None]
+IDENTITIES = [c for c in CLAIMS if c.direction is None]
 #: The test hook's factor for an identity: its stated side v becomes 2v, or 2v + 1 (``planted_side``).
 PLANTED = Fraction(2)
 

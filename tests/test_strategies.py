@@ -34,7 +34,7 @@ def test_directions_are_attached(instance):
     assert {"direction_seed", "direction_scale", "direction_offset"} <= set(instance.params)
 
 
-@pytest.mark.parametrize("case", list(BUILDERS), ids=lambda case: case.FAMILY)
+@pytest.mark.parametrize("case", list(BUILDERS), ids=lambda case: case.KIND)
 def test_every_family_is_drawn(case):
     assert isinstance(find(strategies.any_row(), lambda i: isinstance(i, case)), case)
 
@@ -75,3 +75,38 @@ def test_every_claim_strategy_draws_checkable_instances(claim):
 
     probe()
     assert checked, f"{claim.id}: every draw was rejected"
+
+
+# --------------------------------------------------------------------------- the edges (issue 18)
+
+
+def test_the_smallest_vocabularies_are_drawn_at_every_low_end():
+    assert find(strategies.vocabularies(3), lambda v: v == 3) == 3
+    assert find(strategies.spread_instances(low_vocabulary=3), lambda c: c.V == 3 and c.m == 1.0).m == 1.0
+
+
+def test_one_hot_rows_are_drawn_at_large_V():
+    found = find(strategies.sparse_instances(), lambda c: c.support == 1 and c.V >= 1024)
+    assert strategies.one_hot(found) and strategies.has_zeros(found)
+
+
+def test_the_smallest_top_is_drawn_and_refused_when_the_float_leaves_the_domain():
+    """m = 1/V is drawn; where the float row's top atom is not its largest, building it is refused."""
+    from rankwall.checks.verdict import OutsideDomain
+
+    found = find(strategies.spread_instances(), lambda c: c.V == 3 and strategies.smallest_top(c))
+    with pytest.raises(OutsideDomain):
+        build(found, NUMPY)
+
+
+def test_expressivity_strategies_reach_their_edges():
+    from rankwall.checks.claims import expressivity as ex
+
+    top1 = find(ex.expressivity_instances(), lambda c: c.at_edges and c.contexts == 1 and c.V <= 3)
+    assert top1.D >= 2
+    tangent = find(ex.expressivity_instances(tangent=True), lambda c: c.V >= 1000)
+    assert tangent.V <= 4096
+    fit = find(ex.gibbs_instances(), lambda c: c.exact_fit and ex.all_rows_one_hot(c))
+    assert fit.contexts >= 1
+    head = find(ex.argmax_instances(), lambda c: c.V == c.D + 1 and c.twins > 0)
+    assert len(ex.argmax_head(head)) == head.D + 1 + head.twins

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from fractions import Fraction
+from typing import ClassVar
 
 import flint
 import numpy as np
@@ -12,8 +14,8 @@ from hypothesis import strategies as st
 from rankwall.checks import exact, exact_softmax, tolerance
 from rankwall.checks.verdict import (
     REGISTRY,
+    Case,
     Claim,
-    Instance,
     Judgement,
     Measurement,
     Registry,
@@ -24,7 +26,14 @@ from rankwall.checks.verdict import (
 )
 from rankwall.theory import softmax_jacobian as sj
 
-INSTANCE = Instance("toy", {"V": 2})
+
+@dataclass(frozen=True)
+class Toy(Case):
+    KIND: ClassVar[str] = "toy"
+    V: int
+
+
+INSTANCE = Toy(2)
 
 
 def toy_claim(relation: Relation, measured: Measurement, judged: Judgement | None) -> Claim:
@@ -40,7 +49,7 @@ def toy_claim(relation: Relation, measured: Measurement, judged: Judgement | Non
         statement="lhs <= rhs",
         domain="toy",
         relation=relation,
-        bound="upper",
+        direction="upper" if relation is Relation.AT_MOST else None,
         measure=lambda instance, backend, factor: measured,
         judge_exactly=judge,
         witnesses=lambda V: [INSTANCE],
@@ -86,7 +95,6 @@ class TestDecisionProcedure:
 
     def test_identities_cannot_be_tightened(self):
         claim = toy_claim(Relation.EQUAL, Measurement(1.0, 1.0, 0.0, "f"), None)
-        claim = Claim(**{**claim.__dict__, "bound": None})
         with pytest.raises(ValueError, match="no bound to tighten"):
             claim.check(INSTANCE, backend=None, factor=Fraction(1, 2))
 

@@ -101,6 +101,23 @@ class Compression:
     rank: int  # dimension of col W
     rows: int
 
+    @property
+    def pythagoras_residual(self) -> float:
+        """r² + c² − 1, which is 0 in exact arithmetic: how far rounding moved the two shares."""
+        return self.destroyed**2 + self.cosine**2 - 1
+
+    def to_json(self) -> dict[str, float | int]:
+        return {
+            "rank_W": self.rank,
+            "rows": self.rows,
+            "destroyed_frequency_weighted": self.destroyed,
+            "cosine_frequency_weighted": self.cosine,
+            "destroyed_squared_norm": self.destroyed_squared,
+            "destroyed_per_token_mean": self.destroyed_per_token,
+            "cosine_per_token_mean": self.cosine_per_token,
+            "pythagoras_residual": self.pythagoras_residual,
+        }
+
 
 def compression(G_rows: Any, Q: np.ndarray) -> Compression:
     """Eq. 1 for an iterable of row blocks of G (each r x V), projecting through Q."""

@@ -360,15 +360,30 @@ def row_shift(A: Any, shifts: Any) -> np.ndarray:
     return A + shifts[:, None]
 
 
-def construct_low_rank_integers(rows: int, columns: int, rank: int, seed: int, *, spread: int = 3) -> np.ndarray:
-    """An integer matrix :math:`HW^\\top` with H, W integer of inner dimension ``rank``
-    (entries in [-spread, spread]); its rank is at most ``rank`` (generically equal)."""
+def construct_low_rank_factors(
+    rows: int, columns: int, rank: int, seed: int, *, spread: int = 3, ones_column: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
+    """Integer factors H (rows x rank) and W (columns x rank), entries in [-spread, spread]; with
+    ``ones_column`` (and rank >= 1) W's first column is all ones, so that
+    :math:`\\mathbf 1 \\in \\operatorname{rowspace}(HW^\\top)`."""
     rows = check_integer_in(rows, "rows", 1, 100_000)
     columns = check_integer_in(columns, "columns", 2, MAX_VOCABULARY)
     rank = check_integer_in(rank, "rank", 0, min(rows, columns))
     rng = np.random.default_rng(check_integer_in(seed, "seed", 0))
     H = rng.integers(-spread, spread + 1, size=(rows, rank))
     W = rng.integers(-spread, spread + 1, size=(columns, rank))
+    if ones_column and rank:
+        W[:, 0] = 1
+    return H, W
+
+
+def construct_low_rank_integers(
+    rows: int, columns: int, rank: int, seed: int, *, spread: int = 3, ones_column: bool = False
+) -> np.ndarray:
+    """An integer matrix :math:`HW^\\top` with H, W integer of inner dimension ``rank``
+    (entries in [-spread, spread], :func:`construct_low_rank_factors`); its rank is at most ``rank``
+    (generically equal)."""
+    H, W = construct_low_rank_factors(rows, columns, rank, seed, spread=spread, ones_column=ones_column)
     return (H @ W.T).astype(np.int64)
 
 

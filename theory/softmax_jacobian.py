@@ -26,7 +26,9 @@ or a :class:`SoftmaxRows` built from logits by :func:`softmax_rows`, in which th
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+import functools
+import math
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -37,9 +39,13 @@ import numpy as np
 from rankwall.theory._rounding import gamma, unit_roundoff
 from rankwall.theory.validation import (
     InputError,
+    as_array,
     as_count_array,
     check_integer_in,
+    check_real_floating,
     check_real_in,
+    check_rows,
+    normalization_tolerance,
     validated_like,
     validated_logits,
     validated_probabilities,
@@ -272,10 +278,16 @@ def secular_function(
 #: buffers of this many entries). Two rows at V = 131,072: measured fastest on NumPy (cache).
 SECULAR_BLOCK_ENTRIES = 1 << 18
 
-#: Roundings the rounding-error model charges :func:`spectral_norm` besides its sums: dividing
-#: by the row total (1), the scaled tail :math:`q_i/\sigma` and its offset :math:`1 - q_i` (2), the
-#: square, the offset :math:`\mu - q_i` and the division of each secular term (3), and the
-#: stopping test, which accepts the root within :math:`u\mu` (2).
+#: Roundings the rounding-error model charges :func:`spectral_norm` besides its sums. Bracketing
+#: solver: dividing by the row total (1), the scaled tail :math:`q_i/\sigma` and its offset
+#: :math:`1 - q_i` (2), the square, the offset :math:`\mu - q_i` and the division of each secular
+#: term (3), and the stopping test, which accepts the root within :math:`u\mu` (2). Moment route
+#: (:func:`_moment_roots`): the distance :math:`c - r_i`, its reciprocal and the two products of
+#: each moment's term (4), the series' remainder (at most u/4, checked), the Newton stop (within
+#: 2u) and :math:`(m - Z)/T` (2): at most 8 too. The compiled kernel (:mod:`._secular_kernel`) forms
+#: every term by the same operations in the same order, so the same charges hold there; its sums run
+#: in 64 partial sums added in turn (V - 1 additions of the terms, the zero padding exact: within
+#: the :math:`\gamma_{V-1}` of any order), and its row total and tail sum are compensated (TwoSum).
 SPECTRAL_NORM_ROUNDINGS = 8
 
 
@@ -289,9 +301,9 @@ def spectral_norm_error_bound(V: int, dtype: Any) -> float:
     return gamma(check_integer_in(V, "V", 1) + SPECTRAL_NORM_ROUNDINGS, unit_roundoff(dtype))
 
 
-def _row_blocks(n_rows: int, V: int) -> list[slice]:
-    """Blocks of rows holding about :data:`SECULAR_BLOCK_ENTRIES` entries each."""
-    step = max(1, SECULAR_BLOCK_ENTRIES // V)
+def _row_blocks(n_rows: int, V: int, entries: int | None = None) -> list[slice]:
+    """Blocks of rows holding about ``entries`` (default :data:`SECULAR_BLOCK_ENTRIES`) entries each."""
+    step = max(1, (SECULAR_BLOCK_ENTRIES if entries is None else entries) // V)
     return [slice(i, min(i + step, n_rows)) for i in range(0, n_rows, step)]
 
 
@@ -571,6 +583,190 @@ def _solve(
     return to_big(xp.where(trivial, zero, xp.where(tied, m, lam)))
 
 
+# --------------------------------------------------------------------------- the moment route
+
+#: Smallest V for which probability rows take the moment route (:func:`_moment_roots`); smaller
+#: rows are cheap, and the bracketing solver (:func:`_solve`) handles a block's rows at once.
+MOMENT_ROUTE_MIN_V = 4096
+
+#: The moment route takes a row only when its root is provably within this fraction of the gap
+#: :math:`g = m - \sigma` from the top pole (:math:`Z \le m^2/T`, so :math:`m^2/(Tg)` bounds
+#: :math:`Z/g`): there every tail term's series converges at least as fast as :math:`4^{-j}`.
+MOMENT_REACH = 0.25
+
+#: Entries per block of rows on the moment route: one row at V = 131,072, so the row and the
+#: three buffers (4 MiB) stay in the 8 MiB L3 cache (two-row blocks measured 10% slower).
+MOMENT_BLOCK_ENTRIES = 1 << 17
+
+#: Tail moments taken at the first centre (the top pole) and at the second (the first model's
+#: root); even counts (:func:`_tail_moments` takes them in pairs).
+FIRST_MOMENTS = 4
+SECOND_MOMENTS = 2
+
+#: The share of u (of T) the series' remainder may move the tail sum by (:func:`_series_is_exact`).
+MOMENT_REMAINDER = 0.25
+
+#: Newton steps allowed on a moment model (it converges quadratically, from an upper bound).
+MODEL_NEWTON_STEPS = 12
+
+
+#: Length of the pieces NumPy's dot products are cut into: OpenBLAS runs a dot product of more
+#: than 10,000 entries on all its threads, and on a loaded machine a descheduled thread stalls it
+#: (measured on two busy cores: 4 ms for one dot of 131,072 entries, against 0.05 ms in pieces).
+DOT_PIECE = 8192
+
+
+def _row_dots(module: Any, a: Any, b: Any) -> Any:
+    """:math:`\\sum_i a_i b_i` for each row. On NumPy a batched BLAS dot over pieces of
+    :data:`DOT_PIECE` entries (each on one thread), their sum, and the remainder; elsewhere ``einsum``."""
+    if module is not np:
+        return module.einsum("ij,ij->i", a, b)
+    whole = a.shape[-1] // DOT_PIECE * DOT_PIECE
+    out = np.empty(a.shape[0], dtype=np.result_type(a, b))
+    for i, (x, y) in enumerate(zip(a, b, strict=True)):
+        pieces = np.vecdot(x[:whole].reshape(-1, DOT_PIECE), y[:whole].reshape(-1, DOT_PIECE)).sum()
+        out[i] = pieces + np.dot(x[whole:], y[whole:])
+    return out
+
+
+def _rows_and(module: Any, like: Any) -> Any:
+    """``arange(rows)`` on ``like``'s device, for picking one entry per row."""
+    if module.__name__ == "torch":
+        return module.arange(like.shape[0], device=like.device)
+    return module.arange(like.shape[0])
+
+
+def _runner_up(module: Any, raw: Any, top_index: Any) -> Any:
+    """:math:`\\sigma = \\max_{i \\ne k} r_i` of each row, the top entry k left out. On NumPy (and on
+    PyTorch/CPU through its NumPy view) two slices per row: the row is read once and nothing is
+    written. On a GPU the maximum of the row with its top entry masked (one kernel)."""
+    if module is np:
+        pairs = zip(raw, top_index.tolist(), strict=True)
+        return np.array([max(row[:k].max(initial=0.0), row[k + 1 :].max(initial=0.0)) for row, k in pairs], raw.dtype)
+    columns = _rows_and(module, raw.T)
+    masked = module.where(columns[None, :] == top_index[:, None], module.zeros_like(raw[:, :1]), raw)
+    return masked.max(-1).values if module.__name__ == "torch" else masked.max(axis=-1)
+
+
+def _tail_moments(module: Any, raw: Any, top_index: Any, centre: Any, count: int, work: dict[str, Any]) -> list[Any]:
+    r"""The moments :math:`M_j = \sum_{i \ne k} r_i^2/(c - r_i)^j`, j = 1..``count`` (even), of each
+    row's tail about its centre c (a float above every tail entry), in 2 + 3·count/2 passes: the
+    distances :math:`c - r_i` (the top's set to infinity, so its terms are exactly 0), their
+    reciprocals :math:`w_i` in place, :math:`t = r \odot w`, :math:`M_1 = \langle t, r\rangle`,
+    :math:`M_2 = \langle t, t\rangle`; then per further pair :math:`t' = t \odot w`,
+    :math:`M_{2j+1} = \langle t, t'\rangle`, :math:`M_{2j+2} = \langle t', t'\rangle`."""
+    r = raw.shape[0]
+    d = work["diff"][:r, ...]
+    module.subtract(centre[:, None], raw, out=d)
+    d[_rows_and(module, raw), top_index] = float("inf")
+    w = module.reciprocal(d, out=d)
+    t = module.multiply(raw, w, out=work["term"][:r, ...])
+    moments = [_row_dots(module, t, raw), _row_dots(module, t, t)]
+    spare = work["e"][:r, ...]
+    for _ in range(count // 2 - 1):
+        following = module.multiply(t, w, out=spare)
+        moments += [_row_dots(module, t, following), _row_dots(module, following, following)]
+        t, spare = following, t
+    return moments
+
+
+def _model_root(
+    sp: Any, active: Any, m2: Any, total: Any, z_centre: Any, moments: list[Any], start: Any
+) -> tuple[Any, Any]:
+    r"""The root Z of :math:`\phi(Z) = Z\,(T + P(Z - Z_c)) - m^2`, :math:`P(\varepsilon) = \sum_j
+    M_{j+1}\varepsilon^j` the truncated series of the tail sum, by Newton from ``start``;
+    ``(Z, converged)``. :math:`\phi` is increasing and convex on the rows' reach, so from an upper
+    bound the steps descend monotonically onto the root."""
+    u = sp.finfo(m2.dtype).eps / 2
+    z = start
+    converged = ~active
+    for _ in range(MODEL_NEWTON_STEPS):
+        e = z - z_centre
+        value, slope = moments[-1], sp.zeros_like(z)
+        for moment in moments[-2::-1]:  # Horner for P and P'
+            slope = slope * e + value
+            value = value * e + moment
+        side = total + value
+        step = (z * side - m2) / (side + z * slope)
+        z = sp.where(converged, z, z - step)
+        converged = converged | (sp.abs(step) <= 2 * u * z)  # rounding leaves steps of an ulp
+        if bool(sp.all(converged)):
+            break
+    return z, converged & active
+
+
+def _series_is_exact(sp: Any, z: Any, z_centre: Any, reach: Any, moments: list[Any], total: Any) -> Any:
+    r"""Whether the K-term series moves the tail sum by at most u/4 of T at the root: with
+    :math:`\varepsilon = Z - Z_c` and every tail distance at least ``reach``, the remainder is at
+    most :math:`|\varepsilon|^K M_{K+1}/(1 - \varepsilon^+/\text{reach}) \le
+    |\varepsilon|^K M_K/(\text{reach} - \varepsilon^+)`, as :math:`M_{K+1} \le M_K/\text{reach}`."""
+    u = sp.finfo(z.dtype).eps / 2
+    e = z - z_centre
+    left = reach - sp.maximum(e, sp.zeros_like(e))
+    remainder = sp.abs(e) ** len(moments) * moments[-1] / left
+    return (left > 0) & sp.isfinite(remainder) & (remainder <= MOMENT_REMAINDER * u * total)
+
+
+def _moment_roots(xp: Any, raw: Any, work: dict[str, Any], invalid: Callable[[], None]) -> Any:
+    r"""Roots for raw probability rows at large V, from two evaluations of the tail; the input is
+    checked on the way from the same passes (``invalid()`` raises when a row is not a probability row).
+
+    In the row's own units (entries :math:`r`, total :math:`T`, top :math:`m = r_k`, runner-up
+    :math:`\sigma`, gap :math:`g = m - \sigma`) the norm is :math:`(m - Z)/T`, where
+    :math:`Z \in (0, g)` solves :math:`m^2/Z = T + \sum_{i \ne k} r_i^2/(m - Z - r_i)`: the secular
+    equation with :math:`1 - s = m`, two positive sides, nothing cancels. Where
+    :math:`m^2/(Tg) \le` :data:`MOMENT_REACH` (every row of a large Dirichlet batch), each tail term is
+    a geometric series in the offset from a centre: the tail's moments at the top pole, then at that
+    model's root, each give the root by one scalar Newton solve, and the next moment bounds what the
+    series leaves out (:func:`_series_is_exact`). A row that misses the bound, or whose root is
+    elsewhere, or whose runner-up is small enough for squares to underflow, goes to the bracketing
+    solver (:func:`_from_probabilities`). ``xp`` is NumPy's, CuPy's or PyTorch's namespace (a
+    PyTorch/CPU batch comes as its zero-copy NumPy view); ``work`` holds the buffers of a block."""
+    V = raw.shape[-1]
+    module = _module(xp)
+    top_index = raw.argmax(-1)
+    m = raw[_rows_and(module, raw), top_index]
+    total = raw.sum(-1)
+    low = raw.min(-1).values if module.__name__ == "torch" else raw.min(-1)
+    u = xp.finfo(m.dtype).eps / 2
+    if not bool(xp.all((low >= 0) & xp.isfinite(m) & (xp.abs(total - 1) <= normalization_tolerance(V, 2 * u)))):
+        invalid()
+    sigma = _runner_up(module, raw, top_index)
+    zero = xp.zeros_like(m)
+    trivial = sigma == 0
+    tied = sigma >= m
+    gap = xp.where(tied, xp.ones_like(m), m - sigma) * (1 - u)  # rounded down: a lower bound
+    m2 = m * m
+    # Below this runner-up a square may underflow: each such term moves a moment by less than the
+    # smallest normal number, and V of them by less than u/16 of sigma^2.
+    smallest_sigma = math.sqrt(16 * V * float(xp.finfo(m.dtype).smallest_normal) / u)
+    take = ~trivial & ~tied & (sigma >= smallest_sigma) & (m2 <= MOMENT_REACH * total * gap)
+    lam = xp.where(tied, m / total, zero)
+    # Rows not taken (tied, peaked) may divide by zero here; their values are never used.
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        if bool(xp.any(take)):
+            first = _tail_moments(module, raw, top_index, m, FIRST_MOMENTS, work)
+            z, converged = _model_root(xp, take, m2, total, zero, first, m2 / (total + first[0]))
+            done = converged & _series_is_exact(xp, z, zero, gap, first, total)
+            again = take & ~done
+            if bool(xp.any(again)):
+                centre = xp.where(again, m - z, m)
+                z_centre = m - centre  # exact (Sterbenz): the centre lies within a quarter gap of m
+                second = _tail_moments(module, raw, top_index, centre, SECOND_MOMENTS, work)
+                reach = (centre - sigma) * (1 - u)
+                z2, converged = _model_root(xp, again, m2, total, z_centre, second, z)
+                settled = converged & _series_is_exact(xp, z2, z_centre, reach, second, total)
+                z = xp.where(settled, z2, z)
+                done = done | settled
+            lam = xp.where(done, (m - z) / total, lam)
+            take = done
+    rest = ~(take | trivial | tied)
+    if bool(xp.any(rest)):
+        index = xp.nonzero(rest)[0]
+        lam[index] = _from_probabilities(xp, xp.take(raw, index, axis=0), work)
+    return lam
+
+
 def _from_logits(xp: Any, rows: SoftmaxRows, b: slice) -> Any:
     r"""The root for rows built from logits: the scaled tail and :math:`s/\sigma = \sum_i
     e^{z_i - z_{(2)}}` come from the logits, so a tail whose probabilities underflow (a logit
@@ -585,10 +781,130 @@ def _from_logits(xp: Any, rows: SoftmaxRows, b: slice) -> Any:
     return _solve(xp, q, m, sigma, m * s_over_sigma, trivial, tied, xp.where(closed, xp.zeros_like(m), log_sigma))
 
 
+def _probability_input(p: Any) -> tuple[Any, Any, bool]:
+    """``(xp, rows, single)`` for probability input, its dtype and shape checked (``single``: it was
+    one row); its values are checked by the solver's own passes (the kernel, :func:`_moment_roots`)
+    or by :func:`validated_probabilities`."""
+    xp, rows = as_array(p, "p")
+    check_real_floating(xp, rows, "p")
+    check_rows(xp, rows, "p")
+    return xp, rows if rows.ndim == 2 else xp.reshape(rows, (1, -1)), rows.ndim == 1
+
+
+@functools.cache
+def _compiled_kernel() -> Any:
+    """The compiled secular solver (:mod:`rankwall.theory._secular_kernel`), or None where numba is
+    not installed or cannot be used (an ImportError, e.g. a NumPy it does not support; a
+    RuntimeError, e.g. no folder it may cache in): then every backend takes the array-API route."""
+    try:
+        from rankwall.theory import _secular_kernel
+    except (ImportError, RuntimeError):
+        return None
+    return _secular_kernel
+
+
+def _numpy_view(xp: Any, raw: Any) -> np.ndarray | None:
+    """``raw`` as a float32/float64 NumPy array the kernel can read without a copy: a NumPy array
+    itself, or a PyTorch/CPU tensor's zero-copy view; None for other backends (CuPy,
+    array-api-strict, PyTorch on CUDA) and dtypes, which take the array-API route."""
+    if array_api_compat.is_numpy_namespace(xp):
+        view = raw
+    elif _is_torch_cpu(xp, raw):
+        view = raw.detach().numpy()
+    else:
+        return None
+    return view if view.dtype in (np.float32, np.float64) else None
+
+
+def _kernel_solve(kernel: Any, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(norms, routes)`` of C-contiguous float32/float64 raw probability rows from the compiled
+    kernel, with this module's constants (read at each call); ``routes`` says per row what settled
+    it (``kernel.CLOSED``, ``FIRST_MOMENTS``, ``SECOND_MOMENTS``, ``BRACKETING``) or that it was not
+    accepted (``INVALID``: not finite, negative, or not within half of :func:`normalization_tolerance`
+    of summing to one) or not solved (``UNCONVERGED``)."""
+    F = rows.dtype.type
+    V = rows.shape[-1]
+    u = float(np.finfo(F).eps) / 2
+    smallest_sigma = math.sqrt(16 * V * float(np.finfo(F).smallest_normal) / u)
+    return kernel.spectral_norms(
+        rows,
+        rows.max(axis=-1),
+        V >= MOMENT_ROUTE_MIN_V,
+        (FIRST_MOMENTS, SECOND_MOMENTS),
+        F(MOMENT_REACH),
+        F(MOMENT_REMAINDER),
+        F(smallest_sigma),
+        F(normalization_tolerance(V, 2 * u) / 2),
+        F(u),
+        SECULAR_MAX_ITERATIONS,
+        MODEL_NEWTON_STEPS,
+        F,
+    )
+
+
+def _kernel_norms(kernel: Any, view: np.ndarray, p: Any, xp: Any) -> Any:
+    """:func:`spectral_norm` of raw probability rows through the compiled kernel (the moment route at
+    V >= :data:`MOMENT_ROUTE_MIN_V`, the bracketing solver for the rows it does not settle and at
+    smaller V), returned in ``xp``'s namespace. The kernel accepts a row that is finite, non-negative
+    and within half of :func:`normalization_tolerance` of summing to one (its own sum, in its own
+    order); every other row is handed to :func:`validated_probabilities`, which raises its error for a
+    bad row, and a row it accepts (one within rounding of the edge) is solved on the array-API route."""
+    rows = np.ascontiguousarray(view)
+    norms, routes = _kernel_solve(kernel, rows)
+    unchecked = np.nonzero(routes == kernel.INVALID)[0]
+    if unchecked.size:
+        validated_probabilities(p, "p")
+        numpy_xp = array_api_compat.array_namespace(rows)
+        edge = rows[unchecked]
+        norms[unchecked] = _from_probabilities(numpy_xp, edge, _workspace(numpy_xp, edge.shape[0], edge))
+    if bool((routes == kernel.UNCONVERGED).any()):
+        raise ArithmeticError("spectral_norm: the secular solver did not converge")
+    if array_api_compat.is_torch_namespace(xp):
+        import torch
+
+        return torch.from_numpy(norms)
+    return norms
+
+
+def _array_api_norms(xp: Any, raw: Any, p: Any) -> list[Any]:
+    """The norms of raw probability rows on the array-API route, block by block: the moment route at
+    large V where the library takes ``out=``, the bracketing solver elsewhere."""
+    moments = _module(xp) is not None and raw.shape[-1] >= MOMENT_ROUTE_MIN_V
+    blocks = _row_blocks(raw.shape[0], raw.shape[-1], MOMENT_BLOCK_ENTRIES if moments else None)
+    work = _workspace(xp, blocks[0].stop - blocks[0].start, raw)
+    if moments:
+
+        def invalid() -> None:
+            validated_probabilities(p, "p")
+            raise AssertionError("spectral_norm: the input check disagrees with validated_probabilities")
+
+        if _is_torch_cpu(xp, raw):  # the same IEEE operations on the zero-copy NumPy view
+            import torch
+
+            view, numpy_work = raw.detach().numpy(), {k: v.numpy() for k, v in work.items()}
+            numpy_xp = array_api_compat.array_namespace(view)
+            norms = [torch.from_numpy(_moment_roots(numpy_xp, view[b], numpy_work, invalid)) for b in blocks]
+        else:
+            norms = [_moment_roots(xp, raw[b, ...], work, invalid) for b in blocks]
+    else:
+        xp, raw = validated_probabilities(p, "p")
+        norms = [_from_probabilities(xp, raw[b, ...], work) for b in blocks]
+    return norms
+
+
 def spectral_norm(p: Any) -> Any:
-    """:math:`\\lVert J(p) \\rVert_2 = \\lambda_{\\max}(J)` per row, in :math:`O(V)` per
+    r""":math:`\lVert J(p) \rVert_2 = \lambda_{\max}(J)` per row, in :math:`O(V)` per
     iteration, never forming J. Ties at the top give exactly :math:`m`; a one-hot row gives 0.
-    Rows are processed in blocks, so memory stays bounded for any batch."""
+    Probability rows on NumPy and PyTorch/CPU go through the compiled kernel where numba is
+    installed (:mod:`rankwall.theory._secular_kernel`, a row at a time); every other input takes
+    the array-API route, in blocks of rows. Either way memory stays bounded for any batch."""
+    if not isinstance(p, SoftmaxRows):
+        xp, raw, single = _probability_input(p)
+        kernel = _compiled_kernel()
+        view = _numpy_view(xp, raw) if kernel is not None else None
+        if view is not None:
+            result = _kernel_norms(kernel, view, p, xp)
+            return result[0] if single else result
     with _solver_context(p.p if isinstance(p, SoftmaxRows) else p):
         if isinstance(p, SoftmaxRows):
             xp, single = p.xp, p.single
@@ -598,11 +914,7 @@ def spectral_norm(p: Any) -> Any:
             else:
                 norms = [_largest_root(xp, p.tail[b, ...], p.top[b], p.complement[b]) for b in blocks]
         else:
-            xp, raw = validated_probabilities(p, "p")
-            single = getattr(p, "ndim", np.ndim(p)) == 1
-            blocks = _row_blocks(raw.shape[0], raw.shape[-1])
-            work = _workspace(xp, blocks[0].stop - blocks[0].start, raw)
-            norms = [_from_probabilities(xp, raw[b, ...], work) for b in blocks]
+            norms = _array_api_norms(xp, raw, p)
     result = norms[0] if len(norms) == 1 else xp.concat(norms)
     return result[0] if single else result
 

@@ -68,12 +68,16 @@ def _from_sequence(x: Any, name: str) -> Any:
 
 
 def namespace_of(x: Any, name: str) -> Any:
-    """The array-API namespace of ``x``; plain Python sequences are read as NumPy arrays."""
+    """The array-API namespace of ``x``; plain Python sequences are read as NumPy arrays. An array
+    without values (a PyTorch tensor on the ``meta`` device) is refused: nothing can be checked on it."""
     x = _from_sequence(x, name)
     try:
-        return array_api_compat.array_namespace(x)
+        xp = array_api_compat.array_namespace(x)
     except TypeError:
         raise InputError(f"{name}: expected an array, got {type(x).__name__}") from None
+    if array_api_compat.is_torch_array(x) and x.device.type == "meta":
+        raise InputError(f"{name}: a tensor on the meta device has no values to check")
+    return xp
 
 
 def as_array(x: Any, name: str) -> tuple[Any, Any]:

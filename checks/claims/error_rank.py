@@ -29,34 +29,72 @@ counts and exact rationals) and keep ``array_api=False``, as does the ``float-ro
 domain is the float64 P̂ itself.
 
 Domains. An instance outside a proposition's hypothesis is not an instance of it: measuring one
-raises :class:`InputError` naming the hypothesis that fails (the search rejects it; no witness is
-one). Conclusions are measured, never assumed.
+raises :class:`~rankwall.checks.verdict.OutsideDomain` naming the hypothesis that fails on the built
+values (an integer A that the backend's dtype cannot hold, a matrix that is not weakly chained
+diagonally dominant, a batch outside A.7's radius or with C^u_B empty): the search rejects it,
+``verify`` counts it apart, and no witness is one. Conclusions are measured, never assumed.
+
+Issue 18. Each claim has a reference (:data:`REFERENCES`: dense matrices, exact ranks over the
+rationals, softmax and log softmax in 256-bit balls ranked by elimination in balls), boundary classes
+that its strategy draws with real probability (the Cases bundles' ``boundary``), and, for an integer
+bound, a continuous ``closeness`` in its certificate for the search's ``target()``.
 """
 
 from __future__ import annotations
 
+#: The public API of the family: its case types, the Cases bundles its claims range over, its quantities.
+__all__ = [
+    "CorpusContinuations",
+    "Factors",
+    "LowRank",
+    "MiniBatch",
+    "RowShift",
+    "StochasticPattern",
+    "UniqueContinuation",
+    "WcddPattern",
+    "bottleneck_rank",
+    "factors",
+    "hidden_size",
+    "log_softmax_rank",
+    "logit_rank",
+    "low_rank_matrices",
+    "mini_batches",
+    "prediction_error_rank",
+    "row_shifts",
+    "shift_rank_gap",
+    "shifted_rank",
+    "stochastic_patterns",
+    "unique_continuations",
+    "unique_tokens",
+    "vocabulary",
+    "wcdd_patterns",
+]
+
 import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any, ClassVar
 
 import array_api_compat
+import flint
 import numpy as np
 from hypothesis import strategies as st
 
 from rankwall.checks import exact, tolerance
-from rankwall.checks.backends import Backend, float64_copy, resolve
+from rankwall.checks.backends import Backend, float64_copy
 from rankwall.checks.data import characters, read_corpus, words
+from rankwall.checks.quantities import Context, quantity
+from rankwall.checks.toolkit import Cases, Family, Reference, numpy_float64, planted_side
 from rankwall.checks.verdict import (
     Case,
     Certification,
-    Family,
     Judgement,
     Measurement,
+    OutsideDomain,
     RankInterval,
     Relation,
-    planted_side,
     tightened_integer_bound,
 )
 from rankwall.theory import error_rank as er
@@ -70,7 +108,7 @@ class UniqueContinuation(Case):
     """k contexts with distinct unique continuations among V tokens, logits HWᵀ of rank D
     (:func:`rankwall.theory.error_rank.construct_unique_continuation`)."""
 
-    FAMILY: ClassVar[str] = "unique-continuation"
+    KIND: ClassVar[str] = "unique-continuation"
     V: int
     k: int
     D: int
@@ -82,7 +120,7 @@ class UniqueContinuation(Case):
 class CorpusContinuations(Case):
     """The unique continuations of the n-gram contexts of a shipped corpus, logits of rank D."""
 
-    FAMILY: ClassVar[str] = "corpus"
+    KIND: ClassVar[str] = "corpus"
     corpus: str = "tinyshakespeare.txt"
     level: str = "char"
     order: int = 3
@@ -95,7 +133,7 @@ class CorpusContinuations(Case):
 class StochasticPattern(Case):
     """A row-stochastic n x n pattern with ``closed`` attracting classes (integer weights)."""
 
-    FAMILY: ClassVar[str] = "stochastic"
+    KIND: ClassVar[str] = "stochastic"
     n: int
     closed: int = 1
     seed: int = 0
@@ -106,7 +144,7 @@ class StochasticPattern(Case):
 class WcddPattern(Case):
     """diag(w) - W of an n x n pattern with one closed class, ``leaks`` of whose rows leak mass."""
 
-    FAMILY: ClassVar[str] = "wcdd"
+    KIND: ClassVar[str] = "wcdd"
     n: int
     leaks: int = 1
     seed: int = 0
@@ -118,7 +156,7 @@ class MiniBatch(Case):
     """A Zipfian language over V tokens and ``contexts`` contexts, a batch of ``batch_tokens``
     drawn without replacement, and P = (1 - δ)Ñ + δ/V."""
 
-    FAMILY: ClassVar[str] = "batch"
+    KIND: ClassVar[str] = "batch"
     V: int
     contexts: int
     seed: int = 0
@@ -129,22 +167,24 @@ class MiniBatch(Case):
 
 @dataclass(frozen=True)
 class LowRank(Case):
-    """An integer rows x columns matrix of the given rank (entries up to ``spread``), times ``scale``."""
+    """An integer rows x columns matrix HWᵀ of the given rank (entries of H, W up to ``spread``), times
+    ``scale``; with ``ones_column`` W's first column is all ones, so 1 is in the row space of A."""
 
-    FAMILY: ClassVar[str] = "low-rank"
+    KIND: ClassVar[str] = "low-rank"
     rows: int
     columns: int
     rank: int
     seed: int = 0
     spread: int = 3
     scale: int = 1
+    ones_column: bool = False
 
 
 @dataclass(frozen=True)
 class Factors(Case):
     """Gaussian factors H (rows x rank, times ``scale``) and W (columns x rank) of logits HWᵀ."""
 
-    FAMILY: ClassVar[str] = "factors"
+    KIND: ClassVar[str] = "factors"
     rows: int
     columns: int
     rank: int
@@ -154,9 +194,11 @@ class Factors(Case):
 
 @dataclass(frozen=True)
 class RowShift(Case):
-    """A low-rank integer matrix A and two integer row shifts (the second times ``second``: 0 or 1)."""
+    """A low-rank integer matrix A = HWᵀ and two integer row shifts λ, μ (μ times ``second``: 0 or 1).
+    With ``cancelling``, W's first column is all ones and λ = −H[:, 0], which removes that rank-one
+    term: A + λ1ᵀ = H[:, 1:]W[:, 1:]ᵀ (:func:`row_shift_instance`)."""
 
-    FAMILY: ClassVar[str] = "row-shift"
+    KIND: ClassVar[str] = "row-shift"
     rows: int
     columns: int
     rank: int
@@ -165,6 +207,7 @@ class RowShift(Case):
     shift_seed: int = 0
     shift_spread: int = 5
     second: int = 1
+    cancelling: bool = False
 
 
 #: The cases of the unique-continuation claim: synthetic, or from a corpus.
@@ -173,18 +216,53 @@ UniqueCase = UniqueContinuation | CorpusContinuations
 # --------------------------------------------------------------------------- strategies
 
 
+# The strategies choose among tiers uniformly (st.integers favours its low end, and st.one_of of
+# st.just values their first, far beyond a fair share): the smallest sizes, the edges of a statement
+# (k = V, a rank-zero or full-rank matrix, a shift that cancels a direction) and the bulk each get the
+# share their weight gives them, the boundary classes that ``tests/test_boundaries.py`` measures.
+# Hypothesis shrinks a tier choice towards the first tier, and values within a tier towards its low end.
+
+
+def uniform(low: int, high: int) -> st.SearchStrategy[int]:
+    """An integer in [low, high], uniformly."""
+    return st.sampled_from(range(low, high + 1))
+
+
+def tiered(draw: Any, tiers: list[tuple[int, st.SearchStrategy[Any]]]) -> Any:
+    """A value drawn from one of ``tiers`` = [(weight, strategy)] (weights of 0 skipped), chosen with
+    probability proportional to its weight."""
+    choice = draw(uniform(0, sum(weight for weight, _ in tiers) - 1))
+    for weight, strategy in tiers:
+        if choice < weight:
+            return draw(strategy)
+        choice -= weight
+    raise AssertionError("unreachable: the choice lies below the total weight")
+
+
+def sizes(draw: Any, low: int, largest: int) -> int:
+    """An order, a number of rows or of columns: ``low`` to 3 in a third of the draws, else up to ``largest``."""
+    return tiered(draw, [(1, uniform(low, 3)), (2, uniform(4, largest))])
+
+
 @st.composite
 def unique_continuation_instances(draw: Any, k_equals_V: bool = False) -> UniqueContinuation:
-    """k contexts with distinct unique continuations, logits of rank D, scales up to 1000
-    (large scales underflow float64 softmax rows)."""
-    V = draw(st.one_of(st.integers(2, 40), st.integers(2, 600), st.sampled_from([4096, 131072])))
-    k = V if k_equals_V else draw(st.integers(1, min(V, 256)))
-    if k_equals_V and V > 600:
-        V = k = draw(st.integers(2, 600))
+    """k contexts with distinct unique continuations, logits of rank D, scales up to 1000 (large scales
+    underflow the float64 margins). V = 2 or 3 in 3 draws of 20, up to 40 in 11, up to 600 in 5 (mostly
+    small: the dense route costs), 4096 or 131,072 in 1; k = 1, V − 1 (where min(k, V − 1) = k = V − 1)
+    or V (no mass outside T; V <= 600) in a sixth each; D = 1 in a tenth."""
+    if k_equals_V:
+        V = k = tiered(draw, [(1, uniform(2, 3)), (4, st.integers(4, 600))])
+    else:
+        large = st.sampled_from([4096, 131072])
+        V = tiered(draw, [(3, uniform(2, 3)), (11, uniform(4, 40)), (5, st.integers(41, 600)), (1, large)])
+        top = min(V, 256)
+        k = tiered(
+            draw, [(1, st.just(1)), (1, st.just(min(V - 1, top))), (int(V <= 600), st.just(V)), (3, uniform(1, top))]
+        )
     return UniqueContinuation(
         V=V,
         k=k,
-        D=draw(st.integers(1, 32)),
+        D=tiered(draw, [(1, st.just(1)), (9, uniform(1, 32))]),
         seed=draw(st.integers(0, 2**16)),
         scale=draw(st.sampled_from([0.1, 1.0, 10.0, 100.0, 1000.0])),
     )
@@ -196,8 +274,8 @@ def corpus_instances(draw: Any) -> CorpusContinuations:
     return CorpusContinuations(
         corpus="tinyshakespeare.txt",
         level="char",
-        order=draw(st.integers(1, 4)),
-        D=draw(st.integers(1, 16)),
+        order=draw(uniform(1, 4)),
+        D=draw(uniform(1, 16)),
         seed=draw(st.integers(0, 2**16)),
         scale=draw(st.sampled_from([0.5, 5.0])),
     )
@@ -205,49 +283,61 @@ def corpus_instances(draw: Any) -> CorpusContinuations:
 
 @st.composite
 def stochastic_instances(draw: Any) -> StochasticPattern:
-    """Stochastic patterns of order up to 40 with 1 to n closed classes."""
-    n = draw(st.integers(1, 40))
+    """Stochastic patterns of order up to 40 (1 to 3 in a third) with one closed class, every state
+    closed (in a quarter each), or any number in between; density 0 (cycles and chains only) in a quarter."""
+    n = sizes(draw, 1, 40)
     return StochasticPattern(
         n=n,
-        closed=draw(st.integers(1, n)),
+        closed=tiered(draw, [(1, st.just(1)), (1, st.just(n)), (2, uniform(1, n))]),
         seed=draw(st.integers(0, 2**16)),
-        density=draw(st.floats(0, 0.6)),
+        density=tiered(draw, [(1, st.just(0.0)), (3, st.floats(0, 0.6))]),
     )
 
 
 @st.composite
 def wcdd_instances(draw: Any) -> WcddPattern:
-    """Weakly chained diagonally dominant patterns of order up to 40."""
-    n = draw(st.integers(1, 40))
+    """Weakly chained diagonally dominant patterns of order up to 40 (1 to 3 in a third): one leaking
+    row (the longest chains), every closed row leaking (in a quarter each), or in between; density 0 in
+    a quarter."""
+    n = sizes(draw, 1, 40)
     return WcddPattern(
         n=n,
-        leaks=draw(st.integers(1, n)),
+        leaks=tiered(draw, [(1, st.just(1)), (1, st.just(n)), (2, uniform(1, n))]),
         seed=draw(st.integers(0, 2**16)),
-        density=draw(st.floats(0, 0.5)),
+        density=tiered(draw, [(1, st.just(0.0)), (3, st.floats(0, 0.5))]),
     )
 
 
 @st.composite
 def batch_instances(draw: Any) -> MiniBatch:
-    """Zipfian languages and batches of up to twice as many tokens as contexts."""
-    V = draw(st.integers(8, 400))
-    contexts = draw(st.integers(20, 300))
+    """Zipfian languages over 2 to 400 tokens (2 or 3 in a quarter, up to 16 in another), 20 to 300
+    contexts, batches of 1 to 5 tokens (few contexts in C^u_B) in a quarter, else up to twice as many
+    tokens as contexts."""
+    V = tiered(draw, [(1, uniform(2, 3)), (1, uniform(4, 16)), (2, uniform(17, 400))])
+    contexts = draw(uniform(20, 300))
     return MiniBatch(
         V=V,
         contexts=contexts,
         seed=draw(st.integers(0, 2**16)),
         unique_share=draw(st.floats(0, 0.6)),
-        batch_tokens=draw(st.integers(10, 2 * contexts)),
+        batch_tokens=tiered(draw, [(1, uniform(1, 5)), (3, uniform(10, 2 * contexts))]),
         delta=draw(st.sampled_from([1e-2, 1e-4, 1e-8])),
     )
 
 
+def ranks(draw: Any, low: int, full: int) -> int:
+    """A rank: ``low`` or ``full`` (= min(rows, columns)) in a quarter of the draws each, else between."""
+    return tiered(draw, [(1, st.just(low)), (1, st.just(full)), (2, uniform(low, full))])
+
+
 @st.composite
 def low_rank_instances(draw: Any, factors: bool = False) -> LowRank | Factors:
-    """Integer matrices of chosen rank, or (``factors``) Gaussian factors of chosen rank."""
-    rows = draw(st.integers(1, 40))
-    columns = draw(st.integers(2, 60))
-    rank = draw(st.integers(0 if not factors else 1, min(rows, columns)))
+    """Integer matrices of chosen rank, or (``factors``) Gaussian factors of chosen rank: 1 to 3 rows
+    or 2 or 3 columns in about half the draws; rank 0 (A = 0; for factors rank 1) or full (rank =
+    min(rows, columns)) in a quarter each; for integer matrices a ones column in W (1 in the row space
+    of A) in a quarter."""
+    rows, columns = sizes(draw, 1, 40), sizes(draw, 2, 60)
+    rank = ranks(draw, int(factors), min(rows, columns))
     if factors:
         scale = draw(st.sampled_from([0.1, 1.0, 30.0]))
         return Factors(rows=rows, columns=columns, rank=rank, seed=draw(st.integers(0, 2**16)), scale=scale)
@@ -256,25 +346,28 @@ def low_rank_instances(draw: Any, factors: bool = False) -> LowRank | Factors:
         columns=columns,
         rank=rank,
         seed=draw(st.integers(0, 2**16)),
-        spread=draw(st.integers(1, 5)),
+        spread=draw(uniform(1, 5)),
         scale=draw(st.sampled_from([1, 3, 50])),
+        ones_column=draw(uniform(0, 3)) == 0,
     )
 
 
 @st.composite
 def row_shift_instances(draw: Any) -> RowShift:
-    """Low-rank integer matrices and two row shifts."""
-    rows = draw(st.integers(1, 30))
-    columns = draw(st.integers(2, 40))
+    """Low-rank integer matrices (1 to 3 rows or 2 or 3 columns in about half the draws; rank 0 or full
+    in a quarter each) and two row shifts: the first cancelling a rank-one term of A in a quarter, the
+    second zero (μ = 0) in half."""
+    rows, columns = sizes(draw, 1, 30), sizes(draw, 2, 40)
     return RowShift(
         rows=rows,
         columns=columns,
-        rank=draw(st.integers(0, min(rows, columns))),
+        rank=ranks(draw, 0, min(rows, columns)),
         seed=draw(st.integers(0, 2**16)),
-        spread=draw(st.integers(1, 4)),
+        spread=draw(uniform(1, 4)),
         shift_seed=draw(st.integers(0, 2**16)),
-        shift_spread=draw(st.integers(0, 6)),
-        second=draw(st.integers(0, 1)),
+        shift_spread=draw(uniform(0, 6)),
+        second=draw(uniform(0, 1)),
+        cancelling=draw(uniform(0, 3)) == 0,
     )
 
 
@@ -289,6 +382,12 @@ EXACT_ENTRIES = 1 << 14
 
 
 # --------------------------------------------------------------------------- certified ranks
+
+
+def with_closeness(bounds: RankInterval, closeness: float) -> RankInterval:
+    """``bounds`` with ``closeness`` in its certificate: a continuous measure of how near the instance
+    is to a violation (larger is nearer; the search's ``target()`` for an integer bound)."""
+    return replace(bounds, certificate={**bounds.certificate, "closeness": float(closeness)})
 
 
 def measurement(bounds: RankInterval, bound: int, direction: str) -> Measurement:
@@ -321,16 +420,24 @@ def unique_instance(case: UniqueCase) -> tuple[er.LogitRows, np.ndarray]:
         case UniqueContinuation():
             logits, tokens = er.construct_unique_continuation(case.V, case.k, case.D, case.seed, scale=case.scale)
         case CorpusContinuations():
-            stream = corpus_stream(case.corpus, case.level)
-            counts, _ = er.ngram_counts(stream.ids, case.order, stream.V)
-            _, tokens = er.unique_continuations(counts)
-            logits, _ = er.construct_unique_continuation(stream.V, len(tokens), case.D, case.seed, scale=case.scale)
+            V, tokens = corpus_unique_tokens(case.corpus, case.level, case.order)
+            logits, _ = er.construct_unique_continuation(V, len(tokens), case.D, case.seed, scale=case.scale)
         case _:
             raise InputError(f"instance: unknown family {case.family!r}")
     return logits, tokens
 
 
 _STREAMS: dict[tuple[str, str], Any] = {}
+
+
+@functools.cache
+def corpus_unique_tokens(corpus: str, level: str, order: int) -> tuple[int, np.ndarray]:
+    """(V, tokens): the vocabulary of a corpus and the tokens that are each the only continuation of some
+    context of ``order`` tokens, counted once per process (read-only)."""
+    stream = corpus_stream(corpus, level)
+    _, tokens = er.unique_continuations(er.ngram_counts(stream.ids, order, stream.V)[0])
+    tokens.flags.writeable = False
+    return stream.V, tokens
 
 
 def corpus_stream(corpus: str, level: str) -> Any:
@@ -383,7 +490,9 @@ def float_bounds(logits: er.LogitRows, tokens: np.ndarray) -> RankInterval:
     the k x k submatrix is strictly diagonally dominant with margins α_j (the mass outside T),
     computed with relative error γ_{V+D+8} < 1, so a positive computed margin is a positive real
     one; k = V: every entry of P is at least exp(floor) > 0, so P_T is a positive stochastic matrix
-    and rank(I - P_T) = V - 1. Route 3 when k V is small: the SVD with a Weyl margin."""
+    and rank(I - P_T) = V - 1. Route 3 when k V is small: the SVD with a Weyl margin. ``closeness``
+    is minus the smallest margin (k < V) or minus exp(floor) (k = V): how near the rows come to
+    losing the positivity the lower end rests on."""
     k, V = len(tokens), logits.shape[1]
     u = tolerance.unit_roundoff(logits.H.dtype)
     upper = min(k, V - 1)
@@ -394,10 +503,12 @@ def float_bounds(logits: er.LogitRows, tokens: np.ndarray) -> RankInterval:
         routes["dominance"] = k if certified else 0
         routes["smallest_margin"] = float(margins.min())
         routes["varah_sigma_min_bound"] = er.varah_bound(margins)
+        routes["closeness"] = -float(margins.min())
     else:
         floor = er.log_probability_floor(er.LogitRows(float64_copy(logits.H), float64_copy(logits.W)))
         routes["positivity"] = V - 1 if math.isfinite(floor) else 0
         routes["log_probability_floor"] = floor
+        routes["closeness"] = -math.exp(floor) if math.isfinite(floor) else 0.0
     names = ["strict diagonal dominance" if k < V else "positivity (one attracting class)"]
     lower = routes.get("dominance", routes.get("positivity", 0))
     if k * V <= DENSE_ENTRIES:
@@ -468,9 +579,9 @@ def unique_bounds(case: UniqueCase, bound: int, escalate: bool, backend: Backend
         return bounds
     small = len(tokens) * logits.shape[1] <= EXACT_ENTRIES
     if small and bool(np.all(logits.probabilities(slice(None)) > 0)):
-        return exact_float_rows(case)
+        return with_closeness(exact_float_rows(case), bounds.certificate["closeness"])
     if len(tokens) < logits.shape[1]:
-        return ball_bounds(logits, tokens)
+        return with_closeness(ball_bounds(logits, tokens), bounds.certificate["closeness"])
     return bounds
 
 
@@ -556,19 +667,22 @@ def wcdd_matrix(case: WcddPattern, leaks: int | None = None) -> np.ndarray:
 
 def wcdd_bounds(case: WcddPattern, chained: bool) -> tuple[RankInterval, int]:
     """The exact rank of the instance's matrix and its order n. Hypothesis (checked on integers,
-    exactly): weakly chained diagonally dominant, or for the mutant (``chained=False``) only weakly
-    diagonally dominant with no leaking row."""
-    if chained:
-        M = wcdd_matrix(case)
-        if not er.is_weakly_chained_diagonally_dominant(M):
-            raise InputError("instance: the matrix is not weakly chained diagonally dominant (outside the domain)")
-    else:
-        M = wcdd_matrix(case, leaks=0)
-        diagonal = np.abs(np.diag(M))
-        if not np.all(diagonal >= np.abs(M).sum(axis=1) - diagonal):
-            raise InputError("instance: the matrix is not weakly diagonally dominant (outside the domain)")
+    exactly; :class:`OutsideDomain` where it fails): weakly chained diagonally dominant, or for the
+    mutant (``chained=False``) only weakly diagonally dominant with no leaking row. ``closeness`` is
+    minus the smallest relative excess (|m_ii| − Σ_j≠i |m_ij|)/|m_ii| of a strictly dominant row (0
+    where there is none)."""
+    M = wcdd_matrix(case) if chained else wcdd_matrix(case, leaks=0)
+    diagonal = np.abs(np.diag(M))
+    off = np.abs(M).sum(axis=1) - diagonal
+    if chained and not er.is_weakly_chained_diagonally_dominant(M):
+        raise OutsideDomain("instance: the matrix is not weakly chained diagonally dominant (outside the domain)")
+    if not chained and not np.all(diagonal >= off):
+        raise OutsideDomain("instance: the matrix is not weakly diagonally dominant (outside the domain)")
+    strict = diagonal > off
+    closeness = -float(((diagonal - off)[strict] / diagonal[strict]).min()) if strict.any() else 0.0
     rank, method = exact.exact_rank(M)
-    return RankInterval(rank, rank, method, method, True, {"n": M.shape[0]}), M.shape[0]
+    certificate = {"n": M.shape[0], "closeness": closeness}
+    return RankInterval(rank, rank, method, method, True, certificate), M.shape[0]
 
 
 def measure_wcdd(case: WcddPattern, backend: Any, factor: Fraction, chained: bool = True) -> Measurement:
@@ -599,18 +713,37 @@ class BatchRows:
     hypothesis: dict[str, Any]
 
 
+@functools.lru_cache(maxsize=1024)
+def _batch_language(case: MiniBatch) -> tuple[Any, Any]:
+    counts = er.construct_zipf_language(case.V, case.contexts, case.seed, unique_share=case.unique_share)
+    return counts, er.sample_batch(counts, case.batch_tokens, case.seed)
+
+
+def batch_language(case: MiniBatch) -> tuple[Any, Any]:
+    """The counts of the case's Zipfian language and of its batch (SciPy CSR; fresh copies of a per-process
+    cache: the language is drawn by a loop over its contexts)."""
+    counts, batch = _batch_language(case)
+    return counts.copy(), batch.copy()
+
+
+def batch_unique_count(case: MiniBatch) -> int:
+    """|C^u_B| of the case (before its hypothesis is checked)."""
+    return len(er.batch_unique_continuations(*batch_language(case))[1])
+
+
 def batch_rows(case: MiniBatch) -> BatchRows:
     """Build the exact rows and check the hypothesis max|P - Ñ| < ε_B exactly (ε_B the smallest
-    positive entry of Ñ on C^u_B): |P - Ñ| = δ |1/V - Ñ_cv|."""
-    counts = er.construct_zipf_language(case.V, case.contexts, case.seed, unique_share=case.unique_share)
-    batch = er.sample_batch(counts, case.batch_tokens, case.seed)
+    positive entry of Ñ on C^u_B): |P - Ñ| = δ |1/V - Ñ_cv|; an instance where it fails, or where
+    C^u_B is empty, is :class:`OutsideDomain`. ``closeness`` is minus the hypothesis's relative
+    margin (ε_B − max|P − Ñ|)/ε_B."""
+    counts, batch = batch_language(case)
     rows, tokens = er.batch_unique_continuations(counts, batch)
     if len(tokens) == 0:
-        raise InputError("instance: C^u_B is empty (no context with one batch token and several data tokens)")
+        raise OutsideDomain("instance: C^u_B is empty (no context with one batch token and several data tokens)")
     V = case.V
     delta = Fraction(case.delta)
     if not 0 < delta < 1:
-        raise InputError(f"instance: δ = {case.delta} leaves P = (1 - δ)Ñ + δ/V non-positive (outside A.7)")
+        raise OutsideDomain(f"instance: δ = {case.delta} leaves P = (1 - δ)Ñ + δ/V non-positive (outside A.7)")
     n = counts[rows].toarray().astype(np.int64)
     totals = n.sum(axis=1)
     k = len(tokens)
@@ -620,9 +753,10 @@ def batch_rows(case: MiniBatch) -> BatchRows:
     for c in range(k):
         values = {Fraction(int(x), int(totals[c])) for x in np.unique(n[c])}
         largest = max(largest, *(delta * abs(Fraction(1, V) - x) for x in values))
-    hypothesis = {"epsilon_B": float(epsilon), "max_abs_P_minus_N": float(largest)}
+    closeness = -float((epsilon - largest) / epsilon)
+    hypothesis = {"epsilon_B": float(epsilon), "max_abs_P_minus_N": float(largest), "closeness": closeness}
     if not largest < epsilon:
-        raise InputError(f"instance: max|P - Ñ| = {float(largest):.3g} >= ε_B = {float(epsilon):.3g} (outside A.7)")
+        raise OutsideDomain(f"instance: max|P - Ñ| = {float(largest):.3g} >= ε_B = {float(epsilon):.3g} (outside A.7)")
     num, den = delta.numerator, delta.denominator
     scale = den * V * totals.astype(object)
     error = (den - num) * V * n.astype(object) + (num * totals.astype(object))[:, None]
@@ -703,9 +837,26 @@ def judge_batch(case: MiniBatch, factor: Fraction, everywhere: bool = False) -> 
 # --------------------------------------------------------------------------- log-probabilities
 
 
-def low_rank_matrix(case: LowRank | RowShift) -> np.ndarray:
-    """The integer matrix A of the case's rank (python-flint certifies it exactly)."""
-    return er.construct_low_rank_integers(case.rows, case.columns, case.rank, case.seed, spread=case.spread)
+def low_rank_matrix(case: LowRank) -> np.ndarray:
+    """The integer matrix A of the case's rank, before its scale (python-flint certifies the rank exactly)."""
+    return er.construct_low_rank_integers(
+        case.rows, case.columns, case.rank, case.seed, spread=case.spread, ones_column=case.ones_column
+    )
+
+
+def row_shift_instance(case: RowShift) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(A, λ, μ): the integer matrix A = HWᵀ and its two row shifts, drawn from ``shift_seed`` (μ times
+    ``second``); with ``cancelling`` (and rank >= 1), W's first column is all ones and λ = −H[:, 0]."""
+    H, W = er.construct_low_rank_factors(
+        case.rows, case.columns, case.rank, case.seed, spread=case.spread, ones_column=case.cancelling
+    )
+    rng = np.random.default_rng(case.shift_seed)
+    spread = case.shift_spread
+    first = rng.integers(-spread, spread + 1, size=case.rows)
+    second = rng.integers(-spread, spread + 1, size=case.rows) * case.second
+    if case.cancelling and case.rank:
+        first = -H[:, 0]
+    return (H @ W.T).astype(np.int64), first, second
 
 
 def factorization_residual(Z: Any, L: Any) -> tuple[float, float]:
@@ -726,21 +877,31 @@ def factorization_residual(Z: Any, L: Any) -> tuple[float, float]:
     return residual, bound + float(np.linalg.norm(per_entry))
 
 
-def log_probability_bounds(Z: Any, L: Any, entry_error: float, right: np.ndarray) -> RankInterval:
-    """rank(log softmax Z) for the real Z. Lower: SVD + Weyl margin in L's namespace and dtype
-    (``entry_error`` bounds the computed L's error). Upper: L = [·, -z] ``right``ᵀ, so rank <= min(rows,
-    rank_Q ``right``) (an integer matrix, exact), once the computed L passes the factorization residual
-    check; an L that fails it is not within its rounding bound of the real one, so neither end is trusted."""
-    lo, margin, _ = exact.weyl_rank_lower_bound(L, tolerance.unit_roundoff(L.dtype), entry_error=entry_error)
+def log_probability_bounds(Z: Any, L: Any, entry_error: float, right: np.ndarray) -> tuple[RankInterval, np.ndarray]:
+    """rank(log softmax Z) for the real Z, and the computed singular values of L. Lower: SVD + Weyl
+    margin in L's namespace and dtype (``entry_error`` bounds the computed L's error). Upper: L = [·, -z]
+    ``right``ᵀ, so rank <= min(rows, rank_Q ``right``) (an integer matrix, exact), once the computed L
+    passes the factorization residual check; an L that fails it is not within its rounding bound of the
+    real one, so neither end is trusted."""
+    lo, margin, sigma = exact.weyl_rank_lower_bound(L, tolerance.unit_roundoff(L.dtype), entry_error=entry_error)
     residual, bound = factorization_residual(Z, L)
     certificate = {"weyl_margin": margin, "factorization_residual": residual, "residual_bound": bound}
     if not residual <= bound:
         untrusted = "nothing (the computed L fails the factorization check: its SVD is not trusted)"
-        return RankInterval(0, min(L.shape), untrusted, "the shape", False, certificate)
+        return RankInterval(0, min(L.shape), untrusted, "the shape", False, certificate), sigma
     rank_right, how = exact.exact_rank(right)
     upper = f"the factorization through {right.shape[1]} columns (residual within rounding; {how} {rank_right})"
     lower = f"SVD + Weyl margin ({_label(L)})"
-    return RankInterval(lo, min(L.shape[0], rank_right), lower, upper, False, certificate)
+    return RankInterval(lo, min(L.shape[0], rank_right), lower, upper, False, certificate), sigma
+
+
+def singular_value_closeness(sigma: np.ndarray, bound: int) -> float:
+    """For "rank <= b": σ_{b+1}/σ_1 − 1, from the computed singular values (in [−1, 0]; −1 where the
+    shape has no (b + 1)-th value or the matrix is zero, 0 for a bound below 0, which every rank
+    violates): the value that must vanish, relative to the largest."""
+    if bound < 0 or bound >= len(sigma) or not sigma[0] > 0:
+        return 0.0 if bound < 0 else -1.0
+    return float(sigma[bound] / sigma[0]) - 1.0
 
 
 def _label(x: Any) -> str:
@@ -749,31 +910,34 @@ def _label(x: Any) -> str:
     return f"{library} {tolerance.dtype_name(x.dtype)}"
 
 
-@functools.lru_cache(maxsize=1)
-def _numpy_float64() -> Backend:
-    """NumPy float64: the default backend, where the judgements re-decide."""
-    return resolve("numpy")
+def log_softmax_interval(case: LowRank, backend: Backend | None = None) -> tuple[RankInterval, int, np.ndarray]:
+    """rank(log softmax A) enclosed, with log softmax A computed in the backend (NumPy float64 by
+    default), rank(A) exactly, and the computed singular values of log softmax A. The right factor is
+    [Aᵀ, 1]: L = A - z1ᵀ = [A, -z][I, 1]ᵀ has rows in rowspace(A) + span(1). An A that the backend's
+    dtype cannot hold exactly is no integer instance (:class:`OutsideDomain`)."""
+    backend = numpy_float64() if backend is None else backend
+    A = low_rank_matrix(case) * case.scale
+    rank_A, _ = exact.exact_rank(A)
+    Z = backend.asarray(A)
+    if not np.array_equal(float64_copy(Z), A):
+        raise OutsideDomain(f"instance: A has an integer that {backend.dtype_name} cannot hold exactly")
+    L = er.log_softmax(Z)
+    right = np.vstack([A, np.ones((1, A.shape[1]), dtype=np.int64)]).T
+    u = tolerance.unit_roundoff(backend.dtype)
+    error = tolerance.log_softmax_error(float64_copy(Z), float64_copy(L), u)
+    bounds, sigma = log_probability_bounds(Z, L, error, right)
+    return replace(bounds, certificate={**bounds.certificate, "rank_A": rank_A}), rank_A, sigma
 
 
 def log_softmax_decision(
     case: LowRank, factor: Fraction, drop: int, backend: Backend | None = None
 ) -> tuple[Measurement, Judgement]:
-    """rank(log softmax A) <= rank(A) + 1 (minus ``drop`` for the mutant), tightened; rank(A) exact, and
-    log softmax A computed in the backend (NumPy float64 by default). The right factor is [Aᵀ, 1]:
-    L = A - z1ᵀ = [A, -z][I, 1]ᵀ has rows in rowspace(A) + span(1)."""
-    backend = _numpy_float64() if backend is None else backend
-    A = low_rank_matrix(case) * case.scale
-    rank_A, _ = exact.exact_rank(A)
-    Z = backend.asarray(A)
-    if not np.array_equal(float64_copy(Z), A):
-        raise InputError(f"instance: A has an integer that {backend.dtype_name} cannot hold exactly")
-    L = er.log_softmax(Z)
-    right = np.vstack([A, np.ones((1, A.shape[1]), dtype=np.int64)]).T
-    u = tolerance.unit_roundoff(backend.dtype)
-    bounds = log_probability_bounds(Z, L, tolerance.log_softmax_error(float64_copy(Z), float64_copy(L), u), right)
-    bounds = replace(bounds, certificate={**bounds.certificate, "rank_A": rank_A})
+    """rank(log softmax A) <= rank(A) + 1 (minus ``drop`` for the mutant), tightened
+    (:func:`log_softmax_interval`); ``closeness`` from the singular values
+    (:func:`singular_value_closeness`)."""
+    bounds, rank_A, sigma = log_softmax_interval(case, backend)
     bound = tightened_integer_bound(rank_A + 1 - drop, factor, "upper")
-    return measurement(bounds, bound, "upper"), judgement(bounds, bound, "upper")
+    return with_closeness(bounds, singular_value_closeness(sigma, bound)).sides(bound, "upper")
 
 
 def measure_log_softmax(case: LowRank, backend: Backend, factor: Fraction, drop: int = 0) -> Measurement:
@@ -786,16 +950,18 @@ def judge_log_softmax(case: LowRank, factor: Fraction, drop: int = 0) -> Judgeme
     return log_softmax_decision(case, factor, drop)[1]
 
 
-def bottleneck_decision(
-    case: Factors, factor: Fraction, extra: int, backend: Backend | None = None
-) -> tuple[Measurement, Judgement]:
-    """rank(log softmax(HWᵀ)) <= d + 1 (plus ``extra``: negative for the mutant), tightened, with H and W
-    rounded to the backend's dtype and Z, L computed there (NumPy float64 by default). The right factor
-    is the rounded [W, 1] read exactly (rows of dyadic rationals, scaled to integers)."""
-    backend = _numpy_float64() if backend is None else backend
+def factor_matrices(case: Factors) -> tuple[np.ndarray, np.ndarray]:
+    """The Gaussian factors (H times the case's scale, W) of a Factors case, in float64."""
     rng = np.random.default_rng(case.seed)
-    H = backend.asarray(case.scale * rng.standard_normal((case.rows, case.rank)))
-    W = backend.asarray(rng.standard_normal((case.columns, case.rank)))
+    return case.scale * rng.standard_normal((case.rows, case.rank)), rng.standard_normal((case.columns, case.rank))
+
+
+def bottleneck_interval(case: Factors, backend: Backend | None = None) -> tuple[RankInterval, np.ndarray]:
+    """rank(log softmax(HWᵀ)) enclosed, with H and W rounded to the backend's dtype and Z, L computed
+    there (NumPy float64 by default), and the computed singular values of L. The right factor is the
+    rounded [W, 1] read exactly (rows of dyadic rationals, scaled to integers)."""
+    backend = numpy_float64() if backend is None else backend
+    H, W = (backend.asarray(x) for x in factor_matrices(case))
     Z = H @ W.T
     L = er.log_softmax(Z)
     u = tolerance.unit_roundoff(backend.dtype)
@@ -804,9 +970,17 @@ def bottleneck_decision(
     through = product + product.max(axis=1, keepdims=True)  # an error in z_i moves L_ij and lse(z_i)
     entry_error = tolerance.log_softmax_error(float64_copy(Z), float64_copy(L), u) + float(np.linalg.norm(through))
     right = integer_rows(np.hstack([W_np, np.ones((W_np.shape[0], 1))]))
-    bounds = log_probability_bounds(Z, L, entry_error, right)
+    return log_probability_bounds(Z, L, entry_error, right)
+
+
+def bottleneck_decision(
+    case: Factors, factor: Fraction, extra: int, backend: Backend | None = None
+) -> tuple[Measurement, Judgement]:
+    """rank(log softmax(HWᵀ)) <= d + 1 (plus ``extra``: negative for the mutant), tightened
+    (:func:`bottleneck_interval`); ``closeness`` from the singular values (:func:`singular_value_closeness`)."""
+    bounds, sigma = bottleneck_interval(case, backend)
     bound = tightened_integer_bound(case.rank + 1 + extra, factor, "upper")
-    return measurement(bounds, bound, "upper"), judgement(bounds, bound, "upper")
+    return with_closeness(bounds, singular_value_closeness(sigma, bound)).sides(bound, "upper")
 
 
 def measure_bottleneck(case: Factors, backend: Backend, factor: Fraction, extra: int = 0) -> Measurement:
@@ -819,42 +993,341 @@ def judge_bottleneck(case: Factors, factor: Fraction, extra: int = 0) -> Judgeme
     return bottleneck_decision(case, factor, extra)[1]
 
 
-def row_shift_bounds(case: RowShift) -> RankInterval:
-    """|rank(A + λ1ᵀ) - rank(A + μ1ᵀ)| from two exact ranks over the integers (python-flint)."""
-    A = low_rank_matrix(case)
-    rng = np.random.default_rng(case.shift_seed)
-    spread = case.shift_spread
-    first = er.row_shift(A, rng.integers(-spread, spread + 1, size=A.shape[0]))
-    second = er.row_shift(A, rng.integers(-spread, spread + 1, size=A.shape[0]) * case.second)
-    r1, method = exact.exact_rank(first)
-    r2, _ = exact.exact_rank(second)
+def row_shift_bounds(case: RowShift) -> tuple[RankInterval, float]:
+    """|rank(A + λ1ᵀ) - rank(A + μ1ᵀ)| from two exact ranks over the integers (python-flint), and the
+    relative gap of the lower-ranked shift: its smallest nonzero singular value over its largest (1 for
+    rank 0), how near it is to losing a rank."""
+    A, lam, mu = row_shift_instance(case)
+    shifted = [er.row_shift(A, shift) for shift in (lam, mu)]
+    (r1, method), (r2, _) = (exact.exact_rank(M) for M in shifted)
     gap = abs(r1 - r2)
-    return RankInterval(gap, gap, method, method, True, {"rank_first": r1, "rank_second": r2})
+    lower, r = (shifted[0], r1) if r1 <= r2 else (shifted[1], r2)
+    sigma = np.linalg.svd(lower.astype(np.float64), compute_uv=False)
+    relative_gap = float(sigma[r - 1] / sigma[0]) if r else 1.0
+    return RankInterval(gap, gap, method, method, True, {"rank_first": r1, "rank_second": r2}), relative_gap
+
+
+def row_shift_decision(case: RowShift, factor: Fraction, allowed: int) -> tuple[Measurement, Judgement]:
+    """|rank(A + λ1ᵀ) - rank(A + μ1ᵀ)| <= ``allowed`` (tightened); ``closeness`` = gap − bound − relative
+    gap (at gap = bound, minus how far the lower-ranked shift is from losing a rank)."""
+    bounds, relative_gap = row_shift_bounds(case)
+    bound = tightened_integer_bound(allowed, factor, "upper")
+    closeness = bounds.lo - bound - relative_gap
+    return with_closeness(bounds, closeness).sides(bound, "upper")
 
 
 def measure_row_shift(case: RowShift, backend: Any, factor: Fraction, allowed: int = 1) -> Measurement:
     """|rank(A + λ1ᵀ) - rank(A + μ1ᵀ)| <= ``allowed`` (tightened), both ranks exact."""
-    return measurement(row_shift_bounds(case), tightened_integer_bound(allowed, factor, "upper"), "upper")
+    return row_shift_decision(case, factor, allowed)[0]
 
 
 def judge_row_shift(case: RowShift, factor: Fraction, allowed: int = 1) -> Judgement:
     """|rank(A + λ1ᵀ) - rank(A + μ1ᵀ)| <= ``allowed``, re-decided on the same exact ranks."""
-    return judgement(row_shift_bounds(case), tightened_integer_bound(allowed, factor, "upper"), "upper")
+    return row_shift_decision(case, factor, allowed)[1]
+
+
+# --------------------------------------------------------------------------- quantities (the public API)
+
+
+def _pinned(n: int, how: str) -> RankInterval:
+    return RankInterval(n, n, how, how, exact=True)
+
+
+def _unique_counts(ctx: Context) -> tuple[int, int]:
+    """(k, V) of a unique-continuation case."""
+    logits, tokens = ctx.once("unique instance", lambda: unique_instance(ctx.case))
+    return len(tokens), logits.shape[1]
+
+
+def _prediction_error_rank(ctx: Context, escalate: bool) -> RankInterval:
+    """rank(P − Ñ) from the float routes in the backend, or (``escalate``) with the exact and ball
+    routes that settle min(k, V − 1) (see :func:`unique_bounds`)."""
+    bound = unique_bound(ctx.case, Fraction(1), 0)
+    return unique_bounds(ctx.case, bound, escalate=escalate, backend=None if escalate else ctx.backend)
+
+
+prediction_error_rank = quantity(
+    "rank(P − Ñ)",
+    lambda ctx: _prediction_error_rank(ctx, escalate=False),
+    lambda ctx: _prediction_error_rank(ctx, escalate=True),
+    integer=True,
+    doc="the rank of the prediction error P − Ñ of a unique-continuation case, certified at both ends",
+)
+unique_tokens = quantity(
+    "k",
+    lambda ctx: _pinned(_unique_counts(ctx)[0], "the case"),
+    lambda ctx: _pinned(_unique_counts(ctx)[0], "the case"),
+    integer=True,
+    doc="the number of distinct tokens that are each the only observed continuation of some context",
+)
+vocabulary = quantity(
+    "V",
+    lambda ctx: _pinned(_unique_counts(ctx)[1], "the case"),
+    lambda ctx: _pinned(_unique_counts(ctx)[1], "the case"),
+    integer=True,
+    doc="the vocabulary size V of a unique-continuation case",
+)
+log_softmax_rank = quantity(
+    "rank(log softmax A)",
+    lambda ctx: log_softmax_interval(ctx.case, ctx.backend)[0],
+    lambda ctx: log_softmax_interval(ctx.case)[0],
+    integer=True,
+    doc="the rank of log softmax(A) for an integer matrix A of chosen rank (a LowRank case)",
+)
+
+
+def _logit_matrix(case: LowRank | RowShift) -> np.ndarray:
+    """The integer matrix A of a LowRank case (times its scale) or of a RowShift case."""
+    return row_shift_instance(case)[0] if isinstance(case, RowShift) else low_rank_matrix(case) * case.scale
+
+
+def _exact_rank_of(M: np.ndarray) -> RankInterval:
+    rank, how = exact.exact_rank(M)
+    return _pinned(int(rank), how)
+
+
+logit_rank = quantity(
+    "rank A",
+    lambda ctx: _exact_rank_of(_logit_matrix(ctx.case)),
+    lambda ctx: _exact_rank_of(_logit_matrix(ctx.case)),
+    integer=True,
+    doc="the exact rank of the integer matrix A of a LowRank or RowShift case (python-flint)",
+)
+shifted_rank = quantity(
+    "rank(A + λ1ᵀ)",
+    lambda ctx: _exact_rank_of(er.row_shift(*row_shift_instance(ctx.case)[:2])),
+    lambda ctx: _exact_rank_of(er.row_shift(*row_shift_instance(ctx.case)[:2])),
+    integer=True,
+    doc="the exact rank of A shifted by its first row shift λ (a RowShift case; python-flint)",
+)
+bottleneck_rank = quantity(
+    "rank(log softmax(HWᵀ))",
+    lambda ctx: bottleneck_interval(ctx.case, ctx.backend)[0],
+    lambda ctx: bottleneck_interval(ctx.case)[0],
+    integer=True,
+    doc="the rank of the log-probabilities of rank-d logits HWᵀ (a Factors case)",
+)
+hidden_size = quantity(
+    "d",
+    lambda ctx: _pinned(ctx.case.rank, "the case"),
+    lambda ctx: _pinned(ctx.case.rank, "the case"),
+    integer=True,
+    doc="the inner dimension d of a Factors case",
+)
+shift_rank_gap = quantity(
+    "|rank(A + λ1ᵀ) − rank(A + μ1ᵀ)|",
+    lambda ctx: row_shift_bounds(ctx.case)[0],
+    lambda ctx: row_shift_bounds(ctx.case)[0],
+    integer=True,
+    doc="the gap between the exact ranks of two row shifts of A (a RowShift case)",
+)
+
+# --------------------------------------------------------------------------- references (issue 18)
+#
+# Both sides of every claim the slow, obviously right way, on the instance as the backend built it
+# and sharing nothing with the measures and judges beyond it: dense matrices, exact ranks over the
+# rationals (python-flint's fmpq_mat) for the integer and rational claims; for the softmax claims the
+# logits HWᵀ formed exactly from the built factors (rational products), P or log softmax in
+# REFERENCE_BITS-bit balls, the entry P_ct − 1 of P − Ñ as minus the sum of the row's other entries
+# (no cancellation), and the rank by Gaussian elimination in balls (ball_rank). Counts (k, the
+# attracting classes, C^u_B) are recounted in plain Python. Small sizes only (the tests run them at
+# V <= 64).
+
+#: Working precision (bits) of the ball references.
+REFERENCE_BITS = 256
+
+
+def ball_rank(rows: list[list[flint.arb]]) -> int:
+    """The rank of a dense matrix of balls from below: Gaussian elimination with complete pivoting on the
+    entry whose ball lies farthest from 0, until every remaining ball contains 0. Each pivot taken is
+    certified nonzero, so the pivots index a nonsingular submatrix: the count never exceeds the rank of
+    any matrix inside the balls, and equals it once the precision resolves the smallest nonzero pivot."""
+    M = np.array(rows, dtype=object).reshape(len(rows), -1)
+    rank = 0
+    while M.size:
+        lowest = np.frompyfunc(lambda x: x.abs_lower(), 1, 1)(M)
+        i, j = divmod(max(range(M.size), key=lambda n: lowest.flat[n]), M.shape[1])
+        if not lowest[i, j] > 0:
+            break
+        rest = np.delete(M, i, axis=0)
+        rest = rest - np.outer(rest[:, j] / M[i, j], M[i])
+        M = np.delete(rest, j, axis=1)
+        rank += 1
+    return rank
+
+
+def rational_rank(rows: list[list[Any]]) -> int:
+    """The exact rank of a dense nonempty matrix of integers or Fractions, over the rationals (fmpq_mat)."""
+    entries = [flint.fmpq(Fraction(x).numerator, Fraction(x).denominator) for row in rows for x in row]
+    return int(flint.fmpq_mat(len(rows), len(rows[0]), entries).rank())
+
+
+def rational_matrix(floats: np.ndarray) -> flint.fmpq_mat:
+    """A float matrix as the exact rationals it holds."""
+    entries = [flint.fmpq(*float(x).as_integer_ratio()) for x in floats.ravel()]
+    return flint.fmpq_mat(floats.shape[0], floats.shape[1], entries)
+
+
+def exact_logits(H: np.ndarray, W: np.ndarray) -> list[list[flint.fmpq]]:
+    """HWᵀ exactly, from the factors as the backend holds them (read as rationals)."""
+    Z = rational_matrix(H) * rational_matrix(W).transpose()
+    return [[Z[i, j] for j in range(Z.ncols())] for i in range(Z.nrows())]
+
+
+def built_factors(H: np.ndarray, W: np.ndarray, backend: Backend) -> tuple[np.ndarray, np.ndarray]:
+    """H and W as the backend holds them (rounded to its dtype), read exactly as float64."""
+    return float64_copy(backend.asarray(H)), float64_copy(backend.asarray(W))
+
+
+@functools.lru_cache(maxsize=512)
+def _ball_prediction_error_rank(H: bytes, W: bytes, D: int, tokens: tuple[int, ...]) -> int:
+    """rank(P − Ñ) for P = softmax(HWᵀ) in balls (the factors as float64 bytes, D columns each), cached:
+    the float64 backends build the same factors."""
+    H_np, W_np = (np.frombuffer(b, dtype=np.float64).reshape(-1, D) for b in (H, W))
+    rows = []
+    with exact.precision(REFERENCE_BITS):
+        for z, t in zip(exact_logits(H_np, W_np), tokens, strict=True):
+            top = max(z)
+            weights = [flint.arb(x - top).exp() for x in z]
+            total = sum(weights, flint.arb(0))
+            p = [w / total for w in weights]
+            off_token = sum((x for v, x in enumerate(p) if v != t), flint.arb(0))
+            rows.append([-off_token if v == t else x for v, x in enumerate(p)])
+        return ball_rank(rows)
+
+
+def unique_token_count(case: UniqueCase) -> int:
+    """k recounted from the case: its ``k``, or for a corpus the distinct tokens that are each the only
+    observed continuation of some context, read off the count matrix row by row."""
+    if isinstance(case, UniqueContinuation):
+        return case.k
+    stream = corpus_stream(case.corpus, case.level)
+    counts = er.ngram_counts(stream.ids, case.order, stream.V)[0].tocsr()
+    starts, ends = counts.indptr[:-1], counts.indptr[1:]
+    return len({int(counts.indices[s]) for s, e in zip(starts, ends, strict=True) if e - s == 1})
+
+
+def reference_unique(case: UniqueCase, backend: Backend) -> Reference:
+    """min(k, V − 1) (k recounted) against rank(P − Ñ) of the dense P = softmax(HWᵀ) in balls."""
+    logits, tokens = unique_instance(case)
+    H, W = built_factors(logits.H, logits.W, backend)
+    rank = _ball_prediction_error_rank(H.tobytes(), W.tobytes(), H.shape[1], tuple(int(t) for t in tokens))
+    bound = min(unique_token_count(case), W.shape[0] - 1)
+    return Reference(bound, rank, f"dense P − Ñ in {REFERENCE_BITS}-bit balls, rank by elimination in balls")
+
+
+def reference_attracting(case: StochasticPattern, backend: Backend) -> Reference:
+    """rank(I − P_T) over the rationals (P_T = the weights over their row totals, as Fractions) against n
+    minus the closed classes, found by reachability: i is in a closed class when every state it reaches
+    reaches it back, and the classes are the distinct sets of states the recurrent ones reach."""
+    weights = stochastic_weights(case).tolist()
+    n = len(weights)
+    I_minus_P = [[int(i == j) - Fraction(w, sum(row)) for j, w in enumerate(row)] for i, row in enumerate(weights)]
+    reach = []
+    for i in range(n):
+        seen, frontier = {i}, [i]
+        while frontier:
+            state = frontier.pop()
+            for j, w in enumerate(weights[state]):
+                if w > 0 and j not in seen:
+                    seen.add(j)
+                    frontier.append(j)
+        reach.append(frozenset(seen))
+    closed = {reach[i] for i in range(n) if all(i in reach[j] for j in reach[i])}
+    method = "dense I − P_T in Fractions; closed classes by reachability"
+    return Reference(rational_rank(I_minus_P), n - len(closed), method)
+
+
+def reference_wcdd(case: WcddPattern, backend: Backend) -> Reference:
+    """n against the rank of the dense integer matrix over the rationals."""
+    M = wcdd_matrix(case).tolist()
+    return Reference(len(M), rational_rank(M), "dense diag(w) − W, rank over the rationals")
+
+
+def reference_batch(case: MiniBatch, backend: Backend) -> Reference:
+    """min(|C^u_B|, V − 1) against rank(P − Ñ^B) on C^u_B, in Fractions: C^u_B recounted row by row (one
+    distinct batch token and several data tokens; the first such context for each batch token),
+    P = (1 − δ) n/T + δ/V from the counts."""
+    counts, batch_counts = batch_language(case)
+    full, batch = counts.toarray(), batch_counts.toarray()
+    delta, V = Fraction(case.delta), case.V
+    chosen: dict[int, int] = {}
+    for c in range(full.shape[0]):
+        in_batch = [v for v in range(V) if batch[c, v] > 0]
+        if len(in_batch) == 1 and sum(1 for v in range(V) if full[c, v] > 0) >= 2:
+            chosen.setdefault(in_batch[0], c)
+    rows = []
+    for t, c in chosen.items():
+        total = int(full[c].sum())
+        rows.append([(1 - delta) * Fraction(int(full[c, v]), total) + delta / V - (v == t) for v in range(V)])
+    return Reference(min(len(chosen), V - 1), rational_rank(rows), "dense P − Ñ^B in Fractions, C^u_B recounted")
+
+
+@functools.lru_cache(maxsize=512)
+def _log_softmax_rank(Z: tuple[tuple[flint.fmpq, ...], ...]) -> int:
+    """rank(log softmax Z) for exact rational logits, L = Z − lse(Z)1ᵀ in balls, cached (every backend
+    builds the same integer A, and the float64 ones the same factors)."""
+    with exact.precision(REFERENCE_BITS):
+        rows = []
+        for z in Z:
+            top = max(z)
+            lse = flint.arb(top) + sum((flint.arb(x - top).exp() for x in z), flint.arb(0)).log()
+            rows.append([flint.arb(x) - lse for x in z])
+        return ball_rank(rows)
+
+
+def reference_log_softmax(case: LowRank, backend: Backend) -> Reference:
+    """rank(log softmax A) in balls against rank(A) + 1, rank(A) over the rationals (every backend holds
+    the integer A exactly, or the case is outside the domain and never measured)."""
+    A = low_rank_matrix(case) * case.scale
+    Z = tuple(tuple(flint.fmpq(int(x)) for x in row) for row in A)
+    rank = _log_softmax_rank(Z)
+    return Reference(rank, rational_rank(A.tolist()) + 1, f"dense log softmax A in {REFERENCE_BITS}-bit balls")
+
+
+def reference_bottleneck(case: Factors, backend: Backend) -> Reference:
+    """rank(log softmax(HWᵀ)) in balls, HWᵀ exact from the built factors, against d + 1."""
+    H, W = built_factors(*factor_matrices(case), backend)
+    rank = _log_softmax_rank(tuple(tuple(row) for row in exact_logits(H, W)))
+    return Reference(rank, case.rank + 1, f"dense log softmax(HWᵀ) in {REFERENCE_BITS}-bit balls")
+
+
+def reference_row_shift(case: RowShift, backend: Backend) -> Reference:
+    """|rank(A + λ1ᵀ) − rank(A + μ1ᵀ)| from two exact ranks of the shifted matrices (Python ints) against 1."""
+    A, lam, mu = row_shift_instance(case)
+    ranks = [
+        rational_rank([[int(a) + int(s) for a in row] for row, s in zip(A, shift, strict=True)]) for shift in (lam, mu)
+    ]
+    return Reference(abs(ranks[0] - ranks[1]), 1, "two dense shifted matrices, ranks over the rationals")
+
+
+REFERENCES: dict[str, Callable[[Any, Backend], Reference]] = {
+    "unique-continuation": reference_unique,
+    "attracting-components": reference_attracting,
+    "wcdd": reference_wcdd,
+    "mini-batch": reference_batch,
+    "log-softmax": reference_log_softmax,
+    "row-shift": reference_row_shift,
+    "bottleneck": reference_bottleneck,
+}
 
 
 # --------------------------------------------------------------------------- registration
 
 
 #: NumPy only by default: sparse counts, graphs and exact ranks (the log-softmax ranks opt in).
-_SHARED = {"bound": None, "array_api": False, "random_instances": lambda V, n, seed: []}
+_SHARED = {"array_api": False, "random_instances": lambda V, n, seed: []}
 ERROR_RANK = Family("error-rank", **_SHARED)
 LOGPROB_RANK = Family("logprob-rank", **_SHARED)
 
 
 def _unique_witnesses(V: int) -> list[UniqueCase]:
+    """k = 1, 2, 64, V − 1 (the bounds meet) and V (no mass outside T), logits of rank 1 with k = V − 1,
+    a scale that underflows the float64 margins, and the corpus contexts (V <= 4096)."""
     ks = sorted({1, min(V, 2), min(V - 1, 64), V - 1, V} if V <= 4096 else {1, 64, 1024, V})
     rows: list[UniqueCase] = [UniqueContinuation(V=V, k=k, D=8, seed=0, scale=1.0) for k in ks if k >= 1]
     rows.append(UniqueContinuation(V=V, k=min(V - 1, 16) or 1, D=4, seed=1, scale=300.0))
+    rows.append(UniqueContinuation(V=V, k=(V - 1 if V <= 4096 else 64) or 1, D=1, seed=2, scale=10.0))
     if V <= 4096:
         rows.append(CorpusContinuations(corpus="tinyshakespeare.txt", level="char", order=3, D=16, seed=0, scale=1.0))
     return rows
@@ -874,6 +1347,239 @@ def _unique_random(V: int, n: int, seed: int) -> list[UniqueContinuation]:
     ]
 
 
+def _low_rank_witnesses(V: int) -> list[LowRank]:
+    """Ranks 0 (A = 0), 1, 5 and 39 at two scales; full rank (rank(A) + 1 exceeds the shape); a ones
+    column (1 in the row space: rank(log softmax A) <= rank A); one row, and three rows of two columns."""
+    columns = min(V, 80)
+    return [
+        *(
+            LowRank(rows=40, columns=columns, rank=r, seed=0, spread=3, scale=s)
+            for r in (0, 1, 5, min(V, 39))
+            for s in (1, 7)
+            if r <= min(V, 40)
+        ),
+        LowRank(rows=40, columns=columns, rank=min(40, columns), seed=1),
+        LowRank(rows=40, columns=columns, rank=min(5, columns), seed=2, ones_column=True),
+        LowRank(rows=1, columns=min(V, 3), rank=1, seed=3),
+        LowRank(rows=3, columns=2, rank=2, seed=4, spread=1),
+    ]
+
+
+def _low_rank_random(V: int, n: int, seed: int) -> list[LowRank]:
+    rng = np.random.default_rng(seed)
+    cases = []
+    for _ in range(n):
+        rows, columns = int(rng.integers(1, 41)), min(V, 256)
+        cases.append(
+            LowRank(
+                rows=rows,
+                columns=columns,
+                rank=int(rng.integers(0, min(rows, columns) + 1)),
+                seed=int(rng.integers(2**31)),
+                spread=int(rng.integers(1, 6)),
+                scale=int(rng.choice([1, 3, 50])),
+                ones_column=bool(rng.random() < 0.25),
+            )
+        )
+    return cases
+
+
+def _row_shift_witnesses(V: int) -> list[RowShift]:
+    """Ranks 0, 3 and 29 with two shift seeds, μ = 0 or not; λ cancelling a rank-one term of A (rank 3);
+    two rows and two columns, and three rows, with a cancelling shift."""
+    return [
+        *(
+            RowShift(rows=30, columns=min(V, 50), rank=r, seed=0, spread=2, shift_seed=s, shift_spread=5, second=w)
+            for r in sorted({0, min(3, V), min(V, 29)})
+            for s in (0, 1)
+            for w in (0, 1)
+        ),
+        *(RowShift(rows=30, columns=min(V, 50), rank=min(3, V), seed=1, second=w, cancelling=True) for w in (0, 1)),
+        RowShift(rows=2, columns=2, rank=1, seed=2, spread=1, shift_spread=2, cancelling=True),
+        RowShift(rows=3, columns=min(V, 3), rank=2, seed=3, spread=1, shift_spread=1, second=0, cancelling=True),
+    ]
+
+
+def _factor_witnesses(V: int) -> list[Factors]:
+    """d = 1, 4, 16 at two scales; d = min(60, columns) (d + 1 exceeds the shape); two rows."""
+    return [
+        *(
+            Factors(rows=60, columns=min(V, 120), rank=d, seed=0, scale=s)
+            for d in (1, 4, 16)
+            for s in (0.1, 3.0)
+            if d < min(V, 60)
+        ),
+        Factors(rows=60, columns=min(V, 120), rank=min(V, 60), seed=1, scale=1.0),
+        Factors(rows=2, columns=min(V, 3), rank=1, seed=2, scale=30.0),
+    ]
+
+
+def _factor_random(V: int, n: int, seed: int) -> list[Factors]:
+    rng = np.random.default_rng(seed)
+    cases = []
+    for _ in range(n):
+        rows, columns = int(rng.integers(1, 61)), min(V, 256)
+        cases.append(
+            Factors(
+                rows=rows,
+                columns=columns,
+                rank=int(rng.integers(1, min(rows, columns) + 1)),
+                seed=int(rng.integers(2**31)),
+                scale=float(10 ** rng.uniform(-1, math.log10(30))),
+            )
+        )
+    return cases
+
+
+def _stochastic_witnesses(V: int) -> list[StochasticPattern]:
+    """1, 2 and n/3 closed classes; every state closed (P_T = I, rank 0); density 0 (cycles and chains
+    only); one state."""
+    n = min(V, 60)
+    return [
+        *(StochasticPattern(n=n, closed=c, seed=s, density=0.2) for c in (1, 2, n // 3 or 1) for s in (0, 1)),
+        StochasticPattern(n=n, closed=n, seed=2, density=0.2),
+        StochasticPattern(n=n, closed=1, seed=3, density=0.0),
+        StochasticPattern(n=1, closed=1, seed=4),
+    ]
+
+
+def _wcdd_witnesses(V: int) -> list[WcddPattern]:
+    """One leaking row (four seeds); every closed row leaking; density 0 (a single cycle, the longest
+    chains); one state."""
+    n = min(V, 60)
+    return [
+        *(WcddPattern(n=n, leaks=1, seed=s, density=0.1) for s in range(4)),
+        WcddPattern(n=n, leaks=n, seed=4, density=0.1),
+        WcddPattern(n=n, leaks=1, seed=5, density=0.0),
+        WcddPattern(n=1, leaks=1, seed=6),
+    ]
+
+
+def _batch_witnesses(V: int) -> list[MiniBatch]:
+    """Three Zipfian languages over min(V, 2048) tokens, and one over three tokens (|C^u_B| >= V − 1:
+    the bound min(|C^u_B|, V − 1) is V − 1)."""
+    return [
+        *(
+            MiniBatch(V=min(V, 2048), contexts=600, seed=s, unique_share=0.3, batch_tokens=400, delta=1e-3)
+            for s in range(3)
+        ),
+        MiniBatch(V=min(V, 3), contexts=60, seed=0, unique_share=0.3, batch_tokens=40, delta=1e-3),
+    ]
+
+
+def _small(case: LowRank | Factors) -> bool:
+    return case.rows <= 3 or case.columns <= 3
+
+
+def _with_instance(test: Callable[[Any], bool]) -> Callable[[Any], bool]:
+    """A boundary predicate that builds the instance: false where the build refuses it."""
+
+    def predicate(case: Any) -> bool:
+        try:
+            return test(case)
+        except InputError:
+            return False
+
+    return predicate
+
+
+def _transient_states(case: StochasticPattern) -> bool:
+    weights = stochastic_weights(case)
+    closed = sum(len(c) for c in er.nx.attracting_components(er.positive_graph(weights)))
+    return closed < case.n
+
+
+#: Where the claims of these families range (the public API): unique continuations (and corpus
+#: contexts), stochastic and WCDD patterns, mini-batches, integer matrices of chosen rank, row shifts
+#: of them, and Gaussian factors H, W; each with the boundary classes its strategy reaches
+#: (``docs/error_rank.md``, "Where the search looks").
+unique_continuations = Cases(
+    lambda: st.one_of(
+        unique_continuation_instances(),
+        unique_continuation_instances(),
+        unique_continuation_instances(),
+        corpus_instances(),
+    ),
+    _unique_witnesses,
+    _unique_random,
+    boundary={
+        "V = 2 or 3": lambda c: isinstance(c, UniqueContinuation) and c.V <= 3,
+        "k = 1": lambda c: isinstance(c, UniqueContinuation) and c.k == 1,
+        "k = V − 1 (the two bounds meet)": lambda c: isinstance(c, UniqueContinuation) and c.k == c.V - 1,
+        "k = V (no mass outside T)": lambda c: isinstance(c, UniqueContinuation) and c.k == c.V,
+        "D = 1": lambda c: c.D == 1,
+        "scale 1000 (float64 margins underflow)": lambda c: c.scale >= 1000,
+        "V >= 4096": lambda c: isinstance(c, UniqueContinuation) and c.V >= 4096,
+        "corpus contexts": lambda c: isinstance(c, CorpusContinuations),
+    },
+)
+stochastic_patterns = Cases(
+    stochastic_instances,
+    _stochastic_witnesses,
+    boundary={
+        "n <= 3": lambda c: c.n <= 3,
+        "one closed class": lambda c: c.closed == 1,
+        "every state closed (P_T = I)": lambda c: c.closed == c.n,
+        "density 0 (cycles and chains only)": lambda c: c.density == 0,
+        "transient states": _with_instance(_transient_states),
+    },
+)
+wcdd_patterns = Cases(
+    wcdd_instances,
+    _wcdd_witnesses,
+    boundary={
+        "n <= 3": lambda c: c.n <= 3,
+        "one leaking row": lambda c: c.leaks == 1,
+        "every row may leak (leaks = n)": lambda c: c.leaks == c.n,
+        "density 0 (a single cycle)": lambda c: c.density == 0,
+    },
+)
+mini_batches = Cases(
+    batch_instances,
+    _batch_witnesses,
+    boundary={
+        "V = 2 or 3": lambda c: c.V <= 3,
+        "|C^u_B| >= V − 1 (the bound is V − 1)": _with_instance(lambda c: batch_unique_count(c) >= c.V - 1),
+        "|C^u_B| = 1": _with_instance(lambda c: batch_unique_count(c) == 1),
+        "δ = 1e-8": lambda c: c.delta == 1e-8,
+    },
+)
+low_rank_matrices = Cases(
+    low_rank_instances,
+    _low_rank_witnesses,
+    _low_rank_random,
+    boundary={
+        "1 to 3 rows or 2 or 3 columns": _small,
+        "A = 0 (rank 0)": lambda c: c.rank == 0,
+        "full rank (rank A + 1 exceeds the shape)": lambda c: c.rank == min(c.rows, c.columns),
+        "1 in the row space of A (a ones column)": lambda c: c.ones_column and c.rank >= 1,
+        "scale 50": lambda c: c.scale == 50,
+    },
+)
+row_shifts = Cases(
+    row_shift_instances,
+    _row_shift_witnesses,
+    boundary={
+        "1 to 3 rows and 2 or 3 columns": lambda c: c.rows <= 3 and c.columns <= 3,
+        "A = 0 (rank 0)": lambda c: c.rank == 0,
+        "full rank": lambda c: c.rank == min(c.rows, c.columns),
+        "μ = 0": lambda c: c.second == 0 or c.shift_spread == 0,
+        "λ cancels a rank-one term of A": lambda c: c.cancelling and c.rank >= 1,
+    },
+)
+factors = Cases(
+    lambda: low_rank_instances(factors=True),
+    _factor_witnesses,
+    _factor_random,
+    boundary={
+        "1 to 3 rows or 2 or 3 columns": _small,
+        "d = 1": lambda c: c.rank == 1,
+        "d >= min(rows, columns) (d + 1 exceeds the shape)": lambda c: c.rank >= min(c.rows, c.columns),
+        "scale 30": lambda c: c.scale == 30,
+    },
+)
+
+
 unique_continuation = ERROR_RANK.claim(
     "unique-continuation",
     title="Unique continuations force a high-rank prediction error",
@@ -882,13 +1588,12 @@ unique_continuation = ERROR_RANK.claim(
     "each the only observed continuation of some context",
     domain="P = softmax(HWᵀ) (strictly positive in exact arithmetic); any V, k, D",
     relation=Relation.AT_MOST,
-    bound="lower",
+    direction="lower",
     array_api=True,
     measure=measure_unique,
     judge_exactly=judge_unique,
-    witnesses=_unique_witnesses,
-    random_instances=_unique_random,
-    strategy=lambda: st.one_of(unique_continuation_instances(), corpus_instances()),
+    cases=unique_continuations,
+    reference=REFERENCES["unique-continuation"],
 )
 attracting = ERROR_RANK.claim(
     "attracting-components",
@@ -900,12 +1605,8 @@ attracting = ERROR_RANK.claim(
     relation=Relation.EQUAL,
     measure=measure_attracting,
     judge_exactly=judge_attracting,
-    witnesses=lambda V: [
-        StochasticPattern(n=min(V, 60), closed=c, seed=s, density=0.2)
-        for c in (1, 2, min(V, 60) // 3 or 1)
-        for s in (0, 1)
-    ],
-    strategy=stochastic_instances,
+    cases=stochastic_patterns,
+    reference=REFERENCES["attracting-components"],
 )
 wcdd = ERROR_RANK.claim(
     "wcdd",
@@ -914,11 +1615,11 @@ wcdd = ERROR_RANK.claim(
     statement="rank(M) ≥ n for a weakly chained diagonally dominant n × n matrix M (so rank n)",
     domain="integer matrices diag(w) − W built from a substochastic pattern with leaking rows",
     relation=Relation.AT_MOST,
-    bound="lower",
+    direction="lower",
     measure=measure_wcdd,
     judge_exactly=judge_wcdd,
-    witnesses=lambda V: [WcddPattern(n=min(V, 60), leaks=1, seed=s, density=0.1) for s in range(4)],
-    strategy=wcdd_instances,
+    cases=wcdd_patterns,
+    reference=REFERENCES["wcdd"],
 )
 mini_batch = ERROR_RANK.claim(
     "mini-batch",
@@ -929,33 +1630,25 @@ mini_batch = ERROR_RANK.claim(
     "weakly chained diagonally dominant limit (Ñ − Ñ^B)[C^u_B, T_B] is nonsingular",
     domain="Zipfian languages, batches drawn without replacement, P = (1 − δ)Ñ + δ/V with δ > 0 (exact rationals)",
     relation=Relation.AT_MOST,
-    bound="lower",
+    direction="lower",
     measure=measure_batch,
     judge_exactly=judge_batch,
-    witnesses=lambda V: [
-        MiniBatch(V=min(V, 2048), contexts=600, seed=s, unique_share=0.3, batch_tokens=400, delta=1e-3)
-        for s in range(3)
-    ],
-    strategy=batch_instances,
+    cases=mini_batches,
+    reference=REFERENCES["mini-batch"],
 )
-log_softmax_rank = LOGPROB_RANK.claim(
+log_softmax_claim = LOGPROB_RANK.claim(
     "log-softmax",
     title="log softmax adds at most one to the rank",
     source=f"{SEED_000}, Cor. A.3 (App. A.2)",
     statement="rank(log softmax(A)) ≤ rank(A) + 1",
     domain="integer matrices A of chosen rank (exact rank by python-flint), times an integer scale",
     relation=Relation.AT_MOST,
-    bound="upper",
+    direction="upper",
     array_api=True,
     measure=measure_log_softmax,
     judge_exactly=judge_log_softmax,
-    witnesses=lambda V: [
-        LowRank(rows=40, columns=min(V, 80), rank=r, seed=0, spread=3, scale=s)
-        for r in (0, 1, 5, min(V, 39))
-        for s in (1, 7)
-        if r <= min(V, 40)
-    ],
-    strategy=low_rank_instances,
+    cases=low_rank_matrices,
+    reference=REFERENCES["log-softmax"],
 )
 row_shift = LOGPROB_RANK.claim(
     "row-shift",
@@ -964,16 +1657,11 @@ row_shift = LOGPROB_RANK.claim(
     statement="|rank(A + λ1ᵀ) − rank(A + μ1ᵀ)| ≤ 1 for all vectors λ, μ",
     domain="integer A of chosen rank, integer shifts (exact ranks by python-flint)",
     relation=Relation.AT_MOST,
-    bound="upper",
+    direction="upper",
     measure=measure_row_shift,
     judge_exactly=judge_row_shift,
-    witnesses=lambda V: [
-        RowShift(rows=30, columns=min(V, 50), rank=r, seed=0, spread=2, shift_seed=s, shift_spread=5, second=w)
-        for r in sorted({0, min(3, V), min(V, 29)})
-        for s in (0, 1)
-        for w in (0, 1)
-    ],
-    strategy=row_shift_instances,
+    cases=row_shifts,
+    reference=REFERENCES["row-shift"],
 )
 bottleneck = LOGPROB_RANK.claim(
     "bottleneck",
@@ -982,17 +1670,12 @@ bottleneck = LOGPROB_RANK.claim(
     statement="rank(log softmax(HWᵀ)) ≤ d + 1 for H ∈ ℝ^{N×d}, W ∈ ℝ^{V×d}",
     domain="Gaussian factors, scales 0.1 to 30",
     relation=Relation.AT_MOST,
-    bound="upper",
+    direction="upper",
     array_api=True,
     measure=measure_bottleneck,
     judge_exactly=judge_bottleneck,
-    witnesses=lambda V: [
-        Factors(rows=60, columns=min(V, 120), rank=d, seed=0, scale=s)
-        for d in (1, 4, 16)
-        for s in (0.1, 3.0)
-        if d < min(V, 60)
-    ],
-    strategy=lambda: low_rank_instances(factors=True),
+    cases=factors,
+    reference=REFERENCES["bottleneck"],
 )
 
 unique_continuation.with_mutant(
@@ -1039,7 +1722,7 @@ row_shift.with_mutant(
     measure=lambda i, b, f: measure_row_shift(i, b, f, allowed=0),
     judge_exactly=lambda i, f: judge_row_shift(i, f, allowed=0),
 )
-log_softmax_rank.with_mutant(
+log_softmax_claim.with_mutant(
     "no-extra-rank",
     statement="rank(log softmax(A)) ≤ rank(A)  (false: the normaliser adds a direction)",
     measure=lambda i, b, f: measure_log_softmax(i, b, f, drop=1),

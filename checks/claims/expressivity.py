@@ -29,7 +29,21 @@ How each is decided (docs/expressivity.md has the details):
 
 from __future__ import annotations
 
-import functools
+#: The public API of the family: its case types, the Cases bundles its claims range over, its quantities.
+__all__ = [
+    "ArgmaxHeadCase",
+    "GibbsCase",
+    "TangentCase",
+    "Top1Case",
+    "argmax_heads",
+    "cross_entropy_empirical",
+    "cross_entropy_model",
+    "gibbs_cases",
+    "head_size",
+    "unargmaxable_tokens",
+]
+
+import itertools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -38,14 +52,18 @@ from typing import Any, ClassVar
 
 import array_api_compat
 import flint
+import mpmath
 import numpy as np
 from hypothesis import strategies as st
 
 from rankwall.checks import exact, tolerance
-from rankwall.checks.backends import Backend, float64_copy, resolve
-from rankwall.checks.verdict import Case, Certification, Family, Judgement, Measurement, Relation, planted_side
+from rankwall.checks.backends import Backend, float64_copy
+from rankwall.checks.quantities import Context, Measured, quantity
+from rankwall.checks.toolkit import Cases, Family, Reference, left_to_the_exact_route, numpy_float64, planted_side
+from rankwall.checks.verdict import Case, Certification, Judgement, Measurement, RankInterval, Relation
 from rankwall.theory import error_rank as er
 from rankwall.theory import expressivity as ex
+from rankwall.theory.validation import InputError
 
 # --------------------------------------------------------------------------- cases
 
@@ -55,7 +73,7 @@ class GibbsCase(Case):
     """A Zipfian language of ``contexts`` x ``V`` counts (its ``seed``) and Gaussian logits of standard
     deviation ``scale`` (seed + 1), or P = Ñ itself when ``exact_fit``."""
 
-    FAMILY: ClassVar[str] = "gibbs"
+    KIND: ClassVar[str] = "gibbs"
     V: int
     contexts: int = 64
     seed: int = 0
@@ -66,74 +84,91 @@ class GibbsCase(Case):
 @dataclass(frozen=True)
 class Top1Case(Case):
     """The circle witness in dimension ``D`` for ``contexts`` targets and top-1 probabilities drawn
-    from ``seed``, reached to within ``eps``."""
+    from ``seed``, reached to within ``eps``; with ``at_edges``, the probabilities sit at the ends of
+    the reachable (1/V + ε, 1 − ε), alternately."""
 
-    FAMILY: ClassVar[str] = "top1"
+    KIND: ClassVar[str] = "top1"
     V: int
     D: int = 2
     contexts: int = 16
     seed: int = 0
     eps: float = 1e-6
+    at_edges: bool = False
 
 
 @dataclass(frozen=True)
 class TangentCase(Case):
     """The D = 1 tangent head of :func:`rankwall.theory.expressivity.tangent_head` (V weights, ``seed``)."""
 
-    FAMILY: ClassVar[str] = "tangent"
+    KIND: ClassVar[str] = "tangent"
     V: int
     seed: int = 0
 
 
 @dataclass(frozen=True)
 class ArgmaxHeadCase(Case):
-    """A Gaussian V x D head without bias (``seed``) and ``interior`` rows planted inside its hull."""
+    """A Gaussian V x D head without bias (``seed``), ``interior`` rows planted inside its hull and
+    ``twins`` exact copies of its first rows (ties: a row shared by two tokens is the strict argmax of
+    neither). V >= D + 1 (qhull needs a full-dimensional hull; V = D + 1 is a simplex)."""
 
-    FAMILY: ClassVar[str] = "argmax-head"
+    KIND: ClassVar[str] = "argmax-head"
     V: int
     D: int = 2
     seed: int = 0
     interior: int = 0
+    twins: int = 0
 
 
 # --------------------------------------------------------------------------- strategies
 
 
+#: The smallest vocabularies, drawn apart so that every strategy reaches them often.
+SMALLEST = (2, 3)
+
+
 @st.composite
 def expressivity_instances(draw: Any, tangent: bool = False) -> Top1Case | TangentCase:
-    """Circle witnesses (V up to 8,192 here; the witnesses go to 131,072) or D = 1 tangent heads."""
+    """Circle witnesses (V up to 8,192 here; the witnesses go to 131,072) or D = 1 tangent heads: the
+    smallest V, one context, D = 2, probabilities at the ends of (1/V, 1), large V (nearly equal
+    tangent weights) all drawn often."""
     if tangent:
-        return TangentCase(V=draw(st.integers(2, 2000)), seed=draw(st.integers(0, 2**16)))
+        V = draw(st.one_of(st.sampled_from(SMALLEST), st.integers(2, 2000), st.sampled_from([1024, 4096])))
+        return TangentCase(V=V, seed=draw(st.integers(0, 2**16)))
     return Top1Case(
-        V=draw(st.one_of(st.integers(2, 64), st.sampled_from([1024, 8192]))),
-        D=draw(st.integers(2, 16)),
-        contexts=draw(st.integers(1, 8)),
+        V=draw(st.one_of(st.sampled_from(SMALLEST), st.integers(2, 64), st.sampled_from([1024, 8192]))),
+        D=draw(st.one_of(st.just(2), st.integers(2, 16))),
+        contexts=draw(st.one_of(st.just(1), st.integers(1, 8))),
         seed=draw(st.integers(0, 2**16)),
-        eps=draw(st.sampled_from([1e-3, 1e-6])),
+        eps=draw(st.sampled_from([1e-3, 1e-6, 1e-9])),
+        at_edges=draw(st.booleans()),
     )
 
 
 @st.composite
 def gibbs_instances(draw: Any) -> GibbsCase:
-    """Zipfian languages against softmax models (or the exact fit P = Ñ)."""
+    """Zipfian languages against softmax models (or the exact fit P = Ñ): the smallest V, one to three
+    contexts (often every row one-hot, CE(Ñ) = 0), and logits wide enough (scale 400) that model
+    probabilities fall below the normal range, all drawn often."""
     return GibbsCase(
-        V=draw(st.integers(2, 200)),
-        contexts=draw(st.integers(1, 60)),
+        V=draw(st.one_of(st.sampled_from(SMALLEST), st.integers(2, 200))),
+        contexts=draw(st.one_of(st.integers(1, 3), st.integers(1, 60))),
         seed=draw(st.integers(0, 2**16)),
-        scale=draw(st.sampled_from([0.1, 1.0, 10.0])),
+        scale=draw(st.sampled_from([0.1, 1.0, 10.0, 400.0])),
         exact_fit=draw(st.booleans()),
     )
 
 
 @st.composite
 def argmax_instances(draw: Any) -> ArgmaxHeadCase:
-    """Heads without bias for the argmaxable-token checks (small D, so qhull can cross-check)."""
+    """Heads without bias for the argmaxable-token checks (small D, so qhull can cross-check): simplices
+    (V = D + 1), planted interior rows and duplicated rows drawn often."""
     D = draw(st.integers(2, 5))
     return ArgmaxHeadCase(
-        V=draw(st.integers(D + 2, 120)),
+        V=draw(st.one_of(st.integers(D + 1, D + 3), st.integers(D + 1, 120))),
         D=D,
         seed=draw(st.integers(0, 2**16)),
-        interior=draw(st.integers(0, 4)),
+        interior=draw(st.one_of(st.just(0), st.integers(0, 4))),
+        twins=draw(st.one_of(st.just(0), st.integers(0, 2))),
     )
 
 
@@ -157,12 +192,6 @@ def gibbs_instance(case: GibbsCase) -> tuple[np.ndarray, np.ndarray]:
     counts = er.construct_zipf_language(case.V, case.contexts, case.seed).toarray()
     z = np.random.default_rng(case.seed + 1).standard_normal(counts.shape) * case.scale
     return counts, z
-
-
-@functools.lru_cache(maxsize=1)
-def _numpy_float64() -> Backend:
-    """NumPy float64: the default backend, where the judgement re-decides what a measurement left open."""
-    return resolve("numpy")
 
 
 @dataclass(frozen=True)
@@ -300,12 +329,6 @@ def identity_residuals(a: GibbsArrays, unweighted: bool, ce: dict[str, Any]) -> 
     }
 
 
-def left_to_the_exact_route(method: str, certificate: dict[str, Any] | None = None) -> Measurement:
-    """A float measurement that decides nothing (NaN sides never clear a tolerance): the exact judge,
-    NumPy float64 and then balls on the exact instance, decides instead."""
-    return Measurement(NAN, NAN, NAN, f"{method}: not bounded in this dtype, left to the exact route", certificate)
-
-
 def gibbs_decision(
     case: GibbsCase,
     factor: Fraction,
@@ -319,12 +342,12 @@ def gibbs_decision(
     model); the bound inside its rounding band goes to :func:`gibbs_in_balls` (on the float64 logits).
     Where the backend's dtype cannot bound a side (a count it does not hold exactly, a side or a bound
     that is not finite), the measurement is left to the exact route (NaN sides)."""
-    backend = _numpy_float64() if backend is None else backend
+    backend = numpy_float64() if backend is None else backend
     where = f"{backend.name} {backend.dtype_name}"
     counts, z = gibbs_instance(case)
     u = tolerance.unit_roundoff(backend.dtype)
     if not counts_exact_in(counts, u):
-        measured = left_to_the_exact_route(f"{where} cross-entropies (a count beyond the dtype's integers)")
+        measured = left_to_the_exact_route(f"{where} cross-entropies", "a count beyond the dtype's integers")
         return measured, lambda: gibbs_decision(case, factor, uniform, unweighted)[1]()
     a = gibbs_arrays(counts, z, case.exact_fit, backend)
     ce = cross_entropies(a, case.exact_fit)
@@ -332,7 +355,7 @@ def gibbs_decision(
     ce.pop("errors")
     certificate = {**identity, **ce, "backend": backend.name, "dtype": backend.dtype_name}
     if not all(math.isfinite(x) for x in certificate.values() if isinstance(x, float)):
-        measured = left_to_the_exact_route(f"{where} cross-entropies (a side or a bound not finite)", certificate)
+        measured = left_to_the_exact_route(f"{where} cross-entropies", "a side or a bound not finite", certificate)
         return measured, lambda: gibbs_decision(case, factor, uniform, unweighted)[1]()
     for side, what in (("kl", "Σ f KL"), ("ce", "CE(P) - CE(Ñ) computed apart")):
         if abs(identity[f"{side}_residual"]) > identity[f"{side}_bound"]:
@@ -346,8 +369,9 @@ def gibbs_decision(
         # rows, where the computed logs are log 1 = 0 exactly), whatever the dtype.
         method = f"P = Ñ exactly, and F = 1 or CE(Ñ) = 0 ({where})"
         lhs = float(factor) * ce["ce_N"]
+        # the margin is exact; each side is the float CE(Ñ), within its rounding bound of the exact one
         measured = Measurement(
-            lhs, ce["ce_N"], 0.0, method, certificate, exact_sides=True, certified_by=Certification.EXACT
+            lhs, ce["ce_N"], ce["ce_N_error"], method, certificate, exact_sides=True, certified_by=Certification.EXACT
         )
         return measured, lambda: gibbs_in_balls(counts, z, case.exact_fit, factor, uniform, certificate)
     ce_Q, err_Q = ce["ce_N"], ce["ce_N_error"]
@@ -488,6 +512,15 @@ def tangent_judgement(
     return Judgement(0.0, 0.0, 0, how, 0.0, certificate, Certification.EXACT)
 
 
+def tangent_closeness(W: np.ndarray) -> float:
+    """How near the tangent head comes to a lost token (for the search's target()): token t beats its
+    nearest neighbour at h = w_t by (Δw)²/2, against biases of size w²/2 rounded at u; minus the
+    smallest (Δw)² over u·max w² (a loss needs it near 1 or below)."""
+    w = np.sort(W.ravel())
+    smallest = float(np.min(np.diff(w)) ** 2) if len(w) > 1 else math.inf
+    return -smallest / (U * max(float(np.max(w * w)), TINY))
+
+
 def tangent_decision(case: TangentCase, bias: bool = True) -> tuple[Measurement, Callable[[], Judgement]]:
     """Tokens t that are not the strict argmax of z(h) = w h + b at their witness h = w_t, for the
     tangent head b = -w^2/2 as constructed in float64 (without its bias for the mutant, whose head is
@@ -498,7 +531,7 @@ def tangent_decision(case: TangentCase, bias: bool = True) -> tuple[Measurement,
     tokens = np.arange(len(W))
     missed = np.flatnonzero(~certified_wins(head, W, tokens))
     method = "strict argmax at h = w_t, certified" + ("" if bias else " (no bias)")
-    certificate = {"missed": len(missed), "first_missed": missed[:8].tolist()}
+    certificate = {"missed": len(missed), "first_missed": missed[:8].tolist(), "closeness": tangent_closeness(W)}
     measured = Measurement(float(len(missed)), 0.0, 0.0, method, certificate, True, Certification.TWO_SIDED)
     if bias:
         return measured, lambda: tangent_judgement(head, W, b, missed, method, certificate)
@@ -526,6 +559,8 @@ def witness(case: Top1Case) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndar
     targets = rng.integers(0, case.V, size=case.contexts)
     probs = rng.uniform(1.0 / case.V, 1.0, size=case.contexts)
     probs = np.clip(probs, 1.0 / case.V + case.eps, 1.0 - case.eps)
+    if case.at_edges:
+        probs[0::2], probs[1::2] = 1.0 / case.V + case.eps, 1.0 - case.eps
     H, W = ex.construct_top1_witness(targets, probs, case.D, case.eps, case.V)
     return H, W, targets, probs
 
@@ -597,6 +632,8 @@ def top1_decision(case: Top1Case, eps: float | None = None) -> tuple[Measurement
         "probability_off": len(off),
         "undecided": len(undecided),
         "largest_distance": float(far.max()),
+        # for the search's target(): the worst context's distance bound in units of ε (1 is the edge)
+        "closeness": float(far.max() / eps) if eps > 0 else math.inf,
     }
     failures = len(lost) + len(off)
     lhs = float(failures) if failures or len(undecided) == 0 else NAN
@@ -640,11 +677,15 @@ def top1_decision(case: Top1Case, eps: float | None = None) -> tuple[Measurement
 
 def argmax_head(case: ArgmaxHeadCase) -> np.ndarray:
     """A random head (rows Gaussian), optionally with interior rows planted at convex combinations."""
+    if case.V < case.D + 1:
+        raise InputError(f"argmax-head: V = {case.V} rows do not span D = {case.D} dimensions (V >= D + 1)")
     rng = np.random.default_rng(case.seed)
     W = rng.standard_normal((case.V, case.D))
     if case.interior:
         weights = rng.dirichlet(np.ones(case.V), size=case.interior)
         W = np.vstack([W, weights @ W])  # convex combinations: never the strict argmax
+    if case.twins:
+        W = np.vstack([W, W[: case.twins]])  # exact copies: ties, the strict argmax of neither
     return W
 
 
@@ -692,15 +733,23 @@ def counted_decision(
     return measured, lambda: Judgement(lhs, 0.0, None, f"{method}; undecided tokens", 0.0, certificate)
 
 
+def shared_rows(W: np.ndarray) -> np.ndarray:
+    """The rows of W equal (exactly) to another row."""
+    _, inverse, counts = np.unique(W, axis=0, return_inverse=True, return_counts=True)
+    return counts[inverse.reshape(-1)] > 1
+
+
 def hull_decision(case: ArgmaxHeadCase) -> tuple[Measurement, Callable[[], Judgement]]:
     """Tokens where the certified answer and qhull's vertex set disagree, plus answers whose certificate
-    fails its re-check: 0 is the claim (without a bias, argmaxable ⇔ vertex of conv{w_v})."""
+    fails its re-check: 0 is the claim (without a bias, argmaxable ⇔ a vertex of conv{w_v} that no
+    other token shares: a duplicated row ties with its twin wherever it is largest)."""
     from scipy.spatial import ConvexHull
 
     W = argmax_head(case)
     answers = certified_answers(W)
     vertices = np.zeros(len(W), dtype=bool)
     vertices[ConvexHull(W).vertices] = True
+    vertices &= ~shared_rows(W)
     disagree = (answers["argmaxable"] & ~vertices) | (answers["never"] & vertices)
     certificate = {
         "argmaxable": int(answers["argmaxable"].sum()),
@@ -764,17 +813,389 @@ def expecting(decided: Measurement | Judgement, factor: Fraction) -> Measurement
     return replace(decided, rhs=float(expected), sign=sign)
 
 
-FAMILY = Family("expressivity", array_api=False, random_instances=lambda V, n, seed: [])
+# --------------------------------------------------------------------------- quantities (the public API)
+
+
+def _cross_entropies_in(ctx: Context) -> dict[str, Any]:
+    def compute() -> dict[str, Any]:
+        counts, z = gibbs_instance(ctx.case)
+        if not counts_exact_in(counts, tolerance.unit_roundoff(ctx.backend.dtype)):
+            raise InputError(f"gibbs: a count beyond the integers {ctx.backend.dtype_name} holds exactly")
+        return cross_entropies(gibbs_arrays(counts, z, ctx.case.exact_fit, ctx.backend), ctx.case.exact_fit)
+
+    return ctx.once("cross-entropies", compute)
+
+
+def _exact_cross_entropy(ctx: Context, model: bool) -> Any:
+    """CE(Ñ) = −Σ (n_cv/n) log(n_cv/n_c), or CE(P) with log P_cv = z_cv − log Σ_w e^{z_cw}, in balls."""
+    counts, z = gibbs_instance(ctx.case)
+    rows, cols = np.nonzero(counts)
+    totals = counts.sum(axis=1)
+    n = float(counts.sum())
+    if model and not ctx.case.exact_fit:
+        lse = {c: sum((exact.ball(x).exp() for x in z[c]), flint.arb(0)).log() for c in set(rows.tolist())}
+        logs = (exact.ball(z[c, v]) - lse[c] for c, v in zip(rows, cols, strict=True))
+    else:
+        logs = (
+            flint.arb(int(counts[c, v])).log() - flint.arb(int(totals[c])).log()
+            for c, v in zip(rows, cols, strict=True)
+        )
+    weights = (int(counts[c, v]) for c, v in zip(rows, cols, strict=True))
+    return -sum((k * x for k, x in zip(weights, logs, strict=True)), flint.arb(0)) / int(n)
+
+
+def _certified_counts(ctx: Context) -> dict[str, np.ndarray]:
+    return ctx.once("answers", lambda: certified_answers(argmax_head(ctx.case)))
+
+
+def _never_tokens(ctx: Context) -> RankInterval:
+    """The tokens no h makes the strict argmax: at least those certified never (convex weights), at most
+    those not certified argmaxable (a winning h)."""
+    answers = _certified_counts(ctx)
+    V = len(answers["never"])
+    lo, hi = int(answers["never"].sum()), V - int(answers["argmaxable"].sum())
+    return RankInterval(lo, hi, "convex weights re-checked in Fractions", "winning h re-checked exactly", exact=True)
+
+
+cross_entropy_model = quantity(
+    "CE(P)",
+    lambda ctx: Measured(_cross_entropies_in(ctx)["ce_P"], _cross_entropies_in(ctx)["ce_P_error"]),
+    lambda ctx: _exact_cross_entropy(ctx, model=True),
+    doc="the cross-entropy −Σ_c f_c Σ_v Ñ_cv log P_cv of the model P = softmax(z) on a Gibbs case",
+)
+cross_entropy_empirical = quantity(
+    "CE(Ñ)",
+    lambda ctx: Measured(_cross_entropies_in(ctx)["ce_N"], _cross_entropies_in(ctx)["ce_N_error"]),
+    lambda ctx: _exact_cross_entropy(ctx, model=False),
+    doc="the cross-entropy of the empirical distribution Ñ itself (its entropy, frequency-weighted)",
+)
+unargmaxable_tokens = quantity(
+    "#{never the argmax}",
+    lambda ctx: _never_tokens(ctx),
+    lambda ctx: _never_tokens(ctx),
+    integer=True,
+    follows_backend=False,
+    doc="the tokens of an argmax head that no hidden state makes the strict argmax, certified both ways",
+)
+head_size = quantity(
+    "V",
+    lambda ctx: RankInterval(len(argmax_head(ctx.case)), len(argmax_head(ctx.case)), "the head", "the head", True),
+    lambda ctx: RankInterval(len(argmax_head(ctx.case)), len(argmax_head(ctx.case)), "the head", "the head", True),
+    integer=True,
+    doc="the number of rows of an argmax head (planted interior rows included)",
+)
+
+
+def _gibbs_witnesses(V: int) -> list[GibbsCase]:
+    """Zipfian languages at min(V, 512), and the edges at any V: the smallest sizes (V = 2, 3; one or
+    three contexts), every row one-hot (CE(Ñ) = 0, seed 2), P = Ñ, and logits of scale 400, whose
+    model probabilities fall below the normal range."""
+    return [
+        GibbsCase(V=min(V, 512), contexts=64, seed=s, scale=sc, exact_fit=e)
+        for s in (0, 1)
+        for sc in (0.5, 5.0)
+        for e in (False, True)
+    ] + [
+        GibbsCase(V=2, contexts=1, seed=2, exact_fit=True),
+        GibbsCase(V=2, contexts=3, seed=2, scale=5.0),
+        GibbsCase(V=3, contexts=3, seed=1, scale=0.5),
+        GibbsCase(V=3, contexts=3, seed=1, exact_fit=True),
+        GibbsCase(V=min(V, 512), contexts=64, seed=0, scale=400.0),
+    ]
+
+
+def _random_gibbs(V: int, n: int, seed: int) -> list[GibbsCase]:
+    """``n`` seeded draws at min(V, 4096): contexts, seeds, logit scales over three decades, P = Ñ a
+    quarter of the time."""
+    rng = np.random.default_rng(seed)
+    return [
+        GibbsCase(
+            V=min(V, 4096),
+            contexts=int(rng.integers(1, 65)),
+            seed=int(rng.integers(2**31)),
+            scale=float(10 ** rng.uniform(-1, 2)),
+            exact_fit=bool(rng.random() < 0.25),
+        )
+        for _ in range(n)
+    ]
+
+
+def _argmax_witnesses(V: int) -> list[ArgmaxHeadCase]:
+    """Gaussian heads at min(V, 300) rows, with and without interior rows, and the edges: a simplex
+    (V = D + 1: every row a vertex) and heads with duplicated rows (ties)."""
+    return (
+        [
+            ArgmaxHeadCase(V=max(min(V, 300), D + 3), D=D, seed=s, interior=k)
+            for D in (2, 3, 5)
+            for s in (0, 1)
+            for k in (0, 3)
+        ]
+        + [ArgmaxHeadCase(V=D + 1, D=D, seed=0) for D in (2, 3, 5)]
+        + [ArgmaxHeadCase(V=max(min(V, 300), D + 3), D=D, seed=2, interior=1, twins=2) for D in (2, 3)]
+    )
 
 
 def _top1_witnesses(V: int) -> list[Top1Case]:
+    """Circle witnesses at min(V, 16), min(V, 1024) and V, and the edges: the smallest V = 2, 3 with
+    one context, and probabilities at both ends of (1/V + ε, 1 − ε) at V (ε = 10⁻⁹)."""
     return [
         Top1Case(V=v, D=D, contexts=16, seed=s, eps=1e-6)
         for v in sorted({min(V, 16), min(V, 1024), V})
         for D in (2, 8)
         for s in (0, 1)
         if v >= 2
+    ] + [
+        Top1Case(V=2, D=2, contexts=1, seed=0, eps=1e-6),
+        Top1Case(V=3, D=2, contexts=4, seed=0, eps=1e-6, at_edges=True),
+        Top1Case(V=V, D=2, contexts=4, seed=1, eps=1e-9, at_edges=True),
     ]
+
+
+def _tangent_witnesses(V: int) -> list[TangentCase]:
+    return [TangentCase(V=v, seed=s) for v in sorted({2, 3, min(V, 4096)}) for s in (0, 1)]
+
+
+def all_rows_one_hot(case: GibbsCase) -> bool:
+    """Every observed row of Ñ is one-hot (CE(Ñ) = 0)."""
+    counts, _ = gibbs_instance(case)
+    return bool(np.all(counts.max(axis=1) == counts.sum(axis=1)))
+
+
+def model_underflows(case: GibbsCase) -> bool:
+    """Some model probability softmax(z) falls below float64's normal range (a logit gap past 708)."""
+    _, z = gibbs_instance(case)
+    return not case.exact_fit and float(np.max(z.max(axis=1) - z.min(axis=1))) > 708
+
+
+#: The boundary classes of each kind of case (docs/expressivity.md, "Where the search looks").
+GIBBS_BOUNDARY = {
+    "V = 2 or 3": lambda c: c.V <= 3,
+    "one to three contexts": lambda c: c.contexts <= 3,
+    "P = Ñ (equality)": lambda c: c.exact_fit,
+    "every row one-hot (CE(Ñ) = 0)": all_rows_one_hot,
+    "model probabilities below the normal range": model_underflows,
+}
+TOP1_BOUNDARY = {
+    "V = 2 or 3": lambda c: c.V <= 3,
+    "one context": lambda c: c.contexts == 1,
+    "D = 2": lambda c: c.D == 2,
+    "probabilities at the ends of (1/V, 1)": lambda c: c.at_edges,
+    "V >= 1024": lambda c: c.V >= 1024,
+}
+TANGENT_BOUNDARY = {
+    "V = 2": lambda c: c.V == 2,
+    "V = 3": lambda c: c.V == 3,
+    "V >= 1000 (nearly equal weights)": lambda c: c.V >= 1000,
+}
+ARGMAX_BOUNDARY = {
+    "a simplex (V = D + 1)": lambda c: c.V == c.D + 1,
+    "at most D + 3 Gaussian rows": lambda c: c.V <= c.D + 3,
+    "planted interior rows": lambda c: c.interior > 0,
+    "duplicated rows (ties)": lambda c: c.twins > 0,
+    "D = 2": lambda c: c.D == 2,
+}
+
+#: Where the claims of this family range (the public API): Gibbs cases (counts and model logits) and
+#: Gaussian heads without bias for the argmax claims; and the circle witnesses and D = 1 tangent heads.
+gibbs_cases = Cases(gibbs_instances, _gibbs_witnesses, _random_gibbs, GIBBS_BOUNDARY)
+argmax_heads = Cases(lambda: argmax_instances(), _argmax_witnesses, boundary=ARGMAX_BOUNDARY)
+top1_cases = Cases(expressivity_instances, _top1_witnesses, boundary=TOP1_BOUNDARY)
+tangent_cases = Cases(lambda: expressivity_instances(tangent=True), _tangent_witnesses, boundary=TANGENT_BOUNDARY)
+
+
+FAMILY = Family("expressivity", array_api=False, random_instances=lambda V, n, seed: [])
+
+
+# --------------------------------------------------------------------------- references (issue 18)
+#
+# Both sides of every claim the slow, obviously right way, sharing nothing with the measures but the
+# instance: counts as integers, floats read exactly as Fractions, logarithms and exponentials in 200-bit
+# mpmath (the caller sets the precision), strict argmaxes compared in Fractions, and the vertices of a
+# head's convex hull by exhaustive enumeration of its facets (D <= 3) in exact orientation predicates.
+
+
+def _mp(q: Fraction) -> Any:
+    return mpmath.mpf(q.numerator) / q.denominator
+
+
+def gibbs_reference(case: GibbsCase, backend: Backend | None) -> Reference:
+    """CE(Ñ) = −Σ (n_cv/n) log(n_cv/n_c) and CE(P) = −Σ (n_cv/n)(z_cv − log Σ_w e^{z_cw}) (or CE(Ñ) at
+    P = Ñ), on the logits as the backend holds them (rounded to its dtype), in mpmath."""
+    counts, z = gibbs_instance(case)
+    z = float64_copy((numpy_float64() if backend is None else backend).asarray(z))
+    n = int(counts.sum())
+    rows, cols = np.nonzero(counts)
+    totals = counts.sum(axis=1)
+    observed = [(int(counts[c, v]), int(totals[c]), c, v) for c, v in zip(rows, cols, strict=True)]
+    ce_N = -mpmath.fsum(mpmath.mpf(k) / n * mpmath.log(mpmath.mpf(k) / t) for k, t, _, _ in observed)
+    if case.exact_fit:
+        return Reference(ce_N, ce_N, "CE(Ñ) from the counts in mpmath; P = Ñ")
+    log_sums = {c: mpmath.log(mpmath.fsum(mpmath.exp(mpmath.mpf(float(x))) for x in z[c])) for c in set(rows.tolist())}
+    ce_P = -mpmath.fsum(mpmath.mpf(k) / n * (mpmath.mpf(float(z[c, v])) - log_sums[c]) for k, _, c, v in observed)
+    return Reference(ce_N, ce_P, "both cross-entropies from the counts and the built logits in mpmath")
+
+
+def _exact_logits(W: np.ndarray, h: np.ndarray, bias: np.ndarray | None = None) -> list[Fraction]:
+    """W h + b with every float read exactly (Fractions)."""
+    hq = [Fraction(float(x)) for x in h]
+    b = [Fraction(0)] * len(W) if bias is None else [Fraction(float(x)) for x in bias]
+    return [sum((Fraction(float(w)) * x for w, x in zip(row, hq, strict=True)), b[v]) for v, row in enumerate(W)]
+
+
+def _strict_argmax(z: list[Fraction], token: int) -> bool:
+    return all(z[token] > x for v, x in enumerate(z) if v != token)
+
+
+def top1_reference(case: Top1Case, backend: Backend | None) -> Reference:
+    """The contexts where the circle witness fails, counted from its exact logits (Fractions): t_c not
+    the strict argmax, or |1/Σ_v e^{z_v − z_t} − p_c| > ε with the exponentials in mpmath."""
+    H, W, targets, probs = witness(case)
+    failures = 0
+    for h, t, p in zip(H, targets, probs, strict=True):
+        z = _exact_logits(W, h)
+        if not _strict_argmax(z, int(t)):
+            failures += 1
+            continue
+        top1 = 1 / mpmath.fsum(mpmath.exp(_mp(x - z[int(t)])) for x in z)
+        failures += int(abs(top1 - mpmath.mpf(float(p))) > mpmath.mpf(case.eps))
+    return Reference(failures, 0, "the witness's logits in Fractions, its top-1 probabilities in mpmath")
+
+
+def tangent_reference(case: TangentCase, backend: Backend | None) -> Reference:
+    """The tokens t of the tangent head as constructed (slopes and biases read exactly) that are not the
+    strict argmax of w_v w_t + b_v, in Fractions."""
+    W, b = ex.tangent_head(case.V, case.seed)
+    failures = sum(not _strict_argmax(_exact_logits(W, W[t], b), t) for t in range(case.V))
+    return Reference(failures, 0, "every logit at h = w_t in Fractions")
+
+
+def _hyperplanes(P: np.ndarray, subsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For each subset s of D points (D = 2 or 3) the normal n of its hyperplane, with
+    det[p_{s_1} − p_{s_0}, …, p − p_{s_0}] = n·(p − p_{s_0}) (n = (−r_y, r_x), or the cross product
+    r_1 × r_2, of the spans r_k = p_{s_k} − p_{s_0}), and the sign of that determinant for every point p,
+    exactly: in float64 with Higham's bound γ_{D+D!}·Σ|terms| on the error of the explicit formula (each
+    of its D! terms a product of D rounded differences; γ_4 covers D = 2 and γ_9 the 8 roundings at
+    D = 3), recomputed in Fractions wherever the float value lies within it. The subset's own points
+    have sign 0."""
+    D = P.shape[1]
+    base = P[subsets[:, 0]]
+    spans = [P[subsets[:, k]] - base for k in range(1, D)]
+    if D == 2:
+        (r,) = spans
+        normal = np.c_[-r[:, 1], r[:, 0]]
+        size_of = np.abs(normal)  # each term |r_a d_b|
+    else:
+        r, q = spans
+        normal = np.cross(r, q)
+        size_of = np.abs(r[:, [1, 2, 0]] * q[:, [2, 0, 1]]) + np.abs(r[:, [2, 0, 1]] * q[:, [1, 2, 0]])
+    points = P[None, :, :] - base[:, None, :]  # (subsets, V, D)
+    value = np.einsum("sd,svd->sv", normal, points)
+    size = np.einsum("sd,svd->sv", size_of, np.abs(points))
+    signs = np.sign(value).astype(int)
+    own = np.zeros(signs.shape, dtype=bool)
+    own[np.arange(len(subsets))[:, None], subsets] = True
+    signs[own] = 0
+    unsure = np.argwhere((np.abs(value) <= tolerance.gamma(D + math.factorial(D), U) * size) & ~own)
+    for s, j in unsure:
+        origin, *ends = ([Fraction(float(x)) for x in P[k]] for k in [*subsets[s], j])
+        signs[s, j] = _fraction_sign(_fraction_det([[a - o for a, o in zip(e, origin, strict=True)] for e in ends]))
+    return normal, signs
+
+
+def _fraction_det(M: list[list[Fraction]]) -> Fraction:
+    """The determinant by Laplace expansion (D <= 3 here)."""
+    if len(M) == 1:
+        return M[0][0]
+    return sum(
+        ((-1) ** k * M[0][k] * _fraction_det([row[:k] + row[k + 1 :] for row in M[1:]]) for k in range(len(M))),
+        Fraction(0),
+    )
+
+
+def _fraction_sign(x: Fraction) -> int:
+    return (x > 0) - (x < 0)
+
+
+def exhaustive_facets(P: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """The facets of conv(P), distinct rows in general position, D = 2 or 3: every D-subset whose
+    hyperplane has all other points strictly on one side (exact signs, :func:`_hyperplanes`), with its
+    outward unit normal (in float64: a direction, checked exactly where it is used). ``None`` when some
+    D + 1 points are exactly coplanar (no general position)."""
+    V, D = P.shape
+    subsets = np.array(list(itertools.combinations(range(V), D)))
+    normal, signs = _hyperplanes(P, subsets)
+    in_subset = np.zeros(signs.shape, dtype=bool)
+    in_subset[np.arange(len(subsets))[:, None], subsets] = True
+    if np.any((signs == 0) & ~in_subset):
+        return None
+    below, above = np.all(signs <= 0, axis=1), np.all(signs >= 0, axis=1)
+    facets = below | above
+    outward = normal[facets] * np.where(below[facets], 1.0, -1.0)[:, None]
+    return subsets[facets], outward / np.linalg.norm(outward, axis=1, keepdims=True)
+
+
+def certified_vertex(W: np.ndarray, token: int) -> bool:
+    """Whether row ``token`` is a strict vertex of conv(W), certified exactly either way from a HiGHS
+    guess: a winning h (every logit in Fractions), or convex weights over other rows (the support's
+    square system solved in exact rationals, the weights checked positive). Raises where neither
+    certifies (a degenerate head the reference cannot decide)."""
+    from scipy.optimize import linprog
+
+    V, D = W.shape
+    rivals = np.delete(np.arange(V), token)
+    difference = W[rivals] - W[token]
+    # max t subject to (w_j − w_i)·h + t <= 0, |h_k| <= 1
+    found = linprog(
+        np.r_[np.zeros(D), -1.0],
+        A_ub=np.c_[difference, np.ones(len(rivals))],
+        b_ub=np.zeros(len(rivals)),
+        bounds=[(-1, 1)] * D + [(None, 1)],
+        method="highs",
+    )
+    if found.status == 0 and -found.fun > 0 and _strict_argmax(_exact_logits(W, found.x[:D]), token):
+        return True
+    combination = linprog(
+        np.zeros(len(rivals)), A_eq=np.r_[W[rivals].T, np.ones((1, len(rivals)))], b_eq=np.r_[W[token], 1.0]
+    )
+    if combination.status == 0:
+        support = rivals[np.argsort(-combination.x)[: D + 1]]
+        system = flint.fmpq_mat(
+            D + 1, D + 1, [exact.rational(float(x)) for x in np.r_[W[support].T, np.ones((1, D + 1))].ravel()]
+        )
+        target = flint.fmpq_mat(D + 1, 1, [exact.rational(float(x)) for x in np.r_[W[token], 1.0]])
+        if system.rank() == D + 1 and all(x >= 0 for x in system.solve(target).entries()):
+            return False
+    raise RuntimeError(f"reference: row {token} of a {V} x {D} head is certified neither a vertex nor inside")
+
+
+def hull_reference(case: ArgmaxHeadCase, backend: Backend | None) -> Reference:
+    """Tokens where "argmaxable" and "a vertex that no other token shares" differ, both decided exactly.
+    At D <= 3, by exhaustive facet enumeration on the distinct rows (:func:`exhaustive_facets`): the
+    vertices are the facets' points, and a vertex is argmaxable when the sum of its facets' outward
+    normals makes it the strict argmax in Fractions. Above (or without general position), HiGHS guesses
+    certified exactly either way (:func:`certified_vertex`). A row shared by two tokens is never the
+    strict argmax, and a row inside the hull of the others never is."""
+    W = argmax_head(case)
+    distinct, first, inverse = np.unique(W, axis=0, return_index=True, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    shared = np.bincount(inverse)[inverse] > 1
+    facets = exhaustive_facets(distinct) if case.D <= 3 else None
+    if facets is None:
+        how = "HiGHS guesses certified exactly (a winning h in Fractions, convex weights in rationals)"
+        vertices = np.array([certified_vertex(distinct, k) for k in range(len(distinct))])
+        argmaxable = vertices[inverse] & ~shared
+    else:
+        how = "exhaustive facet enumeration in exact orientations; outward normals checked in Fractions"
+        subsets, normals = facets
+        vertices = np.zeros(len(distinct), dtype=bool)
+        vertices[np.unique(subsets)] = True
+        argmaxable = np.zeros(len(W), dtype=bool)
+        for k in np.flatnonzero(vertices):
+            token = int(first[k])
+            h = normals[np.any(subsets == k, axis=1)].sum(axis=0)
+            argmaxable[token] = not shared[token] and _strict_argmax(_exact_logits(W, h), token)
+    vertex = vertices[inverse] & ~shared
+    return Reference(int(np.sum(argmaxable != vertex)), 0, how)
 
 
 gibbs = FAMILY.claim(
@@ -784,16 +1205,11 @@ gibbs = FAMILY.claim(
     statement="CE(Ñ) ≤ CE(P), the excess being CE(P) − CE(Ñ) = Σ_c f_c KL(Ñ_c ‖ P_c) ≥ 0, with equality at P = Ñ",
     domain="Zipfian count matrices, P a softmax of Gaussian logits (or Ñ itself)",
     relation=Relation.AT_MOST,
-    bound="lower",
+    direction="lower",
     array_api=True,
     **bound_claim(gibbs_decision),
-    witnesses=lambda V: [
-        GibbsCase(V=min(V, 512), contexts=64, seed=s, scale=sc, exact_fit=e)
-        for s in (0, 1)
-        for sc in (0.5, 5.0)
-        for e in (False, True)
-    ],
-    strategy=gibbs_instances,
+    cases=gibbs_cases,
+    reference=gibbs_reference,
 )
 gibbs.with_mutant(
     "uniform-minimises",
@@ -813,10 +1229,9 @@ top1_witness = FAMILY.claim(
     "t_c is the strict argmax and |top-1 − p_c| ≤ ε in every one",
     domain="float64, V up to 131,072 (float32 loses the argmax near V ≈ 49,152: docs/expressivity.md)",
     relation=Relation.EQUAL,
-    bound=None,
     **count_claim(top1_decision),
-    witnesses=_top1_witnesses,
-    strategy=expressivity_instances,
+    cases=top1_cases,
+    reference=top1_reference,
 )
 top1_witness.with_mutant(
     "exact-probability",
@@ -829,8 +1244,8 @@ top1_witness.with_mutant(
     "d1-without-bias",
     "every token is the strict argmax of some h at D = 1 without a bias  (false for V ≥ 3: interior weights never win)",
     **count_claim(interior_decision),
-    witnesses=lambda V: [TangentCase(V=v, seed=0) for v in sorted({3, min(V, 64)})],
-    strategy=lambda: expressivity_instances(tangent=True),
+    cases=replace(tangent_cases, witnesses=lambda V: [TangentCase(V=v, seed=0) for v in sorted({3, min(V, 64)})]),
+    reference=None,  # its quantity (interior weights) is not the parent's
 )
 d1_bias = FAMILY.claim(
     "d1-bias-argmax",
@@ -839,10 +1254,9 @@ d1_bias = FAMILY.claim(
     statement="for the tangent head z_v(h) = w_v h − w_v²/2, 0 tokens t fail to be the strict argmax at h = w_t",
     domain="distinct weights w_v, V ≥ 2, the head as constructed in float64",
     relation=Relation.EQUAL,
-    bound=None,
     **count_claim(tangent_decision),
-    witnesses=lambda V: [TangentCase(V=v, seed=s) for v in sorted({2, 3, min(V, 4096)}) for s in (0, 1)],
-    strategy=lambda: expressivity_instances(tangent=True),
+    cases=tangent_cases,
+    reference=tangent_reference,
 )
 d1_bias.with_mutant(
     "without-bias",
@@ -855,18 +1269,13 @@ argmax_vs_hull = FAMILY.claim(
     "argmaxable-vs-hull",
     source="seed 001 ('Stolen Probability', Demeter et al. 2020; Grivas et al. 2022)",
     title="Without a bias, a token is argmaxable exactly when it is a vertex of the convex hull",
-    statement="the LP pipeline's certified answers disagree with the vertices of conv{w_v} (qhull) on 0 tokens",
-    domain="Gaussian heads without bias, D = 2..6, with or without planted interior rows",
+    statement="the LP pipeline's certified answers disagree with the vertices of conv{w_v} (qhull) on 0 tokens, "
+    "a row that two tokens share being a vertex of neither (they tie wherever it is largest)",
+    domain="Gaussian heads without bias, D = 2..6, V ≥ D + 1, with or without planted interior and duplicated rows",
     relation=Relation.EQUAL,
-    bound=None,
     **count_claim(hull_decision),
-    witnesses=lambda V: [
-        ArgmaxHeadCase(V=max(min(V, 300), D + 3), D=D, seed=s, interior=k)
-        for D in (2, 3, 5)
-        for s in (0, 1)
-        for k in (0, 3)
-    ],
-    strategy=lambda: argmax_instances(),
+    cases=argmax_heads,
+    reference=hull_reference,
 )
 argmax_vs_hull.with_mutant(
     "every-token-argmaxable",

@@ -22,7 +22,19 @@ forward-mode autograd, which array-api-strict and CuPy lack, and its magnitude b
 
 from __future__ import annotations
 
-import functools
+#: The public API of the family: its case types, the Cases bundles its claims range over, its quantities.
+__all__ = [
+    "HeadCase",
+    "contexts_count",
+    "every_head",
+    "hidden_size",
+    "jacobian_rank",
+    "log_probability_rank",
+    "nonlinear_heads",
+    "softmax_heads",
+    "vocabulary",
+]
+
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
@@ -33,18 +45,11 @@ import numpy as np
 import scipy.special
 from hypothesis import strategies as st
 
-from rankwall.checks import exact, tolerance
-from rankwall.checks.backends import Backend, float64_copy, resolve
-from rankwall.checks.verdict import (
-    Case,
-    Family,
-    Judgement,
-    Measurement,
-    RankInterval,
-    Relation,
-    planted_side,
-    tightened_integer_bound,
-)
+from rankwall.checks import exact, tolerance, toolkit
+from rankwall.checks.backends import Backend, float64_copy
+from rankwall.checks.quantities import quantity
+from rankwall.checks.toolkit import Cases, Family, numpy_float64, planted_side
+from rankwall.checks.verdict import Case, Judgement, Measurement, RankInterval, Relation, tightened_integer_bound
 from rankwall.theory import heads as hd
 from rankwall.theory.validation import InputError
 
@@ -57,7 +62,7 @@ class HeadCase(Case):
     logit scale ``scale``, over N contexts; V tokens, hidden size d, K latents. With
     ``constant_column`` the first column of W is the constant ``scale`` (see :func:`contexts`)."""
 
-    FAMILY: ClassVar[str] = "head"
+    KIND: ClassVar[str] = "head"
 
     head: str
     N: int
@@ -106,17 +111,15 @@ def contexts(case: HeadCase) -> tuple[hd.HeadParameters, np.ndarray]:
 
 
 @dataclass(frozen=True)
-class Built:
+class Built(toolkit.Built):
     """A case computed in a backend: the parameters and contexts rounded to its dtype (``theta``, ``H``,
-    backend arrays), the log-probabilities ``L`` computed there, the same parameters read back as float64
-    NumPy (``theta_np``: what the exact ranks read), the backend's unit roundoff and a label."""
+    backend arrays), the log-probabilities ``L`` computed there, and the same parameters read back as
+    float64 NumPy (``theta_np``: what the exact ranks read)."""
 
     theta: hd.HeadParameters
     H: Any
     L: Any
     theta_np: hd.HeadParameters
-    u: float
-    label: str
 
 
 def build(case: HeadCase, backend: Backend) -> Built:
@@ -126,14 +129,7 @@ def build(case: HeadCase, backend: Backend) -> Built:
     H_on = backend.asarray(H)
     L = hd.log_probabilities(case.head, on, H_on)
     used = hd.HeadParameters(float64_copy(on.W), float64_copy(on.P), float64_copy(on.U))
-    label = f"{backend.name} {backend.dtype_name}"
-    return Built(on, H_on, L, used, tolerance.unit_roundoff(backend.dtype), label)
-
-
-@functools.lru_cache(maxsize=1)
-def _numpy_float64() -> Backend:
-    """NumPy float64: the default backend, where the judgement re-decides what a measurement left open."""
-    return resolve("numpy")
+    return Built(backend, on, H_on, L, used)
 
 
 # --------------------------------------------------------------------------- certified rank intervals
@@ -156,21 +152,6 @@ def exact_rank(rows: Sequence[Sequence[Any]], columns: int) -> int:
 def with_ones(W: np.ndarray) -> np.ndarray:
     """``[W, 1]``: the right factor of every softmax log-probability matrix."""
     return np.hstack([W, np.ones((W.shape[0], 1))])
-
-
-def decide_at_most(interval: RankInterval, bound: int) -> tuple[Measurement, Judgement]:
-    """``rank <= b``: holds through the upper end, violated through the lower end (:meth:`RankInterval.sides`)."""
-    return interval.sides(bound, "upper")
-
-
-def decide_at_least(interval: RankInterval, bound: int) -> tuple[Measurement, Judgement]:
-    """``b <= rank``: holds through the lower end, violated through the upper end."""
-    return interval.sides(bound, "lower")
-
-
-def decide_equal(interval: RankInterval, value: int) -> tuple[Measurement, Judgement]:
-    """``rank == r``: holds when both ends meet at r, violated when either end excludes r."""
-    return interval.sides(value, "equal")
 
 
 # --------------------------------------------------------------------------- rank of log P
@@ -251,7 +232,7 @@ def log_probability_upper(case: HeadCase, built: Built) -> tuple[int, str, dict[
 def log_probability_interval(case: HeadCase, backend: Backend | None = None) -> RankInterval:
     """Both certified ends of rank(log P) over the case's N contexts, computed in the backend (NumPy
     float64 by default)."""
-    built = build(case, _numpy_float64() if backend is None else backend)
+    built = build(case, numpy_float64() if backend is None else backend)
     lo, margin = log_probability_lower(case, built)
     hi, how, certificate = log_probability_upper(case, built)
     lower = f"SVD + Weyl margin ({built.label})"
@@ -261,25 +242,25 @@ def log_probability_interval(case: HeadCase, backend: Backend | None = None) -> 
 def measure_bottleneck(case: HeadCase, backend: Backend, factor: Fraction) -> Measurement:
     """rank(log P) ≤ d + 1 for softmax and MoC (tightened: ≤ ⌈F (d + 1)⌉ - 1)."""
     bound = tightened_integer_bound(case.d + 1, factor, "upper")
-    return decide_at_most(log_probability_interval(case, backend), bound)[0]
+    return log_probability_interval(case, backend).sides(bound, "upper")[0]
 
 
 def judge_bottleneck(case: HeadCase, factor: Fraction) -> Judgement:
     """The same interval re-computed in NumPy float64."""
     bound = tightened_integer_bound(case.d + 1, factor, "upper")
-    return decide_at_most(log_probability_interval(case), bound)[1]
+    return log_probability_interval(case).sides(bound, "upper")[1]
 
 
 def measure_exceeds(case: HeadCase, backend: Backend, factor: Fraction) -> Measurement:
     """d + 2 ≤ rank(log P) for the nonlinear heads (tightened: ⌊F (d + 2)⌋ + 1 ≤ rank)."""
     bound = tightened_integer_bound(case.d + 2, factor, "lower")
-    return decide_at_least(log_probability_interval(case, backend), bound)[0]
+    return log_probability_interval(case, backend).sides(bound, "lower")[0]
 
 
 def judge_exceeds(case: HeadCase, factor: Fraction) -> Judgement:
     """The same interval re-computed in NumPy float64."""
     bound = tightened_integer_bound(case.d + 2, factor, "lower")
-    return decide_at_least(log_probability_interval(case), bound)[1]
+    return log_probability_interval(case).sides(bound, "lower")[1]
 
 
 # --------------------------------------------------------------------------- rank of the Jacobian
@@ -440,7 +421,7 @@ def _jacobian_decision(case: HeadCase, claimed: ClaimedRank, factor: Fraction) -
     value, how = claimed(case.head, theta, H[0])
     interval = jacobian_interval(case)
     interval = replace(interval, certificate={**interval.certificate, "claimed": how})
-    return decide_equal(interval, planted_side(value, factor))
+    return interval.sides(planted_side(value, factor), "equal")
 
 
 def measure_jacobian(
@@ -452,6 +433,39 @@ def measure_jacobian(
 
 def judge_jacobian(case: HeadCase, factor: Fraction, claimed: ClaimedRank = claimed_jacobian_rank) -> Judgement:
     return _jacobian_decision(case, claimed, factor)[1]
+
+
+# --------------------------------------------------------------------------- quantities (the public API)
+
+
+def _pinned(n: int) -> RankInterval:
+    return RankInterval(n, n, "the case", "the case", exact=True)
+
+
+log_probability_rank = quantity(
+    "rank(log P)",
+    lambda ctx: log_probability_interval(ctx.case, ctx.backend),
+    lambda ctx: log_probability_interval(ctx.case),
+    integer=True,
+    doc="the rank of the N x V log-probabilities of a head over its contexts, certified at both ends",
+)
+jacobian_rank = quantity(
+    "rank ∂log p/∂h",
+    lambda ctx: jacobian_interval(ctx.case),
+    lambda ctx: jacobian_interval(ctx.case),
+    integer=True,
+    follows_backend=False,
+    doc="the rank of the Jacobian of log p with respect to h at the first context (torch autograd, NumPy float64)",
+)
+hidden_size = quantity(
+    "d", lambda ctx: _pinned(ctx.case.d), lambda ctx: _pinned(ctx.case.d), integer=True, doc="the hidden size d"
+)
+contexts_count = quantity(
+    "N", lambda ctx: _pinned(ctx.case.N), lambda ctx: _pinned(ctx.case.N), integer=True, doc="the contexts N"
+)
+vocabulary = quantity(
+    "V", lambda ctx: _pinned(ctx.case.V), lambda ctx: _pinned(ctx.case.V), integer=True, doc="the vocabulary V"
+)
 
 
 # --------------------------------------------------------------------------- witnesses and strategies
@@ -486,6 +500,25 @@ def _with_single_latent(instances: Any) -> Any:
     return instances.map(lambda drawn: replace(drawn, K=1))
 
 
+#: Where the claims of this family range (the public API): softmax and mixture-of-contexts heads;
+#: the nonlinear heads (MoS with K >= 2, sigsoftmax, piecewise-linear); every head, for its Jacobian.
+softmax_heads = Cases(
+    lambda: _with_constant_column(head_instances(("softmax", "moc"))),
+    lambda V: _witnesses(V, ("softmax", "moc"), (1, 3), gap=1, constant=True),
+)
+nonlinear_heads = Cases(
+    lambda: head_instances(("mos", "sigsoftmax", "piecewise-linear"), K_min=2, scale_min=1.0),
+    lambda V: [
+        i
+        for i in _witnesses(V, ("mos", "sigsoftmax", "piecewise-linear"), (2, 4), gap=2)
+        if i.head == "mos" or i.K == 2
+    ],
+)
+every_head = Cases(
+    lambda: _with_constant_column(head_instances(hd.HEADS)),
+    lambda V: _witnesses(V, hd.HEADS, (3,), gap=None, constant=True),
+)
+
 FAMILY = Family("heads", array_api=False, random_instances=lambda V, n, seed: [])
 
 
@@ -496,12 +529,11 @@ bottleneck = FAMILY.claim(
     statement="rank(log P) ≤ d + 1 over any set of contexts, for P = softmax(W h) and P = softmax(W Σ_k π_k h_k)",
     domain="Gaussian heads, K = 1..8 latents, logit scale 0.3 to 10, W with or without a constant column",
     relation=Relation.AT_MOST,
-    bound="upper",
+    direction="upper",
     array_api=True,
     measure=measure_bottleneck,
     judge_exactly=judge_bottleneck,
-    witnesses=lambda V: _witnesses(V, ("softmax", "moc"), (1, 3), gap=1, constant=True),
-    strategy=lambda: _with_constant_column(head_instances(("softmax", "moc"))),
+    cases=softmax_heads,
 )
 mos = FAMILY.claim(
     "nonlinear-heads-exceed",
@@ -510,16 +542,11 @@ mos = FAMILY.claim(
     statement="rank(log P) ≥ d + 2 for MoS (K ≥ 2), sigsoftmax and the monotone piecewise-linear head",
     domain="generic Gaussian heads, N, V ≥ d + 2, logit scale 1 to 10 (a generic statement, not a universal one)",
     relation=Relation.AT_MOST,
-    bound="lower",
+    direction="lower",
     array_api=True,
     measure=measure_exceeds,
     judge_exactly=judge_exceeds,
-    witnesses=lambda V: [
-        i
-        for i in _witnesses(V, ("mos", "sigsoftmax", "piecewise-linear"), (2, 4), gap=2)
-        if i.head == "mos" or i.K == 2
-    ],
-    strategy=lambda: head_instances(("mos", "sigsoftmax", "piecewise-linear"), K_min=2, scale_min=1.0),
+    cases=nonlinear_heads,
 )
 jacobian = FAMILY.claim(
     "jacobian-rank",
@@ -535,16 +562,14 @@ jacobian = FAMILY.claim(
         "generic for MoC (∂h_eff/∂h invertible), sigsoftmax and MoS"
     ),
     relation=Relation.EQUAL,
-    bound=None,
     measure=measure_jacobian,
     judge_exactly=judge_jacobian,
-    witnesses=lambda V: _witnesses(V, hd.HEADS, (3,), gap=None, constant=True),
-    strategy=lambda: _with_constant_column(head_instances(hd.HEADS)),
+    cases=every_head,
 )
 bottleneck.with_mutant(
     "moc-exceeds-d-plus-1",
     statement="MoC log-probabilities reach rank ≥ d + 2  (false: MoC is a softmax of one mixed state)",
-    bound="lower",
+    direction="lower",
     measure=measure_exceeds,
     judge_exactly=judge_exceeds,
     witnesses=lambda V: _witnesses(V, ("moc",), (1, 3), gap=2),

@@ -35,6 +35,20 @@ The Eckart-Young tail, a real lower bound on the residual, is multiplied by F as
 
 from __future__ import annotations
 
+#: The public API of the family: its case types, the Cases bundles its claims range over, its quantities.
+__all__ = [
+    "Step",
+    "candidate_steps",
+    "contexts_count",
+    "exact_step_rank",
+    "exact_steps",
+    "first_order_rank",
+    "first_order_steps",
+    "hidden_size",
+    "truncated_steps",
+    "vocabulary",
+]
+
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -46,12 +60,13 @@ import mpmath
 import numpy as np
 from hypothesis import strategies as st
 
-from rankwall.checks import exact, tolerance
-from rankwall.checks.backends import Backend, resolve
+from rankwall.checks import exact, tolerance, toolkit
+from rankwall.checks.backends import Backend
+from rankwall.checks.quantities import quantity
+from rankwall.checks.toolkit import Cases, Family, numpy_float64
 from rankwall.checks.verdict import (
     Case,
     Certification,
-    Family,
     Judgement,
     Measurement,
     RankInterval,
@@ -71,7 +86,7 @@ class Step(Case):
     """A gradient step: ``up.construct_step(contexts, V, D, seed, integers=integers)`` with
     η = eta_num/eta_den, and the candidate update ``delta`` of the Eckart-Young claims."""
 
-    FAMILY: ClassVar[str] = "step"
+    KIND: ClassVar[str] = "step"
     contexts: int
     V: int
     D: int
@@ -113,30 +128,21 @@ def step(case: Step) -> tuple[np.ndarray, np.ndarray, np.ndarray, Fraction]:
 
 
 @dataclass(frozen=True)
-class Built:
-    """A Gaussian step in a backend: H, W, G rounded to its dtype, η as a float, the unit roundoff u of
-    that dtype and a label naming where it ran."""
+class Built(toolkit.Built):
+    """A Gaussian step in a backend: H, W, G rounded to its dtype and η as a float."""
 
     H: Any
     W: Any
     G: Any
     eta: float
-    u: float
-    label: str
 
 
 def built_step(case: Step, backend: Backend | None = None) -> Built:
     """The case's matrices in the backend's namespace, dtype and device (NumPy float64 by default)."""
-    backend = _numpy_float64() if backend is None else backend
+    backend = numpy_float64() if backend is None else backend
     H, W, G, eta = step(case)
     H, W, G = (backend.asarray(m) for m in (H, W, G))
-    return Built(H, W, G, float(eta), tolerance.unit_roundoff(backend.dtype), f"{backend.name} {backend.dtype_name}")
-
-
-@functools.lru_cache(maxsize=1)
-def _numpy_float64() -> Backend:
-    """NumPy float64: the default backend, where the judgements re-decide what a measurement left open."""
-    return resolve("numpy")
+    return Built(backend, H, W, G, float(eta))
 
 
 def update_matrix(case: Step, kind: str, backend: Backend | None = None) -> tuple[Any, bool]:
@@ -318,7 +324,8 @@ def judge_eckart_young(case: Step, factor: Fraction, extra: int = 0) -> Judgemen
         c = inner / norm2 if norm2 else 0
         fit = mpmath.sqrt(sum((c * Dm[i, j] - Gm[i, j]) ** 2 for i, j in entries))
         margin = fit - tail
-        scale = max(abs(fit), abs(tail), mpmath.mpf(1e-300))
+        # the residual and the tail are errors of G's size: 50-digit rounding moves them by ~1e-50 ‖G‖_F
+        scale = max(abs(fit), abs(tail), mpmath.sqrt(sum(Gm[i, j] ** 2 for i, j in entries)), mpmath.mpf(1e-300))
         sign = None if abs(margin) <= MP_UNDECIDED * scale else (1 if margin > 0 else -1)
         method, radius = f"mpmath {MP_DIGITS}-digit SVD", float(MP_UNDECIDED * scale)
         kind = None if sign is None else Certification.TWO_SIDED
@@ -331,11 +338,9 @@ def measure_attained(case: Step, backend: Backend, factor: Fraction, delta: Delt
 
 
 def judge_attained(case: Step, factor: Fraction, delta: DeltaKind = "truncated-svd") -> Judgement:
-    """As :func:`judge_eckart_young`; sides equal to 50-digit precision count as equal (two-sided)."""
-    j = judge_eckart_young(replace(case, delta=delta), factor)
-    sign = 0 if j.sign is None else j.sign
-    method = j.method + (" (equal to its precision)" if sign == 0 else "")
-    return Judgement(j.lhs, j.rhs, sign, method, j.radius, certified_by=Certification.TWO_SIDED)
+    """As :func:`judge_eckart_young`. Sides that agree to the 50-digit precision are left undecided with
+    that radius: the identity then holds within rounding (:func:`rankwall.checks.verdict.decide`)."""
+    return judge_eckart_young(replace(case, delta=delta), factor)
 
 
 def _witnesses(V: int, deltas: tuple[DeltaKind, ...]) -> list[Step]:
@@ -351,32 +356,75 @@ def _witnesses(V: int, deltas: tuple[DeltaKind, ...]) -> list[Step]:
     return rows
 
 
-FAMILY = Family("updates", bound=None, random_instances=lambda V, n, seed: [], source=f"{SEED_000}, Eq. 7 (§2.2)")
+# --------------------------------------------------------------------------- quantities (the public API)
 
 
-first_order_rank = FAMILY.claim(
+def _pinned(n: int) -> RankInterval:
+    return RankInterval(n, n, "the case", "the case", exact=True)
+
+
+first_order_rank = quantity(
+    "rank(−η(GWWᵀ + HHᵀG))",
+    lambda ctx: rank_interval(ctx.case, "first-order", ctx.backend),
+    lambda ctx: rank_interval(ctx.case, "first-order"),
+    integer=True,
+    doc="the rank of the first-order logit update of a step: exact for integer steps, else a certified interval",
+)
+exact_step_rank = quantity(
+    "rank(H'W'ᵀ − HWᵀ)",
+    lambda ctx: rank_interval(ctx.case, "exact-step", ctx.backend),
+    lambda ctx: rank_interval(ctx.case, "exact-step"),
+    integer=True,
+    doc="the rank of the exact logit change of a gradient step",
+)
+hidden_size = quantity(
+    "D", lambda ctx: _pinned(ctx.case.D), lambda ctx: _pinned(ctx.case.D), integer=True, doc="the hidden size D"
+)
+contexts_count = quantity(
+    "C",
+    lambda ctx: _pinned(ctx.case.contexts),
+    lambda ctx: _pinned(ctx.case.contexts),
+    integer=True,
+    doc="the contexts C (rows of G)",
+)
+vocabulary = quantity(
+    "V", lambda ctx: _pinned(ctx.case.V), lambda ctx: _pinned(ctx.case.V), integer=True, doc="the vocabulary V"
+)
+
+#: Where the claims of this family range: gradient steps with a first-order update, with an exact
+#: step, and with any of the rank-2D candidates of the Eckart-Young claims.
+first_order_steps = Cases(lambda: step_instances("first-order"), lambda V: _witnesses(V, ("first-order",)))
+exact_steps = Cases(lambda: step_instances("exact-step"), lambda V: _witnesses(V, ("exact-step",)))
+candidate_steps = Cases(
+    lambda: step_instances("any"), lambda V: _witnesses(V, ("first-order", "exact-step", "random-rank"))
+)
+truncated_steps = Cases(lambda: step_instances("truncated-svd"), lambda V: _witnesses(V, ("truncated-svd",)))
+
+
+FAMILY = Family("updates", random_instances=lambda V, n, seed: [], source=f"{SEED_000}, Eq. 7 (§2.2)")
+
+
+first_order_rank_claim = FAMILY.claim(
     "first-order-rank",
     title="The first-order logit update has rank at most 2D",
     statement="rank(−η(G W Wᵀ + H Hᵀ G)) ≤ 2D",
     domain="H: C × D, W: V × D, G: C × V; integer (exact rank) or Gaussian (certified rank interval)",
     relation=Relation.AT_MOST,
-    bound="upper",
+    direction="upper",
     measure=lambda i, b, f: measure_rank(i, b, f, "first-order"),
     judge_exactly=lambda i, f: judge_rank(i, f, "first-order"),
-    witnesses=lambda V: _witnesses(V, ("first-order",)),
-    strategy=lambda: step_instances("first-order"),
+    cases=first_order_steps,
 )
-exact_step_rank = FAMILY.claim(
+exact_step_rank_claim = FAMILY.claim(
     "exact-step-rank",
     title="The exact logit change of a gradient step has rank at most 2D",
     statement="rank(H'W'ᵀ − HWᵀ) ≤ 2D for H' = H − ηGW, W' = W − ηGᵀH",
     domain="as for updates.first-order-rank; η = p/q rational",
     relation=Relation.AT_MOST,
-    bound="upper",
+    direction="upper",
     measure=lambda i, b, f: measure_rank(i, b, f, "exact-step"),
     judge_exactly=lambda i, f: judge_rank(i, f, "exact-step"),
-    witnesses=lambda V: _witnesses(V, ("exact-step",)),
-    strategy=lambda: step_instances("exact-step"),
+    cases=exact_steps,
 )
 eckart_young = FAMILY.claim(
     "eckart-young",
@@ -385,11 +433,10 @@ eckart_young = FAMILY.claim(
     statement="‖cΔ − G‖_F ≥ (Σ_{i>2D} σ_i(G)²)^{1/2} for every Δ of rank ≤ 2D and every scalar c",
     domain="Δ = the first-order update, the exact step, a random rank-2D matrix, or G's truncated SVD",
     relation=Relation.AT_MOST,
-    bound="lower",
+    direction="lower",
     measure=measure_eckart_young,
     judge_exactly=judge_eckart_young,
-    witnesses=lambda V: _witnesses(V, ("first-order", "exact-step", "random-rank")),
-    strategy=lambda: step_instances("any"),
+    cases=candidate_steps,
 )
 eckart_young_attained = FAMILY.claim(
     "eckart-young-attained",
@@ -400,17 +447,16 @@ eckart_young_attained = FAMILY.claim(
     relation=Relation.EQUAL,
     measure=measure_attained,
     judge_exactly=judge_attained,
-    witnesses=lambda V: _witnesses(V, ("truncated-svd",)),
-    strategy=lambda: step_instances("truncated-svd"),
+    cases=truncated_steps,
 )
 
-first_order_rank.with_mutant(
+first_order_rank_claim.with_mutant(
     "at-most-2D-minus-1",
     statement="rank of the first-order update ≤ 2D − 1  (false: generically it is 2D)",
     measure=lambda i, b, f: measure_rank(i, b, f, "first-order", lambda D: 2 * D - 1),
     judge_exactly=lambda i, f: judge_rank(i, f, "first-order", lambda D: 2 * D - 1),
 )
-exact_step_rank.with_mutant(
+exact_step_rank_claim.with_mutant(
     "at-most-D",
     statement="rank(H'W'ᵀ − HWᵀ) ≤ D  (false: H'W'ᵀ and HWᵀ have rank D each, their difference generically 2D)",
     measure=lambda i, b, f: measure_rank(i, b, f, "exact-step", lambda D: D),
@@ -421,8 +467,7 @@ eckart_young.with_mutant(
     statement="‖cΔ − G‖_F ≥ (Σ_{i≥2D} σ_i(G)²)^{1/2}  (false: the truncated SVD misses only i > 2D)",
     measure=lambda i, b, f: measure_eckart_young(i, b, f, extra=1),
     judge_exactly=lambda i, f: judge_eckart_young(i, f, extra=1),
-    witnesses=lambda V: _witnesses(V, ("truncated-svd",)),
-    strategy=lambda: step_instances("truncated-svd"),
+    cases=truncated_steps,
 )
 eckart_young_attained.with_mutant(
     "rank-D-truncation",

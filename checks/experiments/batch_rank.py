@@ -121,9 +121,9 @@ def plot(records: list[dict[str, Any]], path: Path) -> None:
     right.set(xscale="log", yscale="log", xlabel="tokens in the batch", ylabel="singular components")
     right.set_title("components for 70% / 99% / 99.9% of the norm (Figure 7b)")
     left.legend(fontsize=7)
-    right.legend(fontsize=6, ncol=1)
+    right.legend(fontsize=6, loc="center left", bbox_to_anchor=(1.02, 0.5))  # beside the panel, off the data
     figure.tight_layout()
-    figure.savefig(path, dpi=120)
+    figure.savefig(path, dpi=120, bbox_inches="tight")
     plt.close(figure)
 
 

@@ -285,9 +285,9 @@ def plot(result: dict[str, Any], path: Path) -> None:
         title="Eq. 1 on the validation gradient (o: random subspace, same G; s: random head, own batch)",
     )
     ax.title.set_fontsize(8)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0))  # beside the panel, off the data
     figure.tight_layout()
-    figure.savefig(path, dpi=120)
+    figure.savefig(path, dpi=120, bbox_inches="tight")
     plt.close(figure)
 
 

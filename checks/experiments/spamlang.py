@@ -144,10 +144,10 @@ def plot(records: list[dict[str, Any]], path: Path) -> None:
             label = f"V = {r['V']:,}" + (f", D = {r['D']} (control)" if r["role"] != "sweep" else "")
             ax.plot(r["steps"], np.array(r["loss"]) / r["initial_loss_log_V"], style, label=label)
         ax.set(xlabel="step", title=f"SpamLang, D = {records[0]['D']}, {'tied' if tied else 'untied'} head")
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.15), ncol=3)  # below, off the data
     axes[0].set_ylabel("training loss / log V")
     figure.tight_layout()
-    figure.savefig(path, dpi=120)
+    figure.savefig(path, dpi=120, bbox_inches="tight")
     plt.close(figure)
 
 
