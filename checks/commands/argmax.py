@@ -149,7 +149,7 @@ def region_of(args: argparse.Namespace, D: int) -> tuple[Any, dict[str, Any] | N
         source = f"the final RMSNorm gain g: {bound} (1 + gamma_{{2D+8}}) for float32"
     else:
         region, source = (od.Ball(value) if kind == "ball" else od.Box(value)), "given"
-    extent = {"radius": region.radius} if kind == "ball" else {"radii": region.radii.tolist()}
+    extent = {"radius": region.radius} if kind == "ball" else {"radii": region.of_dimension(D).tolist()}
     return region, {"kind": kind, **extent, "from": source}
 
 
@@ -167,9 +167,7 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
         print(json.dumps(summary.to_json(), indent=2))
         return EXIT_OK
     within = "" if region_record is None else f", within the {region_record['kind']} ({region_record['from']})"
-    table = Table(
-        title=f"{name}: V = {summary.V:,}, D = {summary.D}, {'with' if summary.bias else 'no'} bias{within}"
-    )
+    table = Table(title=f"{name}: V = {summary.V:,}, D = {summary.D}, {'with' if summary.bias else 'no'} bias{within}")
     table.add_column("answer")
     table.add_column("tokens", justify="right")
     table.add_column("ids", overflow="fold")
