@@ -91,6 +91,7 @@ def texts(tmp_path):
     return first, second
 
 
+@pytest.mark.slow  # seconds of model runs; test_efficiency_anatomy_measures_the_given_text is the fast one
 @needs_transformers
 def test_sign_agreement_measures_the_given_text(tiny, tmp_path, monkeypatch):
     monkeypatch.setattr(loading, "load_causal_lm", lambda model: tiny)
@@ -99,6 +100,7 @@ def test_sign_agreement_measures_the_given_text(tiny, tmp_path, monkeypatch):
     assert records[0]["loss_float64"] != records[1]["loss_float64"]
 
 
+@pytest.mark.slow  # seconds of model runs; test_efficiency_anatomy_measures_the_given_text is the fast one
 @needs_transformers
 def test_attention_heads_measures_the_given_text(tiny, tmp_path):
     first, second = texts(tmp_path)
@@ -119,6 +121,7 @@ def test_efficiency_anatomy_measures_the_given_text(tiny, tmp_path, monkeypatch)
         efficiency_anatomy.smollm2(32, "too short", "short.txt")
 
 
+@pytest.mark.slow  # seconds of model runs; test_efficiency_anatomy_measures_the_given_text is the fast one
 @needs_transformers
 def test_the_cli_passes_the_text_through(tiny, tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(attention_heads, "load_causal_lm", lambda model: tiny)

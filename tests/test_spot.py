@@ -91,6 +91,8 @@ def test_fewer_contexts_than_d_give_their_own_rank_and_no_hidden_size(record):
     assert ranks["factorization_residual"] <= ranks["residual_bound"]
 
 
+@pytest.mark.slow  # 640 SmolLM2 contexts; the tiny llama of test_a_local_hugging_face_folder_runs_end_to_end and
+# tests/test_logprob_rank.py check the same contract (D + 1 from both ends, D recovered) fast
 def test_the_rank_of_smollm2s_log_probabilities_is_d_plus_one(smollm2):
     """On 640 contexts: the model's own float32 log P is within its rounding bound of the factorization
     through D + 1 = 577 columns, its singular values certify 577 from below, and the centred outputs
