@@ -147,3 +147,40 @@ def weyl_rank_lower_bound(
     top = float(sigma[0]) if sigma.size else 0.0
     margin = entry_error + svd_rank_margin(tuple(matrix.shape), u, forming_norm, top)
     return int(np.sum(sigma > margin)), margin, sigma
+
+
+#: Columns of a Gram matrix's factor cast to float64 at a time (rows x block float64 entries).
+GRAM_BLOCK_ENTRIES = 1 << 23
+
+
+def gram_rank_lower_bound(matrix: Any, *, entry_error: float = 0.0) -> tuple[int, float, np.ndarray]:
+    r"""``(#{σ̂_i > m}, m, σ̂)`` for a NumPy matrix M (float32 or float64, read exactly), through the
+    eigenvalues :math:`\hat\lambda` of its Gram matrix :math:`fl(MM^\top)` (of :math:`M^\top M` when M is
+    tall) in float64, :math:`\hat\sigma = \sqrt{\max(\hat\lambda, 0)}` in descending order. For a wide M
+    (m << n) it costs m²n flops where the SVD costs about twice that, and gives half the digits.
+
+    Certificate: with δ = :func:`rankwall.checks.tolerance.gram_eigenvalue_error`, every
+    :math:`\sigma_i(M)^2 \ge \hat\lambda_i - \delta`, and Weyl's inequality moves each singular value of a
+    matrix M* within ``entry_error`` = ε of M (Frobenius norm) by at most ε. So
+    :math:`\hat\lambda_i > \delta + \varepsilon^2`, i.e. :math:`\hat\sigma_i > m = \sqrt{\delta + \varepsilon^2}`, makes
+    :math:`\sigma_i(M^*) > 0`: the count is a certified *lower* bound on rank M*, never an upper one."""
+    from rankwall.checks.tolerance import gram_eigenvalue_error, unit_roundoff
+
+    M = np.asarray(matrix)
+    if M.ndim != 2 or M.dtype not in (np.float32, np.float64):
+        raise InputError(f"matrix: expected a 2-D float32 or float64 array, got ndim {M.ndim}, dtype {M.dtype}")
+    if M.shape[0] > M.shape[1]:
+        M = M.T
+    rows, columns = M.shape
+    gram = np.zeros((rows, rows))
+    squares = 0.0
+    block = max(1, GRAM_BLOCK_ENTRIES // max(rows, 1))
+    for start in range(0, columns, block):
+        part = M[:, start : start + block].astype(np.float64)
+        gram += part @ part.T
+        squares += float(np.einsum("ij,ij->", part, part))
+    eigenvalues = np.linalg.eigvalsh(gram)[::-1]
+    sigma = np.sqrt(np.maximum(eigenvalues, 0.0))
+    delta = gram_eigenvalue_error((rows, columns), unit_roundoff(np.float64), squares)
+    margin = float(np.sqrt(delta + entry_error**2))
+    return int(np.sum(sigma > margin)), margin, sigma

@@ -16,6 +16,7 @@ exact or ball arithmetic (:mod:`rankwall.checks.exact`).
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -26,9 +27,11 @@ __all__ = [
     "dense_eigenvalue_error",
     "dtype_name",
     "gamma",
+    "gram_eigenvalue_error",
     "head_log_probability_error",
     "log_softmax_error",
     "quadratic_form_tolerance",
+    "row_centring_error",
     "smallest_normal",
     "spectral_norm_tolerance",
     "sum_tolerance",
@@ -77,6 +80,21 @@ def svd_rank_margin(shape: tuple[int, int], u: float, forming_norm: float, sigma
     return gamma(max(m, n) + 2, u) * min(m, n) ** 0.5 * sigma_max + gamma(n + 4, u) * forming_norm
 
 
+def gram_eigenvalue_error(shape: tuple[int, int], u: float, frobenius_squared: float) -> float:
+    r"""Bound on :math:`|\hat\lambda_i - \sigma_i(M)^2|` for the eigenvalues :math:`\hat\lambda` of the
+    computed Gram matrix :math:`\hat G = fl(MM^\top)` of an m x n matrix M (m <= n, its entries read
+    exactly), found by a backward-stable symmetric eigensolver. Each entry of :math:`\hat G` is a dot
+    product of n terms, so :math:`|\hat G - MM^\top| \le \gamma_n |M||M|^\top` entrywise (Higham eq. 3.5)
+    and :math:`\lVert \hat G - MM^\top\rVert_2 \le \gamma_n\lVert M\rVert_F^2`; the eigensolver adds
+    :math:`\gamma_{m+2}\sqrt m\,\lVert\hat G\rVert_2 \le \gamma_{m+2}\sqrt m(1 + \gamma_n)\lVert M\rVert_F^2`
+    (as in :func:`dense_eigenvalue_error`); Weyl's inequality adds the two. ``frobenius_squared`` is the
+    computed :math:`\lVert M\rVert_F^2`, a sum of mn rounded squares: the real one is at most
+    :math:`1/(1 - \gamma_{mn})` times it."""
+    m, n = shape
+    squared = frobenius_squared / (1 - gamma(m * n, u))
+    return (gamma(n, u) + gamma(m + 2, u) * m**0.5 * (1 + gamma(n, u))) * squared
+
+
 def log_softmax_error(A: Any, L: Any, u: float) -> float:
     """Frobenius bound on the error of a computed :math:`L = \\log\\operatorname{softmax}(A)`:
     each entry :math:`A_{ij} - m_i - \\log\\sum_j e^{A_{ij} - m_i}` carries at most
@@ -96,3 +114,20 @@ def head_log_probability_error(L: Any, logit_bound: float, K: int, u: float) -> 
     L = np.asarray(L, dtype=np.float64)
     scale = 1 + np.abs(L) + 2 * logit_bound
     return gamma(L.shape[1] + K + 16, u) * float(np.sqrt(np.sum(scale * scale)))
+
+
+def row_centring_error(L: Any, u: float) -> float:
+    r"""Frobenius bound on the error of centring each row of L over its V entries,
+    :math:`fl(L_{ij} - fl(\bar L_i))` with :math:`\bar L_i` the row mean: the mean, a sum of V terms and
+    one division, is off by at most :math:`e_i = \gamma_V \operatorname{mean}_j |L_{ij}|` (Higham eq. 4.4),
+    the same for every entry of the row, and the subtraction adds u times the computed entry, which is
+    at most :math:`|L_{ij} - \bar L_i| + e_i`; centring is an orthogonal projection, so
+    :math:`\lVert L - \bar L\mathbf 1^\top\rVert_F \le \lVert L\rVert_F`. In all,
+    :math:`(1 + u)\sqrt{V\sum_i e_i^2} + u\lVert L\rVert_F`, computed in row blocks (no N x V temporary)."""
+    L = np.asarray(L)
+    V = L.shape[1]
+    rows = max(1, (1 << 22) // max(V, 1))
+    blocks = [np.abs(L[i : i + rows], dtype=np.float64) for i in range(0, len(L), rows)]
+    mean_abs = np.concatenate([block.mean(axis=1) for block in blocks]) if blocks else np.zeros(0)
+    norm = math.sqrt(sum(float(np.sum(block * block)) for block in blocks))
+    return (1 + u) * float(np.sqrt(V * np.sum((gamma(V, u) * mean_abs) ** 2))) + u * norm

@@ -157,8 +157,8 @@ def test_verify_exit_code_is_the_worst_over_the_sizes(capsys, monkeypatch):
 
     checked = Claim.check
 
-    def violated_at_128(self, instance, backend, factor=1):
-        verdict = checked(self, instance, backend)
+    def violated_at_128(self, instance, backend, factor=1, **options):
+        verdict = checked(self, instance, backend, **options)
         return replace(verdict, status=Status.VIOLATED) if instance.vocabulary == 128 else verdict
 
     monkeypatch.setattr(Claim, "check", violated_at_128)

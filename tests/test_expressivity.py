@@ -295,12 +295,33 @@ class TestArgmaxableTokens:
             (np.full((3, 2), np.nan), None, "W: non-finite value"),
             (np.ones((3, 2)), np.ones(2), "bias: shape (2,) does not match"),
             (np.ones((3, 2)), np.array([0.0, np.inf, 0.0]), "bias: non-finite value"),
+            # issue 19: a cast would drop the imaginary part (with a NumPy warning) and answer
+            (np.ones((3, 2)) * (1 + 1j), None, "W: expected a real dtype"),
+            (np.ones((3, 2)), np.array([1j, 0, 0]), "bias: expected a real dtype"),
+            # issue 19: strings raised a bare ValueError from inside NumPy
+            ([["1", "0"], ["0", "1"], ["1", "1"]], None, "W: string '1' at index (0, 0)"),
+            (np.ones((3, 2)), ["0", "1", "2"], "bias: string '0' at index (0,)"),
+            # issue 19: booleans are refused here as load_head refuses them in files
+            (np.eye(3, 2, dtype=bool), None, "W: boolean entries"),
+            (np.ones((3, 2)), np.array([True, False, True]), "bias: boolean entries"),
         ],
     )
     def test_bad_heads_are_refused(self, W, bias, message):
         with pytest.raises(InputError) as error:
             ex.argmaxable(W, bias)
         assert message in str(error.value)
+
+    def test_a_boolean_head_is_refused_from_memory_and_from_disk(self, tmp_path, capsys):
+        """Issue 19: the same boolean head is refused by the library and by ``rankwall argmax --head``,
+        rather than cast to 0/1 in one place and refused in the other."""
+        from rankwall.checks.cli import EXIT_USAGE, main
+
+        W = np.array([[True, False], [False, True], [False, False], [True, True]])
+        np.save(tmp_path / "bool.npy", W)
+        assert main(["argmax", "--head", str(tmp_path / "bool.npy")]) == EXIT_USAGE
+        assert "holds booleans" in capsys.readouterr().err
+        with pytest.raises(InputError, match="boolean entries"):
+            ex.argmaxable(W)
 
     @pytest.mark.parametrize("tokens", [[0, 3], [-1], [[0, 1]], [0.5]])
     def test_bad_token_ids_are_refused(self, tokens):

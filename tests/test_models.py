@@ -133,3 +133,33 @@ class TestSmolLM2Head:
         assert main(["argmax", "--json"]) == 0
         record = json.loads(capsys.readouterr().out)
         assert record["V"] == 49152 and sum(record["methods"].values()) == 49152
+
+
+class TestSpotOutputFolder:
+    """Issue 19: a failed ``spot`` leaves no folder that it created behind."""
+
+    def test_a_failed_spot_removes_the_folder_it_created(self, tmp_path, capsys):
+        out = tmp_path / "a" / "spot-out"
+        assert main(["spot", str(tmp_path / "no-model"), "--tokens", "16", "--out", str(out)]) == 2
+        assert "model:" in capsys.readouterr().err
+        assert not (tmp_path / "a").exists()
+
+    def test_a_folder_that_existed_stays(self, tmp_path, capsys):
+        assert main(["spot", str(tmp_path / "no-model"), "--tokens", "16", "--out", str(tmp_path)]) == 2
+        assert tmp_path.is_dir()
+
+    def test_a_created_folder_that_is_no_longer_empty_stays(self, tmp_path):
+        from rankwall.checks.models import spot
+
+        out = tmp_path / "new" / "deeper"
+        with pytest.raises(RuntimeError), spot.output_folder(out) as folder:
+            (folder / "keep.txt").write_text("a user's file")
+            raise RuntimeError("the run failed")
+        assert (out / "keep.txt").read_text() == "a user's file"
+
+    def test_a_successful_block_keeps_its_folder(self, tmp_path):
+        from rankwall.checks.models import spot
+
+        with spot.output_folder(tmp_path / "made") as folder:
+            pass
+        assert folder.is_dir() and folder == tmp_path / "made"

@@ -82,6 +82,36 @@ def test_float64_loss_matches_the_model_to_float32_rounding(smollm2, record):
     assert abs(record["loss_float64"] - record["loss_float32_model"]) <= bound
 
 
+def test_fewer_contexts_than_d_give_their_own_rank_and_no_hidden_size(record):
+    """At 96 tokens both ends of rank(log P) meet at the 96 contexts, and the centred rank, capped by
+    them too, recovers no hidden size."""
+    ranks = record["log_probability_rank"]
+    assert (ranks["lower"], ranks["upper"], ranks["centred"]["lower"], ranks["centred"]["upper"]) == (96,) * 4
+    assert ranks["hidden_size_recovered"] is None
+    assert ranks["factorization_residual"] <= ranks["residual_bound"]
+
+
+@pytest.mark.slow  # 640 SmolLM2 contexts; the tiny llama of test_a_local_hugging_face_folder_runs_end_to_end and
+# tests/test_logprob_rank.py check the same contract (D + 1 from both ends, D recovered) fast
+def test_the_rank_of_smollm2s_log_probabilities_is_d_plus_one(smollm2):
+    """On 640 contexts: the model's own float32 log P is within its rounding bound of the factorization
+    through D + 1 = 577 columns, its singular values certify 577 from below, and the centred outputs
+    recover D = 576."""
+    import torch
+
+    from rankwall.checks.models import logprob_rank
+
+    ids = spot.read_tokens(smollm2, read_corpus("wikitext-2.valid.txt"), "wikitext-2.valid.txt", 640)
+    with torch.no_grad():
+        state = smollm2.model.model(input_ids=torch.as_tensor(ids[:-1])[None, :]).last_hidden_state
+        logits = smollm2.model.get_output_embeddings()(state)[0].numpy()
+    served = torch.log_softmax(torch.from_numpy(logits), dim=-1).numpy()
+    result = logprob_rank.model_rank(state[0].numpy(), smollm2.head, None, served, logits)
+    assert (result.log_probability.lower, result.log_probability.upper) == (577, 577)
+    assert (result.centred.lower, result.centred.upper) == (576, 576) and result.hidden_size_recovered == 576
+    assert result.residual <= result.residual_bound
+
+
 def test_text_shorter_than_the_tokens_is_refused(smollm2):
     with pytest.raises(InputError, match=r"short.txt holds .* fewer than --tokens 1000"):
         spot.read_tokens(smollm2, "Too short to hold a thousand tokens.", "short.txt", 1000)
@@ -113,6 +143,12 @@ def test_the_recorded_run_in_the_docs_is_reproduced(tmp_path, capsys):
         assert abs(fresh["eq1"][key] - recorded["eq1"][key]) <= 1e-3
     assert fresh["gradient_rank"] == recorded["gradient_rank"]
     assert fresh["unargmaxable"] == recorded["unargmaxable"]
+    for head in (fresh["log_probability_rank"], fresh["log_probability_rank"]["random_head"]):
+        assert (head["lower"], head["upper"], head["hidden_size_recovered"]) == (577, 577, 576)
+    with_bias = fresh["log_probability_rank"]["head_with_bias"]
+    assert (with_bias["lower"], with_bias["upper"], with_bias["hidden_size_recovered"]) == (578, 578, 577)
+    keys = ("lower", "upper", "hidden_size_recovered")
+    assert [fresh["log_probability_rank"][k] for k in keys] == [recorded["log_probability_rank"][k] for k in keys]
 
 
 def test_a_local_hugging_face_folder_runs_end_to_end(smollm2, tmp_path):
@@ -134,6 +170,8 @@ def test_a_local_hugging_face_folder_runs_end_to_end(smollm2, tmp_path):
     loaded = loading.load_causal_lm(tmp_path)
     W, bias, _ = loading.load_head(tmp_path)
     assert np.array_equal(W, loaded.head) and bias is None and not loaded.tied
-    record = spot.spot(loaded, read_corpus("wikitext-2.valid.txt"), 32, context=32, argmax=False)
-    assert record["D"] == 32 and record["attention"]["rows"] == 2 * 4 * 32
+    record = spot.spot(loaded, read_corpus("wikitext-2.valid.txt"), 48, context=48, argmax=False)
+    assert record["D"] == 32 and record["attention"]["rows"] == 2 * 4 * 48
     assert record["attention"]["jacobian_bound_violations"] == 0
+    ranks = record["log_probability_rank"]  # any model spot loads: D + 1 = 33 on 48 contexts
+    assert (ranks["lower"], ranks["upper"], ranks["hidden_size_recovered"]) == (33, 33, 32)

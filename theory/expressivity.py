@@ -31,7 +31,7 @@ import array_api_compat
 import numpy as np
 
 from rankwall.theory._rounding import gamma, unit_roundoff
-from rankwall.theory.validation import InputError, check_integer_in, check_real_in
+from rankwall.theory.validation import InputError, as_real_array, check_integer_in, check_real_in
 
 #: Bisection steps for the circle radius after the bracket is found (2^-64 of the bracket: below
 #: one ulp of r).
@@ -195,12 +195,15 @@ SMALLEST_SUBNORMAL = 2.0**-1074
 
 
 def _validated_head(W: Any, bias: Any) -> tuple[np.ndarray, np.ndarray]:
-    W = np.asarray(W, dtype=np.float64)
+    """W and b as float64 once they are real numbers: booleans (a mask, not weights), complex numbers
+    (whose imaginary part a cast would drop) and strings are refused by name, as ``load_head`` refuses
+    them in files, so a head answers the same from memory and from disk."""
+    W = as_real_array(W, "W")
     if W.ndim != 2 or W.shape[0] < 2 or W.shape[1] < 1:
         raise InputError(f"W: expected a (V x D) head with V >= 2 and D >= 1, got shape {W.shape}")
     if not np.all(np.isfinite(W)):
         raise InputError("W: non-finite value")
-    b = np.zeros(W.shape[0]) if bias is None else np.asarray(bias, dtype=np.float64)
+    b = np.zeros(W.shape[0]) if bias is None else as_real_array(bias, "bias")
     if b.shape != (W.shape[0],):
         raise InputError(f"bias: shape {b.shape} does not match the {W.shape[0]} rows of W")
     if not np.all(np.isfinite(b)):
@@ -215,7 +218,7 @@ def _norms(X: np.ndarray) -> np.ndarray:
     return top * np.linalg.norm(X / np.where(top > 0, top, 1.0)[:, None], axis=1)
 
 
-def _dyadic(x: np.ndarray) -> tuple[np.ndarray, int]:
+def dyadic(x: np.ndarray) -> tuple[np.ndarray, int]:
     """Python integers n (an object array shaped like x) and one exponent e with x = n 2^e exactly:
     every float is a 53-bit integer times a power of two."""
     mantissa, exponent = np.frexp(x)
@@ -309,9 +312,9 @@ def wins_exactly(head: Head, h: np.ndarray, token: int, rivals: np.ndarray) -> b
     arithmetic: with one exponent for the rows, one for h and one for the biases, every logit is an
     integer times :math:`2^{e_W + e_h}` plus an integer times :math:`2^{e_b}`."""
     rows = np.r_[token, rivals].astype(np.int64)
-    W, e_W = _dyadic(head.W[rows])
-    h_int, e_h = _dyadic(h)
-    b, e_b = _dyadic(head.b[rows])
+    W, e_W = dyadic(head.W[rows])
+    h_int, e_h = dyadic(h)
+    b, e_b = dyadic(head.b[rows])
     low = min(e_W + e_h, e_b)
     z = (W @ h_int) * (1 << (e_W + e_h - low)) + b * (1 << (e_b - low))
     return bool(np.all(z[0] > z[1:]))
@@ -339,7 +342,7 @@ def duplicate_losers(W: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarr
     return losers[sorted_], twins[sorted_]
 
 
-def _whitening(W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def whitening(W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The mean row and the pseudo-inverse of the rows' covariance."""
     mean = W.mean(axis=0)
     covariance = np.zeros((W.shape[1], W.shape[1]))
@@ -357,7 +360,7 @@ def whitened_directions(W: np.ndarray, tokens: np.ndarray) -> np.ndarray:
     coordinates :math:`x = C^{+/2}(w - \bar w)` this is :math:`h = x_i`, whose logit
     :math:`\|x_i\|^2` beats :math:`x_j \cdot x_i` unless x_j lies near x_i's direction with a larger
     norm. Shifting every row by the mean moves every logit by the same amount."""
-    mean, inverse = _whitening(W)
+    mean, inverse = whitening(W)
     return (W[tokens] - mean) @ inverse
 
 
@@ -479,7 +482,7 @@ def exact_weights(head: Head, token: int, support: np.ndarray) -> list[Fraction]
     from flint import fmpq_mat
 
     k = len(support)
-    rows, _ = _dyadic(head.W[np.r_[support, token].astype(np.int64)])  # one exponent: the equations scale by it
+    rows, _ = dyadic(head.W[np.r_[support, token].astype(np.int64)])  # one exponent: the equations scale by it
     system = [*rows.T.tolist(), [1] * (k + 1)]
     reduced, rank = fmpq_mat(system).rref()
     weights = [Fraction(0)] * k
@@ -567,7 +570,7 @@ def argmaxable(
             method[loser] = "duplicate row"
     progress(len(combination))
     open_tokens = np.flatnonzero((method == "") & wanted)
-    mean, inverse = _whitening(head.W) if len(open_tokens) else (None, None)
+    mean, inverse = whitening(head.W) if len(open_tokens) else (None, None)
     candidates = [("certificate whitened", lambda t: (head.W[t] - mean) @ inverse)]
     candidates += [(f"certificate h = {s:g} w_i", lambda t, s=s: s * head.W[t]) for s in CHEAP_SCALES]
     block = max(1, BLOCK_ENTRIES // V)
@@ -610,6 +613,67 @@ def argmaxable(
         "witness": witness,
         "combination": combination,
     }
+
+
+def bounded_argmaxable(
+    W: Any,
+    bias: Any = None,
+    *,
+    region: Any,
+    tokens: Any = None,
+    on_progress: Callable[[int], None] | None = None,
+) -> dict[str, Any]:
+    r""":func:`argmaxable` within a bound on h: a ball :math:`\lVert h\rVert_2 \le R` or a box
+    :math:`|h_i| \le r_i` (:class:`rankwall.theory.orderings.Ball`, :class:`~rankwall.theory.orderings.Box`),
+    the region a final norm layer confines h to.
+
+    *Without a bias the bound changes nothing* (for any R > 0 or radii > 0): the logits are linear in h,
+    so :math:`t h` with t > 0 has the same strict argmax as h, and a winning h scaled by a power of two
+    into the region still wins (exactly: every logit is multiplied by the same power of two); a token that
+    never wins anywhere never wins in the region. So each witness of :func:`argmaxable` is scaled by
+    :math:`2^{-e}` into the region and re-checked exactly, and the never-tokens keep their certificates.
+    *With a bias* the bound matters (a token may win only far out): a witness outside the region is
+    replaced by the answer of :func:`rankwall.theory.orderings.decide_ordering` for the one-token
+    ordering within the region, a winning h inside it or weights :math:`\lambda` with
+    :math:`\sigma(\sum_j \lambda_j (w_i - w_j)) + \sum_j \lambda_j (b_i - b_j) \le 0` (σ the region's support
+    function), checked exactly.
+
+    Returns :func:`argmaxable`'s keys, decided within the region, with ``bounded`` (token ->
+    (pairs, exact weights)) for the tokens that win somewhere but never within the bound."""
+    from rankwall.theory import orderings as od
+
+    if not isinstance(region, od.Ball | od.Box):
+        raise InputError(f"region: expected a Ball or a Box, got {region!r:.60}")
+    result = argmaxable(W, bias, tokens=tokens, on_progress=on_progress)
+    head = Head.of(W, bias)
+    if isinstance(region, od.Box):
+        region.of_dimension(head.W.shape[1])
+    argmaxable_tokens = np.flatnonzero(result["argmaxable"])
+    outside = [t for t in argmaxable_tokens if not od.inside(region, result["witness"][t])]
+    bounded: dict[int, tuple[tuple[tuple[int, int], ...], tuple[Fraction, ...]]] = {}
+    method, witness, decided = result["method"].copy(), result["witness"].copy(), result["argmaxable"].copy()
+    if not np.any(head.b):
+        for t in outside:
+            witness[t] = od.into_region(witness[t], region)
+        block = max(1, BLOCK_ENTRIES // head.W.shape[0])
+        for start in range(0, len(outside), block):
+            chunk = np.array(outside[start : start + block], dtype=np.int64)
+            wins = head.winners(witness[chunk], chunk)
+            decided[chunk[~wins]] = False  # cannot happen (the scaling is exact); never claimed if it did
+            for t in chunk:
+                method[t] = f"{method[t]}, scaled into the bound" if decided[t] else "no certificate"
+    else:
+        whitened = whitening(head.W)
+        for t in outside:
+            answer = od.decide_ordering(head, (int(t),), region, whitened)
+            decided[t] = answer.status == od.REALISABLE
+            witness[t] = answer.witness if decided[t] else np.nan
+            method[t] = f"within the bound: {answer.method}"
+            if answer.status == od.UNREALISABLE:
+                bounded[int(t)] = (answer.pairs, answer.weights)
+    never = result["never"].copy()
+    never[list(bounded)] = True
+    return {**result, "argmaxable": decided, "never": never, "method": method, "witness": witness, "bounded": bounded}
 
 
 # --------------------------------------------------------------------------- codes on the sphere

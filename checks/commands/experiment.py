@@ -12,7 +12,7 @@ from rankwall.checks.experiments import experiments
 
 NAME = "experiment"
 HELP = "run an experiment (synthetic languages, trained heads, SmolLM2) and write its JSON and PNG"
-ORDER = 7
+ORDER = 8
 DESCRIPTION = "Each writes NAME.json and NAME.png into --out; `rankwall experiment NAME --help` lists its flags."
 
 

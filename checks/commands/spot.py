@@ -16,13 +16,14 @@ from rankwall.checks.outputs import progress_bar
 
 NAME = "spot"
 HELP = "spot checks of the theory on a real model's logits, head and attention"
-ORDER = 6
+ORDER = 7
 #: The text ``spot`` reads when no ``--text`` is given (shipped with the package).
 SPOT_TEXT = "wikitext-2.valid.txt"
 DESCRIPTION = """\
 Run a causal language model (float32 forward and backward, float64 metrics after) over the first
 --tokens predictions of a text, and measure Eq. 1, the rank of the logit gradient, the update
-efficiency of §3.4, the seed-002 attention analysis and the unargmaxable tokens of its head. Writes
+efficiency of §3.4, the seed-002 attention analysis, the certified rank of its log-probabilities
+(seed 001, Corollary 1: D + 1) and the hidden size read off them, and the unargmaxable tokens of its head. Writes
 spot.json and spot.png into --out. Every argument is checked before the model loads; nothing downloads.
 """
 
@@ -48,43 +49,42 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     from rankwall.checks.data import read_corpus, read_text_file
     from rankwall.checks.models import spot
     from rankwall.checks.models.loading import load_causal_lm
-    from rankwall.checks.outputs import writable_folder
 
     # Every argument is checked before the model is loaded (tens of seconds and a GB of memory).
     if args.text is None:
         label, text = SPOT_TEXT, read_corpus(SPOT_TEXT)
     else:
         label, text = str(args.text), read_text_file(args.text, "--text")
-    folder = writable_folder(args.out, "--out")
-    steps = 5 if args.no_argmax else 6
-    with progress_bar(err) as progress:
-        task = progress.add_task("loading the model", total=steps)
+    with spot.output_folder(args.out, "--out") as folder:  # a failed run leaves no folder it created
+        steps = 6 if args.no_argmax else 7
+        with progress_bar(err) as progress:
+            task = progress.add_task("loading the model", total=steps)
 
-        def step(description: str) -> None:
-            progress.update(task, description=description)
-            progress.advance(task)
+            def step(description: str) -> None:
+                progress.update(task, description=description)
+                progress.advance(task)
 
-        started = time.perf_counter()
-        loaded = load_causal_lm(args.model)
-        load_seconds = time.perf_counter() - started
-        step("reading the text")
-        record = spot.spot(
-            loaded,
-            text,
-            args.tokens,
-            context=args.context,
-            argmax=not args.no_argmax,
-            text_label=label,
-            on_step=step,
-        )
-        record["load_seconds"] = load_seconds
-    json_path, png_path = spot.write(record, folder)
-    if args.json:
-        print(json.dumps(record, indent=2))
+            started = time.perf_counter()
+            loaded = load_causal_lm(args.model)
+            load_seconds = time.perf_counter() - started
+            step("reading the text")
+            record = spot.spot(
+                loaded,
+                text,
+                args.tokens,
+                context=args.context,
+                argmax=not args.no_argmax,
+                text_label=label,
+                on_step=step,
+            )
+            record["load_seconds"] = load_seconds
+        json_path, png_path = spot.write(record, folder)
+        if args.json:
+            print(json.dumps(record, indent=2))
+            return EXIT_OK
+        print_spot(record, out)
+        out.print(f"wrote {json_path} and {png_path}")
         return EXIT_OK
-    print_spot(record, out)
-    out.print(f"wrote {json_path} and {png_path}")
-    return EXIT_OK
 
 
 def print_spot(record: dict[str, Any], out: Console) -> None:
@@ -124,5 +124,13 @@ def print_spot(record: dict[str, Any], out: Console) -> None:
         f"row sums zero to float32 rounding in {att['rows_summing_to_zero_within_float32_rounding']} rows; "
         f"violations: bounds {att['jacobian_bound_violations']}, gain > ||J|| {att['gain_above_norm_violations']}"
     )
+    if "log_probability_rank" in record:
+        ranks = record["log_probability_rank"]
+        out.print(
+            f"rank of log P: {ranks['lower']}..{ranks['upper']} (D + 1 = {ranks['D'] + 1}); "
+            f"hidden size recovered from the centred outputs: {ranks['hidden_size_recovered']}; "
+            f"random head {ranks['random_head']['lower']}..{ranks['random_head']['upper']}, "
+            f"with a bias {ranks['head_with_bias']['lower']}..{ranks['head_with_bias']['upper']}"
+        )
     if "unargmaxable" in record:
         out.print(f"unargmaxable tokens: {len(record['unargmaxable'])} {record['unargmaxable'][:20]}")

@@ -36,7 +36,7 @@ from rich.console import Console
 from rich.table import Table
 
 from rankwall.checks.arguments import integer_in
-from rankwall.checks.data import read_corpus
+from rankwall.checks.data import read_corpus, read_text_file
 from rankwall.checks.models.loading import DEFAULT_MODEL, LoadedModel, load_causal_lm
 from rankwall.checks.models.spot import attention_rows, captured_attention, read_tokens
 from rankwall.checks.outputs import peak_memory_mb, progress_bar, write_outputs
@@ -257,13 +257,18 @@ def run(
     heads: int = HEADS,
     seed: int = 0,
     on_step: Callable[[], None] | None = None,
+    text: str | None = None,
+    text_label: str = TEXT,
 ) -> dict[str, Any]:
-    """:func:`measure` on the first ``windows`` x (``context`` + 1) tokens of the WikiText-2 test split."""
+    """:func:`measure` on the first ``windows`` x (``context`` + 1) tokens of ``text`` (named
+    ``text_label`` in the record; the shipped WikiText-2 test split by default)."""
     started = time.perf_counter()
-    ids = read_tokens(loaded, read_corpus(TEXT), TEXT, windows * (context + 1) - 1)
+    if text is None:
+        text, text_label = read_corpus(TEXT), TEXT
+    ids = read_tokens(loaded, text, text_label, windows * (context + 1) - 1)
     record = {
         "model": loaded.source.name,
-        "text": TEXT,
+        "text": text_label,
         "windows": windows,
         "context": context,
         "seed": seed,
@@ -342,10 +347,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--heads", type=integer_in(1, 64), default=HEADS, help=f"confident heads to test (default {HEADS})"
     )
+    parser.add_argument("--text", default=None, help=f"UTF-8 text file (default: the shipped {TEXT})")
 
 
 def main(args: argparse.Namespace, out: Console, err: Console) -> None:
     """``rankwall experiment attention-heads``: run, write JSON and PNG, print a table (or the JSON)."""
+    text = None if args.text is None else read_text_file(args.text)  # checked before the model loads
     loaded = load_causal_lm(args.model)
     with progress_bar(err) as progress:
         task = progress.add_task("attention-heads", total=steps(args.heads))
@@ -356,6 +363,8 @@ def main(args: argparse.Namespace, out: Console, err: Console) -> None:
             heads=args.heads,
             seed=args.seed,
             on_step=lambda: progress.advance(task),
+            text=text,
+            text_label=TEXT if args.text is None else str(args.text),
         )
     json_path, png_path = write(record, Path(args.out))
     if args.json:

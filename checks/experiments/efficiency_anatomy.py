@@ -37,6 +37,7 @@ from rich.table import Table
 from rankwall.checks.arguments import integer_in
 from rankwall.checks.outputs import peak_memory_mb, progress_bar, write_outputs
 from rankwall.theory import compression as cp
+from rankwall.theory.validation import InputError
 
 NAME = "efficiency-anatomy"
 SUMMARY = "the update-efficiency ratio split into kernel (1/c) and anisotropy of W (seed 000, Figure 6)"
@@ -102,15 +103,18 @@ def head_count(dimensions: tuple[int, ...]) -> int:
     return len(dimensions) + sum(D < WIDTH for D in dimensions) + 1
 
 
-def smollm2(tokens: int) -> dict[str, Any]:
-    """SmolLM2-135M's tied head on the logit gradient of its first ``tokens`` predictions of the
-    WikiText-2 validation text (hidden states from the spot check's forward pass)."""
+def smollm2(tokens: int, text: str | None = None, text_label: str = SPOT_TEXT) -> dict[str, Any]:
+    """SmolLM2-135M's tied head on the logit gradient of its first ``tokens`` predictions of ``text``
+    (named ``text_label``; the WikiText-2 validation text by default), hidden states from the spot
+    check's forward pass."""
     from rankwall.checks.data import read_corpus
     from rankwall.checks.models import spot
     from rankwall.checks.models.loading import load_causal_lm
 
+    if text is None:
+        text, text_label = read_corpus(SPOT_TEXT), SPOT_TEXT
     loaded = load_causal_lm("smollm2")
-    ids = spot.read_tokens(loaded, read_corpus(SPOT_TEXT), SPOT_TEXT, tokens)
+    ids = spot.read_tokens(loaded, text, text_label, tokens)
     H, _, _ = spot.forward_backward(loaded, ids, context=tokens)
     return {"kind": "SmolLM2-135M (tied)", "D": int(loaded.head.shape[1]), **anatomy(H, loaded.head, ids[1:])}
 
@@ -123,10 +127,17 @@ def run(
     model_tokens: int | None = MODEL_TOKENS,
     seed: int = 0,
     on_head: Callable[[], None] | None = None,
+    text_file: str | Path | None = None,
 ) -> dict[str, Any]:
     """Every synthetic head (on a synthetic batch of ``tokens`` Zipfian targets), then SmolLM2 on
-    ``model_tokens`` tokens (skipped when None)."""
+    ``model_tokens`` tokens of ``text_file`` (a UTF-8 file, read first; the WikiText-2 validation text
+    by default), skipped when ``model_tokens`` is None."""
+    from rankwall.checks.data import read_text_file
+
+    if text_file is not None and model_tokens is None:
+        raise InputError("--text: applies to the SmolLM2 row, which --no-model skips")
     started = time.perf_counter()
+    text = None if text_file is None else read_text_file(text_file)
     rows = []
     for kind, D, W in synthetic_heads(V, dimensions, seed):
         H, targets = cp.construct_batch(tokens, W.shape[1], V, seed + 1)
@@ -134,7 +145,7 @@ def run(
         if on_head is not None:
             on_head()
     if model_tokens is not None:
-        rows.append(smollm2(model_tokens))
+        rows.append(smollm2(model_tokens, text, SPOT_TEXT if text_file is None else str(text_file)))
         if on_head is not None:
             on_head()
     return {
@@ -194,6 +205,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"SmolLM2 tokens (default {MODEL_TOKENS})",
     )
     parser.add_argument("--no-model", action="store_true", help="skip SmolLM2 (synthetic heads only)")
+    parser.add_argument("--text", default=None, help=f"UTF-8 text file for SmolLM2 (default: the shipped {SPOT_TEXT})")
 
 
 def main(args: argparse.Namespace, out: Console, err: Console) -> None:
@@ -208,6 +220,7 @@ def main(args: argparse.Namespace, out: Console, err: Console) -> None:
             model_tokens=model_tokens,
             seed=args.seed,
             on_head=lambda: progress.advance(task),
+            text_file=args.text,
         )
     json_path, png_path = write(result, Path(args.out))
     if args.json:

@@ -39,7 +39,7 @@ from rich.console import Console
 from rich.table import Table
 
 from rankwall.checks.arguments import integer_in
-from rankwall.checks.data import read_corpus
+from rankwall.checks.data import read_corpus, read_text_file
 from rankwall.checks.outputs import peak_memory_mb, progress_bar, write_outputs
 from rankwall.theory import compression as cp
 from rankwall.theory.validation import InputError, as_real_array
@@ -158,19 +158,21 @@ def run(
     tokens: int = TOKENS,
     seed: int = 0,
     on_step: Callable[[str], None] | None = None,
+    text_file: str | Path | None = None,
 ) -> dict[str, Any]:
-    """Load ``model``, take its final hidden states on ``tokens`` predictions of WikiText-2, and
+    """Load ``model``, take its final hidden states on ``tokens`` predictions of ``text_file`` (a UTF-8
+    file, read before the model loads; the shipped WikiText-2 validation split by default), and
     measure sign agreement through its head and through a random Gaussian head of the same shape."""
     from rankwall.checks.models import spot
     from rankwall.checks.models.loading import load_causal_lm
 
     step = on_step or (lambda description: None)
     started = time.perf_counter()
-    text = read_corpus(TEXT)
+    label, text = (TEXT, read_corpus(TEXT)) if text_file is None else (str(text_file), read_text_file(text_file))
     step("loading the model")
     loaded = load_causal_lm(model)
     step("forward pass")
-    ids = spot.read_tokens(loaded, text, TEXT, tokens)
+    ids = spot.read_tokens(loaded, text, label, tokens)
     H, attention, model_loss = spot.forward_backward(loaded, ids, CONTEXT)
     W, targets, name, tied = loaded.head, ids[1:], loaded.source.name, loaded.tied
     del attention, loaded  # only H and W are needed from here on
@@ -185,7 +187,7 @@ def run(
     heads = sign_agreement(H, W, targets, {MODEL_HEAD: Q, RANDOM_HEAD: Q_random})
     return {
         "model": name,
-        "text": TEXT,
+        "text": label,
         "tokens": tokens,
         "V": int(V),
         "D": int(D),
@@ -255,6 +257,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--model", default="smollm2", help="a Hugging Face model folder, a .gguf file, or smollm2 (the default)"
     )
+    parser.add_argument("--text", default=None, help=f"UTF-8 text file (default: the shipped {TEXT})")
 
 
 def main(args: argparse.Namespace, out: Console, err: Console) -> None:
@@ -266,7 +269,7 @@ def main(args: argparse.Namespace, out: Console, err: Console) -> None:
             progress.update(task, description=description)
             progress.advance(task)
 
-        record = run(args.model, args.tokens, seed=args.seed, on_step=step)
+        record = run(args.model, args.tokens, seed=args.seed, on_step=step, text_file=args.text)
     json_path, png_path = write(record, Path(args.out))
     if args.json:
         print(json.dumps(record, indent=2))

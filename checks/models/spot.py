@@ -17,6 +17,9 @@ its head W and the next tokens t:
   and constant), the share of rows with m > 0.9, the row sums of :math:`g_z` against the float32
   rounding bound, and the rows where :math:`m(1-m) \le \lVert J\rVert \le 2m(1-m)` or
   gain :math:`\le \lVert J \rVert` fails (expected: none);
+- *seed 001, Corollary 1*: the certified rank of the model's own log P (both ends, D + 1 for a
+  softmax head) and the hidden size read off its centred outputs, beside a random head and the head
+  with a bias (:mod:`rankwall.checks.models.logprob_rank`);
 - the unargmaxable tokens of the head (:func:`rankwall.theory.expressivity.argmaxable`).
 """
 
@@ -32,8 +35,9 @@ import numpy as np
 
 from rankwall.checks import exact, tolerance
 from rankwall.checks.experiments.batch_rank import components_for
+from rankwall.checks.models import logprob_rank
 from rankwall.checks.models.loading import LoadedModel
-from rankwall.checks.outputs import peak_memory_mb, write_outputs
+from rankwall.checks.outputs import peak_memory_mb, writable_folder, write_outputs
 from rankwall.theory import compression as cp
 from rankwall.theory import expressivity as ex
 from rankwall.theory import softmax_jacobian as sj
@@ -122,10 +126,15 @@ def attention_rows(scores: Any, probabilities: Any) -> dict[str, np.ndarray]:
 
 
 def forward_backward(
-    loaded: LoadedModel, ids: np.ndarray, context: int, on_window: Callable[[], None] | None = None
+    loaded: LoadedModel,
+    ids: np.ndarray,
+    context: int,
+    on_window: Callable[[], None] | None = None,
+    on_logits: Callable[[np.ndarray], None] | None = None,
 ) -> tuple[np.ndarray, dict[str, np.ndarray], float]:
     """Run the model over windows of ``context`` predictions: the final hidden states (float64),
-    per-layer attention rows (layers, heads, all rows) and the float32 mean loss."""
+    per-layer attention rows (layers, heads, all rows) and the float32 mean loss. ``on_logits`` receives
+    each window's float32 logits (a NumPy copy), as the model computed them."""
     import torch
 
     N = len(ids) - 1
@@ -143,6 +152,8 @@ def forward_backward(
         loaded.model.zero_grad(set_to_none=True)
         total_loss += float(loss.detach())
         hidden.append(state.detach()[0].double().numpy())
+        if on_logits is not None:
+            on_logits(logits.detach().numpy().copy())
         per_layer.append([attention_rows(s, p) for s, p in records])
         if on_window is not None:
             on_window()
@@ -215,15 +226,23 @@ def spot(
     argmax: bool = True,
     text_label: str = "text",
     on_step: Callable[[str], None] | None = None,
+    log_probability_rank: bool = True,
 ) -> dict[str, Any]:
     """Every spot check on ``tokens`` predictions of ``text`` (named ``text_label`` in the
-    record); returns a JSON-ready record."""
+    record); returns a JSON-ready record. ``log_probability_rank`` certifies the rank of the model's
+    log P (:mod:`rankwall.checks.models.logprob_rank`; a minute and a half at 1,024 tokens)."""
     step = on_step or (lambda description: None)
     started = time.perf_counter()
     ids = read_tokens(loaded, text, text_label, tokens)
     step("forward and backward passes")
-    H, attention, model_loss = forward_backward(loaded, ids, context)
+    logits: list[np.ndarray] = []
+    H, attention, model_loss = forward_backward(loaded, ids, context, on_logits=logits.append)
     W = loaded.head
+    ranks = None
+    if log_probability_rank:  # first, while the memory the later steps take is still free
+        step("rank of the model's log-probabilities")
+        ranks = logprob_rank.log_probability_rank(H, W, loaded.head_bias, np.concatenate(logits)).to_json()
+    del logits
     targets = ids[1:]
     step("Eq. 1: projecting the logit gradient")
     Q, rank = cp.column_basis(W)
@@ -258,6 +277,8 @@ def spot(
         "update_efficiency": {"fractions": list(UPDATE_FRACTIONS), **curves},
         "attention": attention_summary(attention),
     }
+    if ranks is not None:
+        record["log_probability_rank"] = ranks
     if argmax:
         step("unargmaxable tokens of the head")
         argmax_started = time.perf_counter()
@@ -318,3 +339,21 @@ def plot(record: dict[str, Any], path: Path) -> None:
 def write(record: dict[str, Any], out: Path) -> tuple[Path, Path]:
     """``spot.json`` and ``spot.png`` in ``out``."""
     return write_outputs(record, out, "spot", plot)
+
+
+@contextlib.contextmanager
+def output_folder(out: str | Path, argument: str = "--out") -> Iterator[Path]:
+    """The folder ``out``, created if needed and checked writable before the run (so that a long run
+    does not fail at its end); if the block fails, the folders this call created are removed again,
+    deepest first, each only while it is still empty (a failed run leaves no folder behind, and never
+    deletes a file)."""
+    path = Path(out).absolute()
+    missing = [p for p in (path, *path.parents) if not p.exists()]
+    folder = writable_folder(out, argument)
+    try:
+        yield folder
+    except BaseException:
+        for created in missing:
+            with contextlib.suppress(OSError):  # not empty, or already gone: leave it
+                created.rmdir()
+        raise
