@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -64,6 +65,13 @@ def write_text(path: Path, text: str) -> Path:
     """Write ``text`` to ``path`` under a temporary name and rename it (never a half-written file)."""
     with _replacing(path) as temporary:
         temporary.write_text(text)
+    return path
+
+
+def write_array(path: Path, array: Any) -> Path:
+    """Write a NumPy array as ``.npy`` (exact binary values) under a temporary name and rename it."""
+    with _replacing(path) as temporary, temporary.open("wb") as handle:
+        np.save(handle, array, allow_pickle=False)
     return path
 
 

@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from rankwall.checks.commands.common import EXIT_OK, UsageError
-from rankwall.checks.outputs import progress_bar
+from rankwall.checks.outputs import progress_bar, writable_folder, write_array, write_text
 
 NAME = "argmax"
 HELP = "the tokens of a head that no hidden state can make the strict argmax, each with a certificate"
@@ -30,6 +30,10 @@ no answer.
 the model's final RMSNorm gain g (R = max|g| sqrt(D), or |g_i| sqrt(D), times 1 + gamma_{2D+8} for the
 float32 norm; docs/models.md proves it). Both answers stay exact: a winning h inside the region, or
 convex weights whose support-function inequality rules the region out.
+
+--json carries the never-certificates, exact (weights as "p/q"); --certificates DIR writes them to
+DIR/never.json and the winning h of every argmaxable token to DIR/winning_h.npy (V x D float64, exact
+binary values; NaN rows for the other tokens), so that each answer can be re-checked elsewhere.
 """
 
 
@@ -64,6 +68,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     bound.add_argument(
         "--box", type=radius, default=None, metavar="R", help="decide within the box |h_i| <= R ('norm': the gains)"
     )
+    parser.add_argument(
+        "--certificates",
+        metavar="DIR",
+        default=None,
+        help="write never.json (exact convex weights) and winning_h.npy (a winning h per token) to DIR",
+    )
     parser.add_argument("--json", action="store_true", help="print the record as JSON")
 
 
@@ -83,6 +93,10 @@ class ArgmaxSummary:
     region: dict[str, Any] | None = None
     #: Tokens that win for some h, but for none within the region.
     never_within_the_bound_only: list[int] = field(default_factory=list)
+    #: Per never token, its exact certificate (:func:`never_certificates`).
+    never_certificates: dict[int, dict[str, Any]] = field(default_factory=dict)
+    #: A winning h per token (V x D float64, NaN rows where the token is not argmaxable).
+    winning_h: Any = None
 
     @property
     def argmaxable(self) -> int:
@@ -99,6 +113,7 @@ class ArgmaxSummary:
             "undecided": self.undecided,
             "methods": self.methods,
             "seconds": round(self.seconds, 3),
+            "never_certificates": {str(token): c for token, c in sorted(self.never_certificates.items())},
         } | (
             {}
             if self.region is None
@@ -129,7 +144,34 @@ def summarize(
         seconds=time.perf_counter() - started,
         region=region_record,
         never_within_the_bound_only=sorted(int(i) for i in result["bounded"]) if region is not None else [],
+        never_certificates=never_certificates(result),
+        winning_h=result["witness"],
     )
+
+
+def never_certificates(result: dict[str, Any]) -> dict[int, dict[str, Any]]:
+    """The never-tokens' certificates of an :func:`~rankwall.theory.expressivity.argmaxable` answer,
+    exact: convex weights λ ("p/q") over ``rows`` with Σ λ_j w_j = w_i and Σ λ_j b_j >= b_i; within a
+    region, weights over the ``pairs`` (i, j) with σ(Σ λ_r (w_i − w_j)) + Σ λ_r (b_i − b_j) <= 0, σ the
+    region's support function."""
+    found: dict[int, dict[str, Any]] = {}
+    for token, (rows, weights) in result["combination"].items():
+        found[int(token)] = {
+            "kind": "convex combination",
+            "rows": [int(r) for r in rows],
+            "weights": [str(w) for w in weights],
+            "condition": "sum_j weights_j W[rows_j] == W[token], sum weights == 1, weights >= 0, "
+            "sum_j weights_j b[rows_j] >= b[token]",
+        }
+    for token, (pairs, weights) in result.get("bounded", {}).items():
+        found[int(token)] = {
+            "kind": "within the region",
+            "pairs": [[int(p), int(q)] for p, q in pairs],
+            "weights": [str(w) for w in weights],
+            "condition": "support(sum_r weights_r (W[p_r] - W[q_r])) + sum_r weights_r (b[p_r] - b[q_r]) <= 0, "
+            "weights >= 0, sum weights == 1",
+        }
+    return found
 
 
 def region_of(args: argparse.Namespace, D: int) -> tuple[Any, dict[str, Any] | None]:
@@ -156,6 +198,7 @@ def region_of(args: argparse.Namespace, D: int) -> tuple[Any, dict[str, Any] | N
 def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     from rankwall.checks.models.loading import load_head
 
+    folder = writable_folder(args.certificates, "--certificates") if args.certificates is not None else None
     W, b, name = load_head(args.head)
     region, region_record = region_of(args, int(np.shape(W)[1]))
     with progress_bar(err) as progress:
@@ -163,6 +206,10 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
         summary = summarize(
             W, b, name, on_progress=lambda n: progress.advance(task, n), region=region, region_record=region_record
         )
+    if folder is not None:
+        write_array(folder / "winning_h.npy", np.asarray(summary.winning_h, dtype=np.float64))
+        record = {"head": name, "V": summary.V, "D": summary.D, "bias": summary.bias, "region": region_record}
+        write_text(folder / "never.json", json.dumps(record | {"never": summary.to_json()["never_certificates"]}))
     if args.json:
         print(json.dumps(summary.to_json(), indent=2))
         return EXIT_OK
