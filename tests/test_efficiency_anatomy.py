@@ -101,6 +101,7 @@ def test_cli_refuses_a_vocabulary_below_the_low_rank_width(tmp_path):
     assert main(["experiment", "efficiency-anatomy", "--no-model", "--V", "100", "--out", str(tmp_path)]) == 2
 
 
+@pytest.mark.slow  # loads SmolLM2 and runs its gradient: minutes; the split's contract is tested above
 @pytest.mark.skipif(
     importlib.util.find_spec(loading.SMOLLM2_PACKAGE) is None or importlib.util.find_spec("transformers") is None,
     reason=f"SmolLM2 or transformers is not installed ({loading.INSTALL_HINT})",
