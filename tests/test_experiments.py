@@ -60,6 +60,7 @@ class TestLowRankHeads:
         fast = {"tokens": [1, 2, 3, 4], "valid_loss": [4.0, 3.0, 2.5, 2.0]}
         assert speedup(fast, slow) == 2.0 and speedup(slow, fast) is None
 
+    @pytest.mark.slow  # trains the eight heads: 3.5 min in the default run
     def test_cli_writes_both_sweeps(self, tmp_path, capsys):
         from rankwall.checks.experiments import lowrank_heads
 

@@ -341,6 +341,13 @@ def random_head(seed, V, D, bias):
     return rng.standard_normal((V, D)), rng.standard_normal(V) if bias else None
 
 
+#: Larger heads for the invariance tests, under --runslow (10-25 s each in the default run).
+LARGE_INVARIANCE_HEADS = [
+    pytest.param(*case, marks=pytest.mark.slow)
+    for case in [(200, 4, False), (120, 5, True), (200, 4, True), (120, 5, False)]
+]
+
+
 class TestCertifiedArgmax:
     """Both answers carry certificates that hold in exact arithmetic, so neither depends on the scale
     or the offset of the head (issue 11, item 4)."""
@@ -371,7 +378,7 @@ class TestCertifiedArgmax:
         assert (head.W @ h)[0] == (head.W @ h)[1]
         assert ex.strict_winner(head, h, 0) and not ex.strict_winner(head, h, 1)
 
-    @pytest.mark.parametrize(("V", "D", "bias"), [(150, 2, False), (150, 3, True), (200, 4, False), (120, 5, True)])
+    @pytest.mark.parametrize(("V", "D", "bias"), [(40, 2, False), (40, 3, True), *LARGE_INVARIANCE_HEADS[:2]])
     def test_scaling_the_head_changes_nothing(self, V, D, bias):
         W, b = random_head(V + D, V, D, bias)
         base = ex.argmaxable(W, b)
@@ -381,7 +388,7 @@ class TestCertifiedArgmax:
             assert (scaled["argmaxable"] == base["argmaxable"]).all(), c
             assert (scaled["never"] == base["never"]).all(), c
 
-    @pytest.mark.parametrize(("V", "D", "bias"), [(150, 2, True), (150, 3, False), (200, 4, True), (120, 5, False)])
+    @pytest.mark.parametrize(("V", "D", "bias"), [(40, 2, True), (40, 3, False), *LARGE_INVARIANCE_HEADS[2:]])
     def test_shifting_the_head_changes_nothing(self, V, D, bias):
         """Rows on a 2^-20 grid and integer shifts: W + 1 t^T and b + s are exact in floats, so the
         two heads have exactly the same argmax for every h."""
@@ -397,7 +404,9 @@ class TestCertifiedArgmax:
             assert (moved["argmaxable"] == base["argmaxable"]).all(), scale
             assert (moved["never"] == base["never"]).all(), scale
 
-    @pytest.mark.parametrize(("V", "D", "bias"), [(150, 3, False), (150, 3, True), (300, 8, True)])
+    @pytest.mark.parametrize(
+        ("V", "D", "bias"), [(60, 3, False), (60, 3, True), pytest.param(300, 8, True, marks=pytest.mark.slow)]
+    )
     def test_every_answer_carries_a_certificate(self, V, D, bias):
         W, b = random_head(7 * D, V, D, bias)
         result = ex.argmaxable(W, b)
