@@ -28,6 +28,26 @@ def smollm2():
 
 
 @pytest.fixture(scope="module")
+def tiny_folder(smollm2, tmp_path_factory):
+    """A tiny random llama (D = 32, SmolLM2's vocabulary and tokenizer) saved as a Hugging Face folder."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    config = LlamaConfig(
+        vocab_size=49152,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        tie_word_embeddings=False,
+    )
+    folder = tmp_path_factory.mktemp("tiny-llama")
+    LlamaForCausalLM(config).save_pretrained(folder)
+    smollm2.tokenizer.save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
 def record(smollm2):
     return spot.spot(smollm2, read_corpus("wikitext-2.valid.txt"), TOKENS, context=48, argmax=False)
 
@@ -122,12 +142,13 @@ def test_cli_spot_on_a_missing_model_folder(tmp_path, capsys):
     assert "model:" in capsys.readouterr().err
 
 
-def test_cli_spot_writes_json_and_png(tmp_path, capsys):
-    code = main(["spot", "--tokens", "32", "--context", "32", "--no-argmax", "--json", "--out", str(tmp_path)])
-    assert code == 0
+def test_cli_spot_writes_json_and_png(tiny_folder, tmp_path, capsys):
+    """The command's contract on a tiny model folder (SmolLM2 itself: the recorded run, under --runslow)."""
+    argv = [str(tiny_folder), "--tokens", "32", "--context", "32", "--no-argmax", "--json", "--out", str(tmp_path)]
+    assert main(["spot", *argv]) == 0
     printed = json.loads(capsys.readouterr().out)
     assert printed == json.loads((tmp_path / "spot.json").read_text())
-    assert (tmp_path / "spot.png").stat().st_size > 10_000
+    assert printed["D"] == 32 and (tmp_path / "spot.png").stat().st_size > 10_000
 
 
 @pytest.mark.slow
@@ -151,24 +172,11 @@ def test_the_recorded_run_in_the_docs_is_reproduced(tmp_path, capsys):
     assert [fresh["log_probability_rank"][k] for k in keys] == [recorded["log_probability_rank"][k] for k in keys]
 
 
-def test_a_local_hugging_face_folder_runs_end_to_end(smollm2, tmp_path):
+def test_a_local_hugging_face_folder_runs_end_to_end(tiny_folder):
     """A tiny random llama saved with save_pretrained (safetensors, SmolLM2's tokenizer) loads from
     its folder, its head loads alone, and the spot check runs on it."""
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    config = LlamaConfig(
-        vocab_size=49152,
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        tie_word_embeddings=False,
-    )
-    LlamaForCausalLM(config).save_pretrained(tmp_path)
-    smollm2.tokenizer.save_pretrained(tmp_path)
-    loaded = loading.load_causal_lm(tmp_path)
-    W, bias, _ = loading.load_head(tmp_path)
+    loaded = loading.load_causal_lm(tiny_folder)
+    W, bias, _ = loading.load_head(tiny_folder)
     assert np.array_equal(W, loaded.head) and bias is None and not loaded.tied
     record = spot.spot(loaded, read_corpus("wikitext-2.valid.txt"), 48, context=48, argmax=False)
     assert record["D"] == 32 and record["attention"]["rows"] == 2 * 4 * 48

@@ -166,7 +166,7 @@ def argmax_instances(draw: Any) -> ArgmaxHeadCase:
     (V = D + 1), planted interior rows and duplicated rows drawn often."""
     D = draw(st.integers(2, 5))
     return ArgmaxHeadCase(
-        V=draw(st.one_of(st.integers(D + 1, D + 3), st.integers(D + 1, 120))),
+        V=draw(st.one_of(st.integers(D + 1, D + 3), st.integers(D + 1, 60))),
         D=D,
         seed=draw(st.integers(0, 2**16)),
         interior=draw(st.one_of(st.just(0), st.integers(0, 4))),
