@@ -24,6 +24,12 @@ BOUND_CLAIMS = [c for c in CLAIMS if c.direction is not None]
 FALSIFYING = {"upper": Fraction(1, 2), "lower": Fraction(2)}
 
 
+def registry_V(claim) -> int:
+    """The size of the witnesses these tests check: 64, or the claim's ``default_V`` where that is
+    cut below it for cost."""
+    return min(64, claim.default_V)
+
+
 @pytest.mark.parametrize("claim", CLAIMS, ids=lambda c: c.id)
 def test_every_claim_is_a_bound_or_an_identity(claim):
     if claim.relation is Relation.EQUAL:
@@ -78,8 +84,9 @@ def sides_agree(verdict, relation) -> bool:
 def test_every_decided_verdict_agrees_with_the_sides_it_reports(claim):
     """A verdict is read off its two measured sides: `holds` never comes with sides that show a
     violation, and `violated` never with sides that show the claim holding."""
-    decided = [v for v in (claim.check(i, NUMPY) for i in claim.witnesses(64)) if v.status is not Status.INCONCLUSIVE]
-    assert decided, f"{claim.id}: no witness at V = 64 was decided"
+    verdicts = (claim.check(i, NUMPY) for i in claim.witnesses(registry_V(claim)))
+    decided = [v for v in verdicts if v.status is not Status.INCONCLUSIVE]
+    assert decided, f"{claim.id}: no witness at V = {registry_V(claim)} was decided"
     disagreeing = [v.to_json() for v in decided if not sides_agree(v, claim.relation)]
     assert not disagreeing, disagreeing[:2]
 
@@ -112,11 +119,11 @@ def test_a_planted_bound_below_the_measurement_never_holds(claim):
     every route of the measurement, float and exact, applies), is never reported to hold on an
     instance whose measured sides contradict it."""
     planted = []
-    for instance in claim.witnesses(64):
+    for instance in claim.witnesses(registry_V(claim)):
         factor = planted_factor(claim, instance)
         if factor is not None:
             planted.append((instance, factor, claim.check(instance, NUMPY, factor)))
-    assert planted, f"{claim.id}: no witness at V = 64 whose bound moves with the factor"
+    assert planted, f"{claim.id}: no witness at V = {registry_V(claim)} whose bound moves with the factor"
     held = [(i.to_json(), str(f)) for i, f, v in planted if v.status is Status.HOLDS]
     assert not held, held[:2]
 
@@ -133,10 +140,10 @@ def same_sides(a, b) -> bool:
 
 def planted_identity_verdicts(claim) -> list:
     """The verdicts of ``claim`` with its stated side moved through the test hook (``check_planted``,
-    in the float measurement and in the exact judgement alike), on the witnesses at V = 64 where the
+    in the float measurement and in the exact judgement alike), on the witnesses at :func:`registry_V` where the
     move changed the measured sides."""
     planted = []
-    for instance in claim.witnesses(64):
+    for instance in claim.witnesses(registry_V(claim)):
         if same_sides(claim.measure(instance, NUMPY, Fraction(1)), claim.measure(instance, NUMPY, PLANTED)):
             continue  # the stated side is 0 and only scaled: nothing was planted
         planted.append(claim.check_planted(instance, NUMPY, PLANTED))
@@ -147,7 +154,7 @@ def planted_identity_verdicts(claim) -> list:
 def test_a_planted_identity_side_never_holds(claim):
     """(c) for every identity: a wrong stated side is never reported to hold."""
     planted = planted_identity_verdicts(claim)
-    assert planted, f"{claim.id}: no witness at V = 64 whose stated side moves with the hook"
+    assert planted, f"{claim.id}: no witness at V = {registry_V(claim)} whose stated side moves with the hook"
     held = [v.instance.to_json() for v in planted if v.status is Status.HOLDS]
     assert not held, held[:2]
 
