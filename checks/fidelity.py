@@ -399,6 +399,16 @@ def _gap(sweep: dict) -> float:
     return sweep["runs"][0]["valid_loss"][-1] - sweep["runs"][-1]["valid_loss"][-1]
 
 
+def _orderings_figure(name: str, what: str) -> Recorded:
+    """The counts of a recorded `rankwall orderings` run (docs/_static/orderings/NAME.json)."""
+    file = f"orderings/{name}.json"
+    return Recorded(
+        (Pointer(file, ("counts",)), Pointer(file, ("k",))),
+        lambda counts, k: f"{what}, k = {k}: {counts['realisable']} realisable, "
+        f"{counts['unrealisable']} unrealisable, {counts['undecided']} undecided",
+    )
+
+
 # --------------------------------------------------------------------------- the rows
 
 ROWS: tuple[Row, ...] = (
@@ -621,9 +631,7 @@ ROWS: tuple[Row, ...] = (
         Status.QUALIFIED, "models", "rankwall orderings --k 3 --json",
         (Checked(("expressivity.argmaxable-vs-hull", "expressivity.argmaxable-vs-hull[every-token-argmaxable]")),
          Recorded((Pointer(SPOT, ("unargmaxable",)),), lambda never: f"SmolLM2: {len(never)} tokens never first"),
-         *(Recorded((Pointer(f"orderings/{name}.json", ("counts",)), Pointer(f"orderings/{name}.json", ("k",))),
-                    lambda c, k, what=what: f"{what}, k = {k}: {c['realisable']} realisable, "
-                    f"{c['unrealisable']} unrealisable, {c['undecided']} undecided")
+         *(_orderings_figure(name, what)
            for name, what in (("smollm2_k2", "SmolLM2"), ("smollm2_k3", "SmolLM2"), ("random_k3", "random head"),
                               ("smollm2_twins_k2", "SmolLM2, the pool 5, 7, 100, 200, 36743")))),
         "top-2 and top-3 orderings decided with exact certificates on 200 uniform samples each: on SmolLM2 none "
