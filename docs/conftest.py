@@ -3,7 +3,6 @@
 from doctest import ELLIPSIS, NORMALIZE_WHITESPACE
 from pathlib import Path
 
-import pytest
 from sybil import Sybil
 from sybil.parsers.myst import PythonCodeBlockParser, SkipParser
 
@@ -20,12 +19,3 @@ pytest_collect_file = Sybil(
     excludes=["_build/*"],
 ).pytest()
 
-
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Under pytest-xdist (``--dist loadgroup``), a page's examples run in order on one worker:
-    they share the page's namespace."""
-    for item in items:
-        path = Path(str(item.fspath))
-        if path.suffix == ".md":
-            item.add_marker(pytest.mark.xdist_group(path.stem))

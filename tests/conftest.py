@@ -21,11 +21,7 @@ def pytest_report_header(config: pytest.Config) -> str:
     return f"hypothesis profile: {HYPOTHESIS_PROFILE}; cuda: {cuda_available()}"
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    for item in items:
-        if _uses_a_module_fixture(item):  # a Sphinx build, a model load: once per module, on one worker
-            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
     skip_slow = pytest.mark.skip(reason="slow: run with --runslow")
     skip_gpu = pytest.mark.skip(reason="needs a CUDA device")
     has_cuda = cuda_available()
@@ -34,13 +30,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip_slow)
         if "gpu" in item.keywords and not has_cuda:
             item.add_marker(skip_gpu)
-
-
-def _uses_a_module_fixture(item: pytest.Item) -> bool:
-    definitions = getattr(item, "_fixtureinfo", None)
-    if definitions is None:
-        return False
-    return any(defs[-1].scope == "module" for defs in definitions.name2fixturedefs.values() if defs)
 
 
 @pytest.fixture(params=BACKEND_SPECS)

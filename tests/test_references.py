@@ -14,15 +14,10 @@ from rankwall.checks.verdict import REGISTRY
 
 CLAIMS = list(REGISTRY)
 
-#: Each claim on each backend it computes in. A family's cases run on one xdist worker, where the
-#: references it caches (softmax-jacobian's dense eigenvalues, on p) serve all its claims.
+#: Each claim on each backend it computes in (the file runs on one xdist worker, where the references
+#: it caches, softmax-jacobian's dense eigenvalues on p, serve all the family's claims).
 CLAIM_BACKENDS = [
-    pytest.param(
-        claim,
-        spec.values[0],
-        id=f"{claim.id}-{spec.id}",
-        marks=[*spec.marks, pytest.mark.xdist_group(f"references-{claim.id.split('.')[0]}")],
-    )
+    pytest.param(claim, spec.values[0], id=f"{claim.id}-{spec.id}", marks=spec.marks)
     for claim in CLAIMS
     for spec in BACKEND_SPECS
     if claim.array_api or spec.id == "numpy"
