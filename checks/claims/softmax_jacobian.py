@@ -1220,7 +1220,7 @@ def _mp(x: Any) -> Any:
 def _arb(x: Any) -> flint.arb:
     """A Fraction or an mpf as an arb ball, exactly (an mpf is man·2^exp)."""
     if isinstance(x, Fraction):
-        return flint.arb(flint.fmpq(x.numerator, x.denominator))
+        return flint.arb(exact.fmpq_of(x))
     man, exp = x.man_exp
     return flint.arb(int(man)) * flint.arb(2) ** int(exp)
 
@@ -1233,18 +1233,15 @@ def _dense_eigenvalues(p: tuple[Any, ...], prec: int) -> tuple[Any, ...]:
     n = len(p)
     others = [sum((p[j] for j in range(n) if j != i), 0 * p[0]) for i in range(n)]
     J = [[p[i] * others[i] if i == j else -p[i] * p[j] for j in range(n)] for i in range(n)]
-    saved = flint.ctx.prec
     try:
-        flint.ctx.prec = prec
-        matrix = flint.acb_mat([[flint.acb(_arb(x)) for x in r] for r in J])
-        midpoints = [e.real.mid().man_exp() for e in matrix.eig(multiple=True)]
+        with exact.precision(prec):
+            matrix = flint.acb_mat([[flint.acb(_arb(x)) for x in r] for r in J])
+            midpoints = [e.real.mid().man_exp() for e in matrix.eig(multiple=True)]
         with mpmath.workprec(prec):
             return tuple(mpmath.mpf((int(m), int(e))) for m, e in midpoints)
     except ValueError:  # Arb failed to isolate a near-cluster
         with mpmath.workprec(prec):
             return tuple(mpmath.eigsy(mpmath.matrix([[_mp(x) for x in r] for r in J]), eigvals_only=True))
-    finally:
-        flint.ctx.prec = saved
 
 
 def dense_norm(row: DenseRow) -> Any:
