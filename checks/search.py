@@ -13,8 +13,9 @@ With a ``database`` folder the search keeps its shrunk counterexamples in a Hypo
 :class:`~hypothesis.database.DirectoryBasedExampleDatabase` (one subfolder per claim, factor and
 backend: :func:`database_folder`) and replays what is stored there before it generates anything,
 so searches that share the folder (another seed, another worker, a later run) replay each other's
-finds. Without one, nothing is written to the working folder (Hypothesis's own cache goes to a
-temporary folder for the search).
+finds. Only failing examples are kept there (:class:`CounterexampleDatabase`), so a seed names one
+search whatever else shares the folder. Without one, nothing is written to the working folder
+(Hypothesis's own cache goes to a temporary folder for the search).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from typing import Any
 from hypothesis import Phase, given, reject, settings, target
 from hypothesis import seed as hypothesis_seed
 from hypothesis.configuration import set_hypothesis_home_dir, storage_directory
-from hypothesis.database import DirectoryBasedExampleDatabase
+from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
 
 from rankwall.checks.strategies import QUIET_HEALTH_CHECKS
 from rankwall.checks.verdict import Case, Claim, Relation, Status, Verdict
@@ -101,6 +102,35 @@ def closeness(verdict: Verdict, relation: Relation) -> float:
     return abs(verdict.relative_margin)
 
 
+class CounterexampleDatabase(ExampleDatabase):
+    """A :class:`~hypothesis.database.DirectoryBasedExampleDatabase` that keeps failing examples only.
+
+    Hypothesis also stores the pareto front of its targets (near misses that passed) under the key's
+    ``pareto`` sub-key and replays it first in the next search, which then spends its budget on them:
+    with a shared folder, whether seed ``s`` finds a counterexample at a small budget would hang on
+    whether a concurrent seed stored its near misses first. Dropping those saves keeps a search's
+    examples a function of its seed and of the counterexamples stored, nothing else."""
+
+    NEAR_MISSES = b".pareto"
+
+    def __init__(self, path: str) -> None:
+        super().__init__()
+        self.folder = DirectoryBasedExampleDatabase(path)
+
+    def save(self, key: bytes, value: bytes) -> None:
+        if not key.endswith(self.NEAR_MISSES):
+            self.folder.save(key, value)
+
+    def fetch(self, key: bytes) -> Iterator[bytes]:
+        return self.folder.fetch(key)
+
+    def delete(self, key: bytes, value: bytes) -> None:
+        self.folder.delete(key, value)
+
+    def move(self, src: bytes, dest: bytes, value: bytes) -> None:
+        self.folder.move(src, dest, value)
+
+
 def database_folder(root: str | os.PathLike[str], claim: Claim, backend: Any, tighten: Fraction) -> str:
     """The subfolder of ``root`` that holds the examples of one search: a counterexample is one
     only for its claim (or mutant), its factor and the backend it was judged on."""
@@ -147,7 +177,7 @@ def search(
         max_examples=budget,
         database=None
         if database is None
-        else DirectoryBasedExampleDatabase(database_folder(database, claim, backend, tighten)),
+        else CounterexampleDatabase(database_folder(database, claim, backend, tighten)),
         deadline=None,
         derandomize=False,
         suppress_health_check=QUIET_HEALTH_CHECKS,

@@ -75,6 +75,18 @@ def test_a_stored_counterexample_is_replayed_first(tmp_path):
     assert replay.examples == 1 and replay.counterexample == first.counterexample
 
 
+def test_what_another_seed_stored_without_finding_does_not_change_a_search(tmp_path):
+    """Only counterexamples are stored: a seed that found nothing leaves the folder empty, so a seed
+    that refutes the mutant at budget 2 alone still does after it (Hypothesis's pareto front of near
+    misses, replayed first, would spend that budget)."""
+    mutant = REGISTRY[MUTANT[0]].mutants[MUTANT[1]]
+    found = [search(mutant, NUMPY, seed=seed, budget=2).found for seed in range(24)]
+    seed = next(seed for seed in range(23) if found[seed] and not found[seed + 1])
+    assert not search(mutant, NUMPY, seed=seed + 1, budget=2, database=tmp_path).found
+    assert not any(path.is_file() for path in tmp_path.rglob("*"))
+    assert search(mutant, NUMPY, seed=seed, budget=2, database=tmp_path).found
+
+
 def test_verify_on_two_workers_is_the_serial_run(capsys):
     """Claims x instances spread over a local cluster give the serial JSON, timings aside."""
     pytest.importorskip("distributed")
