@@ -131,8 +131,8 @@ class TestABackendThatFailsIsAnAnswer:
 
         from rankwall.checks.claims import softmax_jacobian as claims
 
-        real = claims.sj.dense_jacobian
-        monkeypatch.setattr(claims.sj, "dense_jacobian", lambda rows: real(rows) * torch.nan)
+        real = claims.support_block
+        monkeypatch.setattr(claims, "support_block", lambda rows: real(rows) * torch.nan)
         code, out, _ = run(capsys, "verify", "softmax-jacobian.trace", "--backend", "torch", "--dtype", "float32",
                            "--V", "64", "--json")  # fmt: skip
         verdict = json.loads(out)[0]

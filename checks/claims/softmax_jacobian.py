@@ -709,16 +709,21 @@ def rank_closeness(p: np.ndarray) -> float:
     return -float(positive.min() / positive.max()) if len(positive) else 0.0
 
 
-def support_eigenvalues(rows: sj.SoftmaxRows) -> Any:
-    """The eigenvalues of J = diag(p) − ppᵀ for one row p, in the row's namespace and dtype, from its
-    block on the support S = {i : p_i > 0}: J's rows and columns off S are zero, so its spectrum is
-    that of J_S with V − |S| zeros added, and only the |S| × |S| block (the same entries) goes to the
-    dense eigensolver. A sparse row's many repeated zeros can stop LAPACK's solver from converging
-    (torch's float32 eigh on an Intel Xeon); the tolerances keep V, which bounds |S|."""
+def support_block(rows: sj.SoftmaxRows) -> Any:
+    """J_S, the block of J = diag(p) − ppᵀ on the support S = {i : p_i > 0} of one row p (the same
+    entries, in the row's namespace and dtype). J's rows and columns off S are zero."""
     xp, p = rows.xp, rows.p[0, :]
     q = xp.take(p, xp.nonzero(p > 0)[0])
     eye = xp.eye(q.shape[0], dtype=q.dtype, device=array_api_compat.device(q))
-    return xp.linalg.eigvalsh(q[:, None] * eye - q[:, None] * q[None, :])
+    return q[:, None] * eye - q[:, None] * q[None, :]
+
+
+def support_eigenvalues(rows: sj.SoftmaxRows) -> Any:
+    """The |S| eigenvalues of J_S (:func:`support_block`): J's spectrum is theirs with V − |S| zeros
+    added. Only the block goes to the dense eigensolver, since a sparse row's many repeated zeros can
+    stop LAPACK's from converging (torch's float32 eigh on an Intel Xeon); the tolerances keep V,
+    which bounds |S|."""
+    return rows.xp.linalg.eigvalsh(support_block(rows))
 
 
 def rank_enclosure(built: Built, backend: Backend) -> RankInterval:
