@@ -148,6 +148,16 @@ def test_readme_table_lists_every_claim():
     assert listed == {c.id for c in REGISTRY}
 
 
+def test_the_readme_names_every_family_module():
+    """The README's sentence on statements of one's own lists the public family modules."""
+    from rankwall.checks.claims import FAMILY_MODULES
+
+    readme = (ROOT / "README.md").read_text()
+    sentence = readme[readme.index("Each family (") :].split(")", 1)[0]
+    named = set(re.findall(r"`(?:rankwall)?\.([a-z_]+)`", sentence))
+    assert named == {module.__name__.rsplit(".", 1)[1] for module in FAMILY_MODULES}
+
+
 def test_design_page_describes_the_packages_that_exist():
     design = (ROOT / "docs" / "design.md").read_text()
     for module in re.findall(r"`(checks/[a-z_/]+\.py|theory/[a-z_]+\.py)`", design):
