@@ -3,7 +3,8 @@ r"""The secular solver of :func:`rankwall.theory.softmax_jacobian.spectral_norm`
 view). It computes what the array-API route computes, the same IEEE operations on each entry in the
 same order, with the loops over a row fused into few passes:
 
-- the setup, given the row's top :math:`m` (NumPy's ``max``): the total :math:`T`, the least entry,
+- the setup, given the row's top :math:`m` (read in the pass before, which leaves the row in
+  cache): the total :math:`T`, the least entry,
   the runner-up :math:`\sigma`, the number of entries equal to :math:`m` (two or more: a tie) and
   the four tail moments :math:`M_j = \sum_{r_i \ne m} r_i^2/(m - r_i)^j` about the top pole (one
   reciprocal per entry; used from ``MOMENT_ROUTE_MIN_V`` on), in one pass;
@@ -80,6 +81,21 @@ def _setup_blocks(x, m, acc, F):  # noqa: ANN001
             acc[1, lane] += t * t
             acc[2, lane] += t * following
             acc[3, lane] += following * following
+
+
+@njit(**_JIT)
+def _row_top(row, whole, F):  # noqa: ANN001
+    """The row's largest entry, in :data:`LANES` partial maxima (``whole``: the entries in whole blocks
+    of lanes), read just before the setup pass reads the row again from cache. A NaN entry may be
+    passed over here; it makes the row's total NaN, and the row is refused by its total."""
+    acc = np.full(LANES, -np.inf, F)
+    for start in range(0, whole, LANES):
+        for lane in range(LANES):
+            acc[lane] = max(acc[lane], row[start + lane])
+    top = acc.max()
+    for i in range(whole, row.shape[0]):
+        top = max(top, row[i])
+    return top
 
 
 @njit(**_JIT)
@@ -274,13 +290,14 @@ def _bracketing(row, top_raw, second_raw, total, u, max_iterations, q, whole, F)
 
 
 @njit(**_JIT)
-def spectral_norms(rows, tops, moments, counts, reach, share, smallest_sigma, tolerance, u, iterations, steps, F):  # noqa: ANN001
-    """``(norms, routes)`` of raw probability rows (R, V), C-contiguous, of dtype ``F``, with their
-    maxima ``tops``. ``moments``: try the moment route (``counts``: how many moments at the top pole,
-    at most 4, and at the second centre, at most 2; rows with :math:`m^2 \\le` ``reach`` T g and a
-    runner-up of at least ``smallest_sigma``; remainders within ``share`` u T); ``tolerance``: the
-    largest :math:`|T - 1|` a row is accepted with (others: route INVALID and no norm);
-    ``iterations``, ``steps``: the bracketing solver's and Newton's caps. One route per row: CLOSED
+def spectral_norms(rows, moments, counts, reach, share, smallest_sigma, tolerance, u, iterations, steps, F):  # noqa: ANN001
+    """``(norms, routes)`` of raw probability rows (R, V), C-contiguous, of dtype ``F``, a row at a
+    time (its maximum, then the setup pass, which finds the row in cache). ``moments``: try the
+    moment route (``counts``: how many moments at the top pole, at most 4, and at the second centre,
+    at most 2; rows with :math:`m^2 \\le` ``reach`` T g and a runner-up of at least
+    ``smallest_sigma``; remainders within ``share`` u T); ``tolerance``: the largest :math:`|T - 1|`
+    a row is accepted with (others: route INVALID and no norm); ``iterations``, ``steps``: the
+    bracketing solver's and Newton's caps. One route per row: CLOSED
     (tie or one-hot), FIRST_MOMENTS, SECOND_MOMENTS, BRACKETING, INVALID or UNCONVERGED."""
     zero, one = F(0.0), F(1.0)
     first_count, second_count = counts
@@ -290,7 +307,8 @@ def spectral_norms(rows, tops, moments, counts, reach, share, smallest_sigma, to
     routes = np.empty(n, np.int8)
     q = np.empty(V, F)
     for i in range(n):
-        row, m = rows[i], tops[i]
+        row = rows[i]
+        m = _row_top(row, whole, F)
         routes[i] = INVALID
         if not np.isfinite(m):
             continue

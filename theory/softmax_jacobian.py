@@ -828,7 +828,6 @@ def _kernel_solve(kernel: Any, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray
     smallest_sigma = math.sqrt(16 * V * float(np.finfo(F).smallest_normal) / u)
     return kernel.spectral_norms(
         rows,
-        rows.max(axis=-1),
         V >= MOMENT_ROUTE_MIN_V,
         (FIRST_MOMENTS, SECOND_MOMENTS),
         F(MOMENT_REACH),
