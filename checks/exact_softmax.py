@@ -89,6 +89,21 @@ class Bound:
         two_ms = 2 * m * s
         return c * (m if sign(m - two_ms) in (-1, 0) else two_ms)
 
+    def against_top(self, m: Any, s: Any, is_exact: bool) -> int | None:
+        """sign(t - m) from the structure of t (m > 0), not from a ball difference: where the
+        envelope takes its first branch, t - m = (c - 1) m is 0 for c = 1, and two balls of the
+        same m never subtract to an exact 0 (the comparison stayed undecided on every row with
+        more distinct values than the exact route takes)."""
+        c = flint.fmpq(self.coefficient.numerator, self.coefficient.denominator)
+        c = c if is_exact else flint.arb(c)
+        if self.kind == "constant":
+            return sign(c - m)
+        if self.kind == "ms":  # c m s - m = m (c s - 1)
+            return sign(c * s - 1)
+        if sign(m - 2 * m * s) in (-1, 0):  # t = c m (the branch value() takes)
+            return (self.coefficient > 1) - (self.coefficient < 1)
+        return sign(2 * c * s - 1)  # t = 2c m s: t - m = m (2 c s - 1)
+
     def against_tie(self, s: Any) -> int | None:
         """sign(t - m) when the top is tied (then the norm is m and m <= 1/2)."""
         if self.kind == "envelope":  # min(m, 2ms) = m
@@ -122,7 +137,9 @@ def decide_norm_at_most(row: ExactRow, bound: Bound) -> tuple[int | None, str]:
         is_exact = bits is None
         with precision(bits or 64):
             m, s, tail, counts = row.parts(is_exact)
-            outcome = _secular_comparison(m, s, tail, counts, bound.value(m, s, is_exact))
+            outcome = _secular_comparison(
+                m, s, tail, counts, bound.value(m, s, is_exact), bound.against_top(m, s, is_exact)
+            )
         if outcome is not None:
             return outcome, method if is_exact else f"interval-{bits}"
     return _structural_comparison(row, bound)
@@ -142,19 +159,22 @@ def _structural_comparison(row: ExactRow, bound: Bound) -> tuple[int | None, str
     return None, "interval"
 
 
-def _secular_comparison(m: Any, s: Any, tail: list[Any], counts: list[int], t: Any) -> int | None:
-    """Compare :math:`\\lambda_{\\max}` with t using the interlacing bracket and F(t)."""
+def _secular_comparison(
+    m: Any, s: Any, tail: list[Any], counts: list[int], t: Any, t_against_top: int | None
+) -> int | None:
+    """Compare :math:`\\lambda_{\\max}` with t using the interlacing bracket and F(t);
+    ``t_against_top`` is sign(t - m) from the bound's structure (:meth:`Bound.against_top`)."""
     support = [(q, c) for q, c in zip(tail, counts, strict=True) if c > 0 and q != 0]
     if not support:  # one-hot: J = 0
         return sign(t)
+    if counts[0] > 0:  # tie at the top (read from the float input, so exact): lambda = m
+        return sign(t - m)  # undecided in balls at t = m: the rationals or the tie lemma show it
     second = support[0][0]
-    if sign(second - m) == 0:  # tie at the top: lambda = m
-        return sign(t - m)
-    if sign(t - m) in (0, 1):  # lambda < m <= t (strict: no tie)
+    if t_against_top in (0, 1):  # lambda < m <= t (strict: no tie)
         return 1
     if sign(t - second) in (0, -1):  # lambda > second >= t
         return -1
-    if sign(t - m) is None or sign(t - second) is None:
+    if t_against_top is None or sign(t - second) is None:
         return None
     return sign(secular_function(t, m, s, [q for q, _ in support], [c for _, c in support]))
 

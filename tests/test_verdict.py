@@ -157,6 +157,24 @@ class TestExactRoutes:
         one_hot = exact_softmax.ExactRow.from_probabilities(np.array([0.0, 1.0, 0.0]))
         assert exact_softmax.decide_norm_at_most(one_hot, exact_softmax.Bound("constant", Fraction(0)))[0] == 0
 
+    @pytest.mark.parametrize("top", [0.3, 0.7])
+    def test_the_envelope_is_decided_in_balls_past_the_exact_routes_reach(self, top):
+        """On either branch of min(m, 2m(1 − m)), for a row with more distinct values than the
+        rationals take: t − m came from subtracting two balls of m, never an exact 0, so the
+        envelope at m (its m < 1/2 branch) stayed undecided (float32 at V = 131,072 left 5 of 24
+        Dirichlet rows inconclusive)."""
+        rng = np.random.default_rng(0)
+        tail = rng.dirichlet(np.full(exact.EXACT_DISTINCT_LIMIT + 50, 50.0)) * (1 - top) / 2
+        p = np.concatenate([[top], tail, tail[::-1]])
+        p[1:] *= (1 - top) / p[1:].sum()
+        row = exact_softmax.ExactRow.from_probabilities(p)
+        assert row.distinct > exact.EXACT_DISTINCT_LIMIT
+        ratio = Fraction(float(sj.spectral_norm(p))) / Fraction(min(top, 2 * top * (1 - top)))
+        envelope = exact_softmax.Bound("envelope", Fraction(1))
+        assert exact_softmax.decide_norm_at_most(row, envelope) == (1, "interval-128")
+        below = exact_softmax.Bound("envelope", ratio * (1 - Fraction(1, 10**6)))
+        assert exact_softmax.decide_norm_at_most(row, below)[0] == -1
+
     def test_logit_rows_are_decided_in_balls(self):
         row = exact_softmax.ExactRow.from_logits(sj.construct_logits(8, 700.0, tail_gap=3.0))
         outcome, method = exact_softmax.decide_norm_at_most(row, exact_softmax.Bound("ms", Fraction(2)))
