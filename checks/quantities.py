@@ -637,10 +637,9 @@ def declare(
     has everything a shipped one has: ``verify``, ``search`` with shrinking and ``--tighten``,
     mutants (:meth:`Claim.with_mutant` with ``lhs=``, ``rhs=`` or ``relation=``), JSON, backends, Dask."""
     from rankwall.checks.toolkit import Cases
-    from rankwall.checks.verdict import REGISTRY
+    from rankwall.checks.verdict import REGISTRY, check_claim_id
 
-    if not isinstance(id, str) or "." not in id or any(c in id for c in "[] ") or id != id.strip("."):
-        raise InputError(f"id: a claim id is dotted, family.name, without spaces or brackets, got {id!r}")
+    check_claim_id(id)
     if not isinstance(cases, Cases):
         raise InputError(f"cases: expected a Cases bundle of a family (e.g. softmax_jacobian.rows), got {cases!r}")
     if not isinstance(statement, str) or not statement.strip():

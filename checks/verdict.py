@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import fnmatch
 import math
+import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, fields, replace
 from enum import StrEnum
@@ -553,6 +554,20 @@ def _verdict(
     )
 
 
+#: A claim id: dotted segments (``family.name``) of letters, digits, ``_`` and ``-``; shell patterns,
+#: the mutant lookup ``id[name]`` and the README's claims table rely on it.
+CLAIM_ID = re.compile(r"[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)+")
+
+
+def check_claim_id(claim_id: Any) -> str:
+    """``claim_id`` if it is a claim id (:data:`CLAIM_ID`), else an :class:`InputError` naming it."""
+    if not isinstance(claim_id, str) or not CLAIM_ID.fullmatch(claim_id):
+        raise InputError(
+            f"id: a claim id is dotted, family.name, of letters, digits, '_' and '-', got {claim_id!r}"
+        )
+    return claim_id
+
+
 class Registry:
     """Claims keyed by dotted id (``family.name``), matched by shell-style patterns; a mutant is
     looked up as ``id[name]``."""
@@ -561,6 +576,7 @@ class Registry:
         self._claims: dict[str, Claim] = {}
 
     def register(self, claim: Claim) -> Claim:
+        check_claim_id(claim.id)
         if claim.id in self._claims:
             raise ValueError(f"claim {claim.id!r} is registered twice")
         self._claims[claim.id] = claim

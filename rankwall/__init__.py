@@ -8,10 +8,9 @@ The public API, for stating and checking claims of one's own (see ``docs/conject
     declare("mine.norm-below-1.9", statement="‖J‖₂ ≤ 1.9·m(1 − m)",
             lhs=sj.norm, relation="<=", rhs=1.9 * sj.top * sj.complement, cases=sj.rows)
 
-- each family of claims is a module with its case types, its ``Cases`` bundles (strategies,
-  witnesses, random instances) and its quantities: ``rankwall.softmax_jacobian``,
-  ``rankwall.compression``, ``rankwall.updates``, ``rankwall.error_rank``, ``rankwall.heads``,
-  ``rankwall.expressivity`` (the modules of :mod:`rankwall.checks.claims`, found by name);
+- each family of claims is a module ``rankwall.<family>`` (``rankwall.softmax_jacobian``, for
+  instance: each module of :mod:`rankwall.checks.claims`, found by name) with its case types, its
+  ``Cases`` bundles (strategies, witnesses, random instances) and its quantities;
 - :func:`declare` states a claim from two quantities and a relation; :func:`quantity` defines a new
   quantity; :func:`minimum`, :func:`maximum` combine them;
 - :func:`get_claim`, :func:`check`, :func:`search`, :func:`load_claims`, :func:`case_from_json`,

@@ -118,6 +118,29 @@ def test_the_fidelity_page_is_a_table_of_every_row_with_links(built):
         assert row.status.value in cells
 
 
+def _table_rows(html: str, css_class: str) -> list[str]:
+    table = html[html.index(f'class="companion-table {css_class}'):]
+    body = table[table.index("<tbody>") : table.index("</table>")]
+    return re.findall(r"<tr class=\"row-(?:odd|even)\"[^>]*>(.*?)</tr>", body, re.S)
+
+
+def test_the_family_and_new_statement_lists_are_built_from_the_registry(built):
+    """No page lists the families or the new statements by hand: a new family or theorem appears in
+    the conjectures page's family table and on the beyond page by itself."""
+    from rankwall.checks import fidelity
+    from rankwall.checks.claims import FAMILY_MODULES
+    from rankwall.checks.statements import Kind
+
+    families = _table_rows((built / "conjectures.html").read_text(), "family-list")
+    assert [re.search(r"rankwall\.([a-z_]+)", row).group(1) for row in families] == [
+        module.__name__.rsplit(".", 1)[1] for module in FAMILY_MODULES
+    ]
+    new = _table_rows((built / "beyond.html").read_text(), "statement-index")
+    assert [re.search(r'href="[^"#]*#([^"]+)"', row).group(1) for row in new] == [
+        s.label for s in fidelity.STATEMENTS if s.kind is Kind.NEW
+    ]
+
+
 def test_the_math_check_fails_on_raw_tex(tmp_path):
     """A math element with no mjx-container is counted as raw TeX; nothing is checked without a browser."""
     count = math_check._MathCount()
@@ -141,21 +164,25 @@ def test_two_pages_render_their_math_offline_in_chromium(built, tmp_path):
 
 def test_readme_table_lists_every_claim():
     """The README's results table names exactly the registered claims."""
-    from rankwall.checks.verdict import REGISTRY
+    from rankwall.checks.verdict import CLAIM_ID, REGISTRY
 
     readme = (ROOT / "README.md").read_text()
-    listed = set(re.findall(r"^\| `([a-z0-9.-]+)` \|", readme, flags=re.MULTILINE))
+    listed = set(re.findall(rf"^\| `({CLAIM_ID.pattern})` \|", readme, flags=re.MULTILINE))
     assert listed == {c.id for c in REGISTRY}
 
 
-def test_the_readme_names_every_family_module():
-    """The README's sentence on statements of one's own lists the public family modules."""
+def test_the_rankwall_names_the_readme_gives_exist():
+    """The README names family modules by example (their list is the docs' family table, built from
+    the registry), so a new family edits no README sentence; each `rankwall.<name>` it gives is a
+    family, a module, or the entry-point group."""
     from rankwall.checks.claims import FAMILY_MODULES
+    from rankwall.checks.loader import ENTRY_POINT_GROUP
 
-    readme = (ROOT / "README.md").read_text()
-    sentence = readme[readme.index("Each family (") :].split(")", 1)[0]
-    named = set(re.findall(r"`(?:rankwall)?\.([a-z_]+)`", sentence))
-    assert named == {module.__name__.rsplit(".", 1)[1] for module in FAMILY_MODULES}
+    families = {module.__name__.rsplit(".", 1)[1] for module in FAMILY_MODULES}
+    named = set(re.findall(r"`(rankwall\.[a-z_]+)`", (ROOT / "README.md").read_text()))
+    assert any(name.split(".")[1] in families for name in named)
+    for name in named - {ENTRY_POINT_GROUP}:
+        assert name.split(".")[1] in families or importlib.util.find_spec(name), name
 
 
 def test_design_page_describes_the_packages_that_exist():

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import ClassVar
 
@@ -26,6 +26,7 @@ from rankwall.checks.verdict import (
     worst,
 )
 from rankwall.theory import softmax_jacobian as sj
+from rankwall.theory.validation import InputError
 
 
 @dataclass(frozen=True)
@@ -125,6 +126,13 @@ class TestRegistry:
         registry.register(claim)
         with pytest.raises(ValueError, match="registered twice"):
             registry.register(claim)
+
+    @pytest.mark.parametrize("bad", ["softmax-temperature.top-at-least-1/V", "nodot", "a b.c", "x.[m]", "x."])
+    def test_an_id_outside_the_rule_is_refused_when_it_registers(self, bad):
+        """A shipped family's id meets the rule that the README table, patterns and mutant lookups
+        rely on at registration, not in a test of the README."""
+        with pytest.raises(InputError, match="id: a claim id is dotted"):
+            Registry().register(replace(next(iter(REGISTRY)), id=bad))
 
     def test_patterns_and_unknown_ids(self):
         assert {c.id for c in REGISTRY.match(["softmax-jacobian.*-bound"])} == {

@@ -4,8 +4,11 @@
   over the build-order numbers that sphinx-proof would give, so a number never changes when a page
   or a theorem is added elsewhere; a theorem without an entry is a build warning (an error under
   ``-W``);
-- ``{statement-index}`` and ``{claim-index}``: the statement index (label, number, seed reference,
-  kind, claims, tests) and every registry claim with the statements it checks;
+- ``{statement-index}`` (``:kind: new`` keeps one kind) and ``{claim-index}``: the statement index
+  (label, number, seed reference, kind, claims, tests) and every registry claim with the statements
+  it checks;
+- ``{family-list}``: the public family modules, the claims each holds and its page, so that no page
+  lists the families by hand;
 - ``{fidelity-table}``: the fidelity rows as an HTML table, every figure read from the evidence
   when the page is built, each row linking to its theorem, claims and page.
 """
@@ -13,9 +16,10 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from docutils import nodes
+from docutils.parsers.rst import directives
 from sphinx import addnodes
 from sphinx.application import Sphinx
 from sphinx.environment import BuildEnvironment
@@ -118,12 +122,18 @@ def _table(headers: tuple[str, ...], rows: list[tuple[list[nodes.Node] | nodes.N
 
 
 class StatementIndex(SphinxDirective):
-    """Every theorem: stable number, link, where the seeds state it, kind, claims and tests."""
+    """Every theorem (or those of one ``:kind:``): stable number, link, where the seeds state it,
+    kind, claims and tests."""
+
+    option_spec: ClassVar[dict[str, Any]] = {"kind": directives.unchanged}
 
     def run(self) -> list[nodes.Node]:
         doc = self.env.docname
+        only = self.options.get("kind")
         rows = []
         for s in fidelity.STATEMENTS:
+            if only is not None and s.kind.value != only:
+                continue
             claims = [_claim_ref(c, doc) for c in s.claims] or [nodes.Text("none (proof only)")]
             tests = [nodes.literal(t, t) for t in s.tests]
             kind = nodes.paragraph(text=s.kind.value + (f": {s.note}" if s.note else ""))
@@ -154,6 +164,26 @@ class ClaimIndex(SphinxDirective):
         return [_table(("claim", "statement", "checks", "mutants"), rows, (18, 52, 15, 15), ("claim-index",), ids)]
 
 
+class FamilyList(SphinxDirective):
+    """The public family modules (``rankwall.<family>``), the claims each registers and its page."""
+
+    def run(self) -> list[nodes.Node]:
+        from rankwall.checks.claims import FAMILY_MODULES
+        from rankwall.checks.toolkit import Family
+        from rankwall.checks.verdict import REGISTRY
+
+        doc = self.env.docname
+        rows = []
+        for module in FAMILY_MODULES:
+            name = module.__name__.rsplit(".", 1)[1]
+            prefixes = sorted({f.name for f in vars(module).values() if isinstance(f, Family)})
+            held = [f"{prefix}.* ({sum(c.id.startswith(prefix + '.') for c in REGISTRY)})" for prefix in prefixes]
+            public = f"rankwall.{name}"
+            rows.append((nodes.paragraph("", "", nodes.literal(public, public)), _text(", ".join(held)),
+                         _joined([_doc_ref(name, doc)])))
+        return [_table(("module", "claims (how many)", "page"), rows, (30, 45, 25), ("family-list",))]
+
+
 class FidelityTable(SphinxDirective):
     """The fidelity rows as a table; every rankwall figure is read from the evidence now."""
 
@@ -182,5 +212,6 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.connect("env-get-updated", assign_stable_numbers, priority=900)  # after the toctree collector
     app.add_directive("statement-index", StatementIndex)
     app.add_directive("claim-index", ClaimIndex)
+    app.add_directive("family-list", FamilyList)
     app.add_directive("fidelity-table", FidelityTable)
     return {"version": "1", "parallel_read_safe": False, "parallel_write_safe": True, "env_version": 1}
