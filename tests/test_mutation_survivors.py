@@ -232,3 +232,11 @@ class TestSoftmaxJacobian:
             warnings.simplefilter("error")
             norms = sj.spectral_norm(rows)
         assert np.array_equal(norms, rows.top)
+
+    @pytest.mark.parametrize("m", [-0.1, -1.0])
+    def test_a_negative_top_mass_of_tied_atoms_is_named_out_of_range(self, m):
+        """Kills softmax_jacobian.py:957 (the range of m from [0, 1/2] to [-1, 1/2]): a negative m
+        was still refused, but as "too small for two tied top atoms", which misnames the problem: m
+        is no mass at all. The domain check names the range."""
+        with pytest.raises(InputError, match=r"m: -[\d.]+ is outside \[0\.0, 0\.5\]"):
+            sj.construct_tied_atoms(5, m)
