@@ -69,6 +69,11 @@ class ExactRow:
         return not self.logits and self.distinct <= EXACT_DISTINCT_LIMIT
 
 
+def _envelope_is_m(m: Any, s: Any) -> bool:
+    """Whether min(m, 2m(1 - m)) is m, i.e. m <= 2ms (s = 1 - m as computed)."""
+    return sign(m - 2 * m * s) in (-1, 0)
+
+
 @dataclass(frozen=True)
 class Bound:
     """A bound t on the spectral norm, with its structure kept for exact comparisons:
@@ -86,21 +91,18 @@ class Bound:
             return c
         if self.kind == "ms":
             return c * m * s
-        two_ms = 2 * m * s
-        return c * (m if sign(m - two_ms) in (-1, 0) else two_ms)
+        return c * (m if _envelope_is_m(m, s) else 2 * m * s)
 
     def against_top(self, m: Any, s: Any, is_exact: bool) -> int | None:
-        """sign(t - m) from the structure of t (m > 0), not from a ball difference: where the
-        envelope takes its first branch, t - m = (c - 1) m is 0 for c = 1, and two balls of the
-        same m never subtract to an exact 0 (the comparison stayed undecided on every row with
-        more distinct values than the exact route takes)."""
+        """sign(t - m) from the structure of t (m > 0), not from the difference of two balls of m,
+        which is never an exact 0: the envelope's first branch t = c m is m itself for c = 1."""
         c = flint.fmpq(self.coefficient.numerator, self.coefficient.denominator)
         c = c if is_exact else flint.arb(c)
         if self.kind == "constant":
             return sign(c - m)
         if self.kind == "ms":  # c m s - m = m (c s - 1)
             return sign(c * s - 1)
-        if sign(m - 2 * m * s) in (-1, 0):  # t = c m (the branch value() takes)
+        if _envelope_is_m(m, s):  # t = c m
             return (self.coefficient > 1) - (self.coefficient < 1)
         return sign(2 * c * s - 1)  # t = 2c m s: t - m = m (2 c s - 1)
 
@@ -137,9 +139,7 @@ def decide_norm_at_most(row: ExactRow, bound: Bound) -> tuple[int | None, str]:
         is_exact = bits is None
         with precision(bits or 64):
             m, s, tail, counts = row.parts(is_exact)
-            outcome = _secular_comparison(
-                m, s, tail, counts, bound.value(m, s, is_exact), bound.against_top(m, s, is_exact)
-            )
+            outcome = _secular_comparison(m, s, tail, counts, bound, is_exact)
         if outcome is not None:
             return outcome, method if is_exact else f"interval-{bits}"
     return _structural_comparison(row, bound)
@@ -159,17 +159,16 @@ def _structural_comparison(row: ExactRow, bound: Bound) -> tuple[int | None, str
     return None, "interval"
 
 
-def _secular_comparison(
-    m: Any, s: Any, tail: list[Any], counts: list[int], t: Any, t_against_top: int | None
-) -> int | None:
-    """Compare :math:`\\lambda_{\\max}` with t using the interlacing bracket and F(t);
-    ``t_against_top`` is sign(t - m) from the bound's structure (:meth:`Bound.against_top`)."""
+def _secular_comparison(m: Any, s: Any, tail: list[Any], counts: list[int], bound: Bound, is_exact: bool) -> int | None:
+    """Compare :math:`\\lambda_{\\max}` with the bound t using the interlacing bracket and F(t)."""
+    t = bound.value(m, s, is_exact)
     support = [(q, c) for q, c in zip(tail, counts, strict=True) if c > 0 and q != 0]
     if not support:  # one-hot: J = 0
         return sign(t)
     if counts[0] > 0:  # tie at the top (read from the float input, so exact): lambda = m
         return sign(t - m)  # undecided in balls at t = m: the rationals or the tie lemma show it
     second = support[0][0]
+    t_against_top = bound.against_top(m, s, is_exact)
     if t_against_top in (0, 1):  # lambda < m <= t (strict: no tie)
         return 1
     if sign(t - second) in (0, -1):  # lambda > second >= t

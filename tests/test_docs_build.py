@@ -100,13 +100,17 @@ def test_a_theorem_missing_from_the_index_fails_the_build(tmp_path):
     assert "'thm-unindexed' (index) has no entry in fidelity.STATEMENTS" in result.stderr
 
 
+def _table_body(html: str, css_class: str) -> str:
+    """The body rows of the companion table of that class."""
+    table = html[html.index(f'class="companion-table {css_class}') :]
+    return table[table.index("<tbody>") : table.index("</table>")]
+
+
 def test_the_fidelity_page_is_a_table_of_every_row_with_links(built):
     from rankwall.checks import fidelity
 
-    html = (built / "fidelity.html").read_text()
-    table = html[html.index('class="companion-table fidelity-table'):]
-    table = table[: table.index("</table>")]
-    rows = re.findall(r'<tr class="row-(?:odd|even)" id="row-(\d+)">(.*?)</tr>', table, re.S)
+    body = _table_body((built / "fidelity.html").read_text(), "fidelity-table")
+    rows = re.findall(r'<tr class="row-(?:odd|even)" id="row-(\d+)">(.*?)</tr>', body, re.S)
     assert len(rows) == len(fidelity.ROWS) >= 50
     for (number, cells), row in zip(rows, fidelity.ROWS, strict=True):
         links = re.findall(r'<a class="reference internal" href="([^"]+)"', cells)
@@ -119,9 +123,7 @@ def test_the_fidelity_page_is_a_table_of_every_row_with_links(built):
 
 
 def _table_rows(html: str, css_class: str) -> list[str]:
-    table = html[html.index(f'class="companion-table {css_class}'):]
-    body = table[table.index("<tbody>") : table.index("</table>")]
-    return re.findall(r"<tr class=\"row-(?:odd|even)\"[^>]*>(.*?)</tr>", body, re.S)
+    return re.findall(r"<tr class=\"row-(?:odd|even)\"[^>]*>(.*?)</tr>", _table_body(html, css_class), re.S)
 
 
 def test_the_family_and_new_statement_lists_are_built_from_the_registry(built):
