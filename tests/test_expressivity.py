@@ -242,7 +242,8 @@ class TestArgmaxableTokens:
         result = ex.argmaxable(W)
         assert result["argmaxable"].tolist() == [True] * 12 + [False]
         assert result["method"][12] == "convex combination"
-        assert {str(m) for m in result["method"][:12]} <= {*ALL_CERTIFICATES, "reflections", "LP, re-checked"}
+        winners = {*ALL_CERTIFICATES, ex.HULL_VERTEX, "reflections", "LP, re-checked"}
+        assert {str(m) for m in result["method"][:12]} <= winners
         assert_every_answer_is_certified(W, None, result)
 
     def test_duplicate_rows_lose_to_their_twin_unless_their_bias_is_larger(self):
@@ -428,6 +429,91 @@ class TestCertifiedArgmax:
         assert np.flatnonzero(result["never"]).tolist() == never
         assert (result["argmaxable"] | result["never"]).all()
         assert_every_answer_is_certified(W, bias, result)
+
+
+class TestTheHullRoute:
+    """At D <= HULL_MAX_D qhull proposes the candidates; every answer is still certified exactly, so
+    the route gives the hull's vertices without a bias and the general route's answers with one, and a
+    hull that proposes nonsense only sends tokens on to the general route (issue 29, item 3)."""
+
+    @staticmethod
+    def vertices(points):
+        from scipy.spatial import ConvexHull
+
+        found = np.zeros(len(points), dtype=bool)
+        found[ConvexHull(points).vertices] = True
+        return found
+
+    @pytest.mark.parametrize("D", [2, 3, 4])
+    def test_the_hull_settles_every_token_without_a_bias(self, D):
+        W = random_head(11 * D, 80, D, False)[0]
+        result = ex.argmaxable(W)
+        assert (result["argmaxable"] == self.vertices(W)).all() and (result["never"] == ~self.vertices(W)).all()
+        assert set(result["method"].tolist()) == {ex.HULL_VERTEX, ex.CONVEX_COMBINATION}
+        assert_every_answer_is_certified(W, None, result)
+
+    def test_with_a_bias_it_answers_as_the_general_route(self, monkeypatch):
+        W, b = random_head(34, 30, 3, True)
+        result = ex.argmaxable(W, b)
+        monkeypatch.setattr(ex, "HULL_MAX_D", 0)
+        general = ex.argmaxable(W, b)
+        assert (result["argmaxable"] == general["argmaxable"]).all() and (result["never"] == general["never"]).all()
+        assert ex.CONVEX_COMBINATION in result["method"]
+        assert_every_answer_is_certified(W, b, result)
+
+    @pytest.mark.parametrize(
+        ("W", "winners"),
+        [
+            # a grid: edge midpoints coplanar with a facet, the centre inside
+            (np.array([[x, y] for x in (0.0, 0.5, 1.0) for y in (0.0, 0.5, 1.0)]), [0, 2, 6, 8]),
+            # collinear rows: only the two ends win
+            (np.outer(np.linspace(-1, 1, 9), [1.0, 2.0, -1.0]), [0, 8]),
+            # twins of rows 0-2 tie with them (all never), row 13 lies inside
+            (np.vstack([ex.circle_head(10), ex.circle_head(10)[:3], [[0.2, 0.1]]]), [3, 4, 5, 6, 7, 8, 9]),
+        ],
+        ids=["grid", "collinear", "twins"],
+    )
+    def test_degenerate_heads_are_answered_and_certified(self, W, winners):
+        result = ex.argmaxable(W)
+        assert np.flatnonzero(result["argmaxable"]).tolist() == winners
+        assert (result["argmaxable"] | result["never"]).all()
+        assert_every_answer_is_certified(W, None, result)
+
+    def test_rows_in_a_plane_of_a_larger_space(self):
+        """The hull is taken in the rows' affine hull (a plane of R^3), the weights checked in all
+        three coordinates."""
+        plane = random_head(3, 40, 2, False)[0]
+        result = ex.argmaxable(np.hstack([plane, np.zeros((40, 1))]))
+        assert (result["argmaxable"] == self.vertices(plane)).all()
+        assert set(result["method"].tolist()) == {ex.HULL_VERTEX, ex.CONVEX_COMBINATION}
+        assert_every_answer_is_certified(np.hstack([plane, np.zeros((40, 1))]), None, result)
+
+    def test_a_lying_hull_changes_no_answer(self, monkeypatch):
+        """Every vertex proposed inside (on a support of other rows) and every other row proposed as a
+        vertex with h = 0: no proposal survives its exact check, and the general route answers."""
+        W = random_head(5, 24, 2, False)[0]
+        honest = ex._hull_proposals
+
+        def lying(head, open_tokens):
+            real = honest(head, open_tokens)
+            inside = np.array(sorted(t for ts in real.supports.values() for t in ts))
+            supports = {tuple(t for t in real.tokens[:3]): [int(t) for t in real.tokens[3:]]}
+            return ex._HullProposals(tokens=inside, H=np.zeros((len(inside), 2)), supports=supports)
+
+        monkeypatch.setattr(ex, "_hull_proposals", lying)
+        result = ex.argmaxable(W)
+        assert (result["argmaxable"] == self.vertices(W)).all() and (result["never"] == ~self.vertices(W)).all()
+        assert ex.HULL_VERTEX not in result["method"]
+        assert_every_answer_is_certified(W, None, result)
+
+    def test_weights_off_the_support_are_refused(self):
+        """A token proposed on a simplex that does not hold it gets no certificate (a negative weight),
+        and a support whose rows are not independent none either (a zero determinant)."""
+        W = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0], [0.25, 0.25], [2.0, 2.0], [0.5, 0.0]])
+        found = ex._hull_never(ex.Head.of(W), {(0, 1, 2): [3, 4], (0, 1, 5): [3]})
+        assert sorted(found) == [3]
+        support, weights = found[3]
+        assert sorted(support.tolist()) == [0, 1, 2] and sum(weights) == 1 and all(w > 0 for w in weights)
 
 
 def test_rankwall_argmax(capsys, tmp_path):
@@ -636,9 +722,13 @@ class TestArgmaxableVsHullCanFail:
 
         hull = scipy.spatial.ConvexHull
 
-        class MissingOne:
-            def __init__(self, points):
-                self.vertices = hull(points).vertices[1:]
+        class MissingOne(hull):
+            """qhull answering with one vertex left out (its facets, which argmaxable's proposals
+            come from, kept: the certified answer does not depend on them)."""
+
+            @property
+            def vertices(self):
+                return super().vertices[1:]
 
         dropped = int(hull(claims.argmax_head(HEAD)).vertices[0])
         monkeypatch.setattr(scipy.spatial, "ConvexHull", MissingOne)
