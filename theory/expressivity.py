@@ -617,8 +617,9 @@ def _hull_proposals(head: Head, open_tokens: np.ndarray) -> _HullProposals | Non
         # Inside the normal cone of the lifted vertex, with a positive last component: the upper
         # facets' normals, plus as much of all its facets' as keeps that component positive.
         up, around = _normal_sums(simplices, normals, len(rows))[proposed], every[proposed]
-        share = np.where(around[:, -1] < 0, 0.5 * up[:, -1] / np.maximum(-around[:, -1], 1e-300), 1.0)
-        direction = up + np.minimum(share, 1.0)[:, None] * around
+        share, negative = np.ones(len(up)), around[:, -1] < 0
+        share[negative] = np.minimum(1.0, 0.5 * up[negative, -1] / -around[negative, -1])
+        direction = up + share[:, None] * around
         H = (spread * direction[:, :-1] / direction[:, -1:]) @ basis.T
     else:
         vertex = np.zeros(len(rows), dtype=bool)
@@ -699,7 +700,9 @@ def _pulling_supports(
     simplices, normals, offsets = simplices[away], normals[away], offsets[away]
     apex_point = coordinates[apex]
     reach = -offsets - normals @ apex_point  # > 0 for the facets not through the apex
-    rates = normals / reach[:, None]  # 1/t per unit of the ray: the least t is the largest rate
+    # 1/t per unit of the ray (the least t is the largest rate); a facet the rounding puts on the apex's
+    # plane gets rate 0, and a point that only such facets could hold is left to the general route
+    rates = np.where(reach[:, None] > 0, normals / np.where(reach > 0, reach, 1.0)[:, None], 0.0)
     supports = np.full((len(inside), simplices.shape[1] + 1), -1, dtype=np.int64)
     block = max(1, HULL_BLOCK_ENTRIES // max(1, len(normals)))
     for start in range(0, len(inside), block):
