@@ -31,7 +31,7 @@ from rankwall.checks.commands.common import (
     sources,
 )
 from rankwall.checks.outputs import available_memory_bytes, progress_bar
-from rankwall.checks.verdict import DEFAULT_V, EXACT_IDENTITY_V, Verdict
+from rankwall.checks.verdict import DEFAULT_V, Verdict
 from rankwall.theory.softmax_jacobian import MAX_VOCABULARY
 
 NAME = "verify"
@@ -60,8 +60,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--exact",
         action="store_true",
-        help=f"re-decide every identity exactly at every size (by default up to V = {EXACT_IDENTITY_V:,}; "
-        "beyond, an identity whose float sides agree to rounding holds 'within rounding')",
+        help="re-decide every identity exactly (the default at every size: an identity whose sides agree only "
+        "to rounding is inconclusive, never holds); kept for scripts that pass it",
     )
     backend_options(parser, json_help="print one JSON entry per claim and size instead of tables")
     cluster_options(parser)
