@@ -13,9 +13,9 @@ from fractions import Fraction
 import pytest
 
 from rankwall.checks.backends import resolve
+from rankwall.checks.quantities import Constant, Sides
 from rankwall.checks.search import search
 from rankwall.checks.strategies import CI_SEARCH_BUDGET
-from rankwall.checks.quantities import Constant, Sides
 from rankwall.checks.verdict import REGISTRY, Relation, Status, tightened_integer_bound
 
 NUMPY = resolve("numpy")
