@@ -26,6 +26,7 @@ its head W and the next tokens t:
 from __future__ import annotations
 
 import contextlib
+import math
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -298,6 +299,7 @@ def plot(record: dict[str, Any], path: Path) -> None:
     """Four panels: Figure 7 (rank and components), Figure 6 (loss change), Eq. 1 beside the
     paper's range, and each attention head's median gain against its capacity 2m(1 - m)."""
     import matplotlib
+    import matplotlib.ticker
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -305,11 +307,15 @@ def plot(record: dict[str, Any], path: Path) -> None:
     fig, axes = plt.subplots(1, 4, figsize=(19, 4.2))
     ranks = record["gradient_rank"]
     n = [r["tokens"] for r in ranks]
+    # The reference first, wide and pale, under the data: a full-rank curve runs along it, visibly.
+    axes[0].plot(n, n, "-", color="grey", linewidth=7, alpha=0.3, solid_capstyle="butt", label="rank = tokens")
     axes[0].plot(n, [r["certified_rank"] for r in ranks], "o-", label="certified rank")
     axes[0].plot(n, [r["components_99.9"] for r in ranks], "s--", label="components for 99.9%")
     axes[0].plot(n, [r["components_70"] for r in ranks], "^--", label="components for 70%")
-    axes[0].plot(n, n, ":", color="grey", label="rank = tokens")
     axes[0].set(xscale="log", yscale="log", xlabel="tokens", title="logit gradient (Fig. 7)")
+    ticks = token_ticks(n)
+    axes[0].set_xticks(ticks, [str(t) for t in ticks])
+    axes[0].xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
     axes[0].legend(fontsize=8)
     eff = record["update_efficiency"]
     for name in ("logit gradient", "hidden-state update"):
@@ -318,11 +324,26 @@ def plot(record: dict[str, Any], path: Path) -> None:
     axes[1].set_title("update efficiency (Fig. 6)")
     axes[1].legend(fontsize=8)
     eq1 = record["eq1"]
-    axes[2].bar(["destroyed", "cosine"], [eq1["destroyed"], eq1["cosine"]], color=["tab:red", "tab:green"])
-    axes[2].axhspan(*PAPER_DESTROYED, color="tab:red", alpha=0.15, label="paper: destroyed")
-    axes[2].axhspan(*PAPER_COSINE, color="tab:green", alpha=0.15, label="paper: cosine")
-    axes[2].set(ylim=(0, 1), title=f"Eq. 1, D = {record['D']}, V = {record['V']}")
-    axes[2].legend(fontsize=8)
+    # The model's shares beside the paper's ranges, each a bar of its own: nothing drawn over anything.
+    where = np.arange(2)
+    measured = [eq1["destroyed"], eq1["cosine"]]
+    axes[2].bar(where - 0.2, measured, width=0.38, color=["tab:red", "tab:green"], label=record["model"].split()[0])
+    low, high = zip(PAPER_DESTROYED, PAPER_COSINE, strict=True)
+    axes[2].bar(
+        where + 0.2,
+        np.subtract(high, low),
+        bottom=low,
+        width=0.38,
+        color="none",
+        edgecolor=["tab:red", "tab:green"],
+        hatch="///",
+        label="paper's range (Fig. 4)",
+    )
+    for x, value in zip(where - 0.2, measured, strict=True):
+        axes[2].annotate(f"{value:.3f}", (x, value), ha="center", va="bottom", fontsize=8)
+    axes[2].set_xticks(where, ["destroyed", "cosine"])
+    axes[2].set(ylim=(0, 1.12), title=f"Eq. 1, D = {record['D']}, V = {record['V']}")
+    axes[2].legend(fontsize=8, loc="upper right")
     heads = record["attention"]["heads"]
     capacity = [2 * h["median_m"] * (1 - h["median_m"]) for h in heads]
     axes[3].scatter(capacity, [h["median_gain"] for h in heads], s=10)
@@ -334,6 +355,16 @@ def plot(record: dict[str, Any], path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def token_ticks(sizes: list[int]) -> list[int]:
+    """Where to label the tokens axis of Figure 7: the sizes measured (powers of two, then the run's
+    own size), less a power of two that sits within half an octave below the last size, whose label
+    would run into it."""
+    ticks = sorted(set(sizes))
+    if len(ticks) >= 2 and math.log2(ticks[-1] / ticks[-2]) < 0.5:
+        del ticks[-2]
+    return ticks
 
 
 def write(record: dict[str, Any], out: Path) -> tuple[Path, Path]:
