@@ -60,12 +60,37 @@ F64 = tolerance.unit_roundoff(np.float64)
 
 def read_tokens(loaded: LoadedModel, text: str, label: str, tokens: int) -> np.ndarray:
     """The first ``tokens + 1`` token ids of ``text`` (N predictions need N + 1 ids)."""
+    return token_ids(loaded.tokenizer, text, label, tokens)
+
+
+def token_ids(tokenizer: Any, text: str, label: str, tokens: int) -> np.ndarray:
+    """The first ``tokens + 1`` ids of ``text`` under ``tokenizer`` (N predictions need N + 1 ids); a
+    text that holds fewer is an :class:`InputError` naming ``--text``."""
     # Tokenize a prefix that is long enough (a token is rarely more than 16 characters here).
     length = min(len(text), 16 * (tokens + 1) + 1024)
-    ids = np.asarray(loaded.tokenizer(text[:length])["input_ids"], dtype=np.int64)
+    ids = np.asarray(tokenizer(text[:length])["input_ids"], dtype=np.int64)
     if len(ids) < tokens + 1:
         raise InputError(f"--text: {label} holds {len(ids)} tokens, fewer than --tokens {tokens} + 1")
     return ids[: tokens + 1]
+
+
+#: What :func:`spot` does, in order, as it names each step to ``on_step`` (the two optional ones last
+#: in their place: the rank of log P and the unargmaxable tokens).
+STEPS = (
+    "forward and backward passes",
+    "rank of the model's log-probabilities",
+    "Eq. 1: projecting the logit gradient",
+    "Figure 7: rank of the logit gradient",
+    "Figure 6: update efficiency",
+    "unargmaxable tokens of the head",
+)
+
+
+def steps(*, argmax: bool = True, log_probability_rank: bool = True) -> list[str]:
+    """The steps :func:`spot` announces with these options, in order."""
+    skipped = {STEPS[1]} if not log_probability_rank else set()
+    skipped |= {STEPS[5]} if not argmax else set()
+    return [step for step in STEPS if step not in skipped]
 
 
 @contextlib.contextmanager
@@ -228,32 +253,36 @@ def spot(
     text_label: str = "text",
     on_step: Callable[[str], None] | None = None,
     log_probability_rank: bool = True,
+    ids: np.ndarray | None = None,
 ) -> dict[str, Any]:
     """Every spot check on ``tokens`` predictions of ``text`` (named ``text_label`` in the
     record); returns a JSON-ready record. ``log_probability_rank`` certifies the rank of the model's
-    log P (:mod:`rankwall.checks.models.logprob_rank`; a minute and a half at 1,024 tokens)."""
+    log P (:mod:`rankwall.checks.models.logprob_rank`; a minute and a half at 1,024 tokens).
+    ``on_step`` hears the name of each step of :func:`steps` as it starts; ``ids`` are the text's
+    :func:`token_ids` when the caller has them already."""
     step = on_step or (lambda description: None)
     started = time.perf_counter()
-    ids = read_tokens(loaded, text, text_label, tokens)
-    step("forward and backward passes")
+    if ids is None:
+        ids = read_tokens(loaded, text, text_label, tokens)
+    step(STEPS[0])
     logits: list[np.ndarray] = []
     H, attention, model_loss = forward_backward(loaded, ids, context, on_logits=logits.append)
     W = loaded.head
     ranks = None
     if log_probability_rank:  # first, while the memory the later steps take is still free
-        step("rank of the model's log-probabilities")
+        step(STEPS[1])
         ranks = logprob_rank.log_probability_rank(H, W, loaded.head_bias, np.concatenate(logits)).to_json()
     del logits
     targets = ids[1:]
-    step("Eq. 1: projecting the logit gradient")
+    step(STEPS[2])
     Q, rank = cp.column_basis(W)
     G = np.concatenate(list(cp.logit_gradient_blocks(H, W, targets)))
     eq1 = cp.compression([G], Q)
-    step("Figure 7: rank of the logit gradient")
+    step(STEPS[3])
     sizes = sorted({min(tokens, 1 << k) for k in range(4, 1 + int(np.log2(max(tokens, 16))) + 1)} | {tokens})
     rank_rows = gradient_rank(G, sizes)
     del G
-    step("Figure 6: update efficiency")
+    step(STEPS[4])
     curves = cp.loss_change_along(H, W, targets, UPDATE_FRACTIONS)
     record: dict[str, Any] = {
         "model": loaded.source.name,
@@ -281,7 +310,7 @@ def spot(
     if ranks is not None:
         record["log_probability_rank"] = ranks
     if argmax:
-        step("unargmaxable tokens of the head")
+        step(STEPS[5])
         argmax_started = time.perf_counter()
         decided = ex.argmaxable(W)
         record["unargmaxable"] = np.flatnonzero(decided["never"]).tolist()
