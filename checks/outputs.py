@@ -37,6 +37,24 @@ def writable_folder(folder: str | Path, argument: str = "--out") -> Path:
     return path
 
 
+@contextlib.contextmanager
+def output_folder(out: str | Path, argument: str = "--out") -> Iterator[Path]:
+    """The folder ``out``, created if needed and checked writable before the run (so that a long run
+    does not fail at its end); if the block fails, the folders this call created are removed again,
+    deepest first, each only while it is still empty (a failed run leaves no folder behind, and never
+    deletes a file)."""
+    path = Path(out).absolute()
+    missing = [p for p in (path, *path.parents) if not p.exists()]
+    folder = writable_folder(out, argument)
+    try:
+        yield folder
+    except BaseException:
+        for created in missing:
+            with contextlib.suppress(OSError):  # not empty, or already gone: leave it
+                created.rmdir()
+        raise
+
+
 def _umask() -> int:
     """The process's file-creation mask (read by setting it, then restoring it)."""
     mask = os.umask(0)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import time
@@ -16,7 +17,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from rankwall.checks.commands.common import EXIT_OK, UsageError
-from rankwall.checks.outputs import progress_bar, writable_folder, write_array, write_text
+from rankwall.checks.outputs import output_folder, progress_bar, write_array, write_text
 
 NAME = "argmax"
 HELP = "the tokens of a head that no hidden state can make the strict argmax, each with a certificate"
@@ -210,10 +211,12 @@ def region_of(args: argparse.Namespace, D: int) -> tuple[Any, dict[str, Any] | N
 
 
 def escaped_text(data: bytes) -> str:
-    """``data`` as UTF-8 text in which every character shows: a backslash, a double quote, a newline,
-    a tab and a carriage return as ``\\\\``, ``\\"``, ``\\n``, ``\\t``, ``\\r``; a byte that is not
-    UTF-8 (a piece of a longer character) as ``\\xNN``; any other character that does not print
-    (controls, format characters, a non-breaking space) as ``\\xNN``, ``\\uNNNN`` or ``\\UNNNNNNNN``."""
+    """``data`` as UTF-8 text in which every character shows, in Python's escapes: a backslash, a
+    double quote, a newline, a tab and a carriage return as ``\\\\``, ``\\"``, ``\\n``, ``\\t``, ``\\r``;
+    a byte that is not UTF-8 (a piece of a longer character, 0x80 to 0xff) as ``\\xNN``; any other
+    character that does not print as ``\\xNN`` below 0x80 (ASCII controls), else ``\\uNNNN`` or
+    ``\\UNNNNNNNN`` (a non-breaking space, a format character). So ``\\xNN`` with NN >= 80 is always a
+    raw byte, and the bytes can be read back from the text."""
     shown = []
     for character in data.decode("utf-8", "surrogateescape"):
         code = ord(character)
@@ -223,8 +226,10 @@ def escaped_text(data: bytes) -> str:
             shown.append(_ESCAPES[character])
         elif character.isprintable():
             shown.append(character)
-        else:
-            shown.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}")
+        elif code < 0x80:
+            shown.append(f"\\x{code:02x}")
+        else:  # never \\xNN, which stands for a byte that is not UTF-8
+            shown.append(f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}")
     return "".join(shown)
 
 
@@ -239,11 +244,18 @@ def token_strings(vocabulary: Any, tokens: list[int]) -> dict[int, str]:
 
 
 def run(args: argparse.Namespace, out: Console, err: Console) -> int:
+    with contextlib.ExitStack() as stack:  # a failed run leaves no --certificates folder it created
+        folder = None
+        if args.certificates is not None:
+            folder = stack.enter_context(output_folder(args.certificates, "--certificates"))
+        return _decide_and_print(args, folder, out, err)
+
+
+def _decide_and_print(args: argparse.Namespace, folder: Any, out: Console, err: Console) -> int:
     from rankwall.checks.models.loading import load_head, load_vocabulary
 
-    folder = writable_folder(args.certificates, "--certificates") if args.certificates is not None else None
     W, b, name = load_head(args.head)
-    vocabulary = load_vocabulary(args.head)
+    vocabulary = load_vocabulary(args.head)  # before the tokens are decided: a bad tokenizer file is refused first
     region, region_record = region_of(args, int(np.shape(W)[1]))
     with progress_bar(err) as progress:
         task = progress.add_task("deciding argmaxable tokens", total=int(np.shape(W)[0]))

@@ -38,7 +38,10 @@ from rankwall.checks import exact, tolerance
 from rankwall.checks.experiments.batch_rank import components_for
 from rankwall.checks.models import logprob_rank
 from rankwall.checks.models.loading import LoadedModel
-from rankwall.checks.outputs import peak_memory_mb, writable_folder, write_outputs
+
+# output_folder moved to outputs (argmax's --certificates uses it too); spot.output_folder stays its name here.
+from rankwall.checks.outputs import output_folder as output_folder
+from rankwall.checks.outputs import peak_memory_mb, write_outputs
 from rankwall.theory import compression as cp
 from rankwall.theory import expressivity as ex
 from rankwall.theory import softmax_jacobian as sj
@@ -399,21 +402,3 @@ def token_ticks(sizes: list[int]) -> list[int]:
 def write(record: dict[str, Any], out: Path) -> tuple[Path, Path]:
     """``spot.json`` and ``spot.png`` in ``out``."""
     return write_outputs(record, out, "spot", plot)
-
-
-@contextlib.contextmanager
-def output_folder(out: str | Path, argument: str = "--out") -> Iterator[Path]:
-    """The folder ``out``, created if needed and checked writable before the run (so that a long run
-    does not fail at its end); if the block fails, the folders this call created are removed again,
-    deepest first, each only while it is still empty (a failed run leaves no folder behind, and never
-    deletes a file)."""
-    path = Path(out).absolute()
-    missing = [p for p in (path, *path.parents) if not p.exists()]
-    folder = writable_folder(out, argument)
-    try:
-        yield folder
-    except BaseException:
-        for created in missing:
-            with contextlib.suppress(OSError):  # not empty, or already gone: leave it
-                created.rmdir()
-        raise
