@@ -214,7 +214,7 @@ def main(args: argparse.Namespace, out: Console, err: Console) -> None:
     table = Table(title=f"mos-rank: certified rank of log P, N={result['N']}, V={result['V']}")
     numerical = [f"σ/σ₁>{t:.0e}" for t in THRESHOLDS]
     for column in ("head", "D", "K", "lower", "upper", "certified by", "upper end", *numerical):
-        table.add_column(column, no_wrap=True)
+        table.add_column(column, overflow="fold")  # at a narrow terminal: folded, never cut
     for r in result["records"]:
         table.add_row(
             r["head"],
