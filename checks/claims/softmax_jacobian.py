@@ -1459,8 +1459,8 @@ lower_bound_approached_claim = FAMILY.claim(
     reference=REFERENCES["lower-bound-approached"],
     source="rankwall (seed 002's 64-position row, generalised)",
     title="The lower bound is approached by spreading the tail",
-    statement="‖J‖₂ ≤ m(1 − m)·n/(n − 1) for (m, (1−m)/n, …, (1−m)/n) with n = V − 1 ≥ 2 tail atoms, "
-    "so inf{‖J‖₂ : max p = m} = m(1 − m) over all V",
+    statement="‖J‖₂ ≤ m(1 − m)·n/(n − 1) for (m, (1−m)/n, …, (1−m)/n) with n = V − 1 ≥ 2 tail atoms and "
+    "m ≥ 1/(n + 1), so inf{‖J‖₂ : max p = m} = m(1 − m) over all V",
     domain="the spread-tail witness, V ≥ 3",
     relation=Relation.AT_MOST,
     direction="upper",
@@ -1536,9 +1536,9 @@ STATEMENTS: tuple[Statement, ...] = (
               (_TESTS + "TestIdentitiesAreProvedSymbolically", _TESTS + "TestKernelIsMeasuredThroughTheProduct")),
     Statement("thm-trace", "SJ.2", "softmax_jacobian", "seed 002, \"The other two lines\" (trace and kernel)",
               Kind.SEED, ("softmax-jacobian.trace",), (_TESTS + "TestIdentitiesAreProvedSymbolically",),
-              "the seed gives no proof; 'not a function of the entropy' is proved here"),
-    Statement("thm-rank", "SJ.3", "softmax_jacobian", "seed 002 shows one zero eigenvalue; no rank statement",
-              Kind.RECONSTRUCTED, ("softmax-jacobian.rank",), (_TESTS + "TestRankIsMeasuredFromJ",)),
+              "the seed gives no proof; that neither the trace nor the entropy determines the other is proved here"),
+    Statement("thm-rank", "SJ.3", "softmax_jacobian", "none (seed 002 shows one zero eigenvalue; it states no rank)",
+              Kind.NEW, ("softmax-jacobian.rank",), (_TESTS + "TestRankIsMeasuredFromJ",)),
     Statement("thm-secular", "SJ.4", "softmax_jacobian", "none (Golub 1973)", Kind.NEW,
               ("softmax-jacobian.upper-bound",),
               (_TESTS + "TestSpectralNormIsAccurate", _TESTS + "TestAccuracyAgainstTheRoundingModel")),
