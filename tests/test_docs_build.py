@@ -78,14 +78,17 @@ def test_citation_file_names_the_package_version():
     assert cff["cff-version"] == "1.2.0"
     assert cff["version"] == metadata.version("rankwall")
     assert cff["title"] and cff["authors"] and cff["message"]
+    assert isinstance(cff["date-released"], str) and re.fullmatch(r"\d{4}-\d{2}-\d{2}", cff["date-released"])
 
 
 def test_every_statement_carries_its_stable_number_on_its_page(built):
     from rankwall.checks import fidelity
+    from rankwall.checks.statements import theorems
 
+    directives = {label: directive for label, (directive, _, _) in theorems(DOCS).items()}
     for s in fidelity.STATEMENTS:
         html = (built / f"{s.page}.html").read_text()
-        kind = "Lemma" if s.label.startswith("lem-") else "Theorem"
+        kind = directives[s.label].capitalize()  # "Theorem", "Lemma", "Corollary"
         assert re.search(rf'id="{s.label}"[^>]*>\s*<p class="admonition-title"><span class="caption-number">'
                          rf"{kind} {re.escape(s.number)} ", html), (s.label, s.number)
 

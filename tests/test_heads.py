@@ -150,6 +150,20 @@ def test_sigsoftmax_keeps_the_dimension_that_softmax_loses():
     assert (verdict.status, verdict.lhs) == (Status.HOLDS, 8.0), verdict.to_json()
 
 
+@pytest.mark.parametrize(("V", "d", "expected"), [(3, 4, 2), (12, 4, 4)])
+def test_sigsoftmax_jacobian_rank_is_min_of_rank_w_and_v_minus_1(V, d, expected):
+    """HD.3 (3): rank J = rank W - [G^-1 1 in col W]. With rank W = V (V = 3, d = 4) col W is all of R^V,
+    so G^-1 1 is in it, and still rank J = V - 1 = min(rank W, V - 1): equality fails only when
+    rank W < V and G^-1 1 is in col W. The claim certifies the rank at both ends on such a head."""
+    instance = head_instance("sigsoftmax", d=d, V=V, N=1)
+    theta, _ = hc.contexts(instance)
+    scale = max(Fraction(x).denominator for x in theta.W.ravel())
+    rank_W = exact.exact_rank(np.array([[int(Fraction(x) * scale) for x in row] for row in theta.W], dtype=object))[0]
+    verdict = REGISTRY["heads.jacobian-rank"].check(instance, NUMPY)
+    assert rank_W == min(V, d) and verdict.status is Status.HOLDS, verdict.to_json()
+    assert verdict.lhs == verdict.rhs == expected == min(rank_W, V - 1)
+
+
 def test_piecewise_linear_gradient_has_the_dimension_of_its_positive_logits():
     """The piecewise-linear head's gradient spans rank W_S (S: the positive logits), here 4 < d = 8 < V - 1."""
     instance = head_instance("piecewise-linear", V=12, seed=5)

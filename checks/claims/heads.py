@@ -864,7 +864,8 @@ jacobian = FAMILY.claim(
     source=f"{SEED_000}, §2.3 and Eq. 10",
     title="The gradient a head sends to the backbone has an exact, at most d-dimensional, rank",
     statement=(
-        "rank(∂ log p/∂h) = rank[W, 1] − 1 (d, or d − 1 when 1 ∈ col W) for softmax, MoC and MoS with K = 1; "
+        "rank(∂ log p/∂h) = rank[W, 1] − 1 (for W of full column rank: d, or d − 1 when 1 ∈ col W) for softmax, "
+        "MoC and MoS with K = 1; "
         "rank W_S for the piecewise-linear head (S the positive logits, rank [GW, 1] − 1 when all are); "
         "min(rank W, V − 1) for sigsoftmax; min(d, V − 1) for MoS with K ≥ 2"
     ),
@@ -913,6 +914,7 @@ STATEMENTS: tuple[Statement, ...] = (
     Statement("thm-heads-jacobian", "HD.3", "heads", "seed 000, §2.3, Eq. 10 (rank <= D)", Kind.NEW,
               ("heads.jacobian-rank",),
               (_TESTS + "test_jacobian_matches_finite_differences_and_has_rank_d",
-               _TESTS + "test_jacobian_rank_is_d_minus_1_when_the_ones_vector_is_in_col_w"),
+               _TESTS + "test_jacobian_rank_is_d_minus_1_when_the_ones_vector_is_in_col_w",
+               _TESTS + "test_sigsoftmax_jacobian_rank_is_min_of_rank_w_and_v_minus_1"),
               "the exact rank of d log p / dh, not the seed's Jacobian of the logits"),
 )

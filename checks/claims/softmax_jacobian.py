@@ -1213,9 +1213,7 @@ def reference_rank(ctx: Context) -> int:
         entries = [flint.fmpq(x.numerator, x.denominator) for r in row.J for x in r]
         return int(flint.fmpq_mat(n, n, entries).rank())
     with mpmath.workprec(row.bits):
-        scaled = mpmath.matrix(
-            [[row.J[i][j] / mpmath.sqrt(row.p[i] * row.p[j]) for j in range(n)] for i in range(n)]
-        )
+        scaled = mpmath.matrix([[row.J[i][j] / mpmath.sqrt(row.p[i] * row.p[j]) for j in range(n)] for i in range(n)])
         eigenvalues = mpmath.eigsy(scaled, eigvals_only=True)
         return sum(1 for e in eigenvalues if abs(e) > mpmath.mpf(2) ** -100)
 
@@ -1498,8 +1496,8 @@ lower_bound_approached_claim = declare(
     "softmax-jacobian.lower-bound-approached",
     source="rankwall (seed 002's 64-position row, generalised)",
     title="The lower bound is approached by spreading the tail",
-    statement="‖J‖₂ ≤ m(1 − m)·n/(n − 1) for (m, (1−m)/n, …, (1−m)/n) with n = V − 1 ≥ 2 tail atoms, "
-    "so inf{‖J‖₂ : max p = m} = m(1 − m) over all V",
+    statement="‖J‖₂ ≤ m(1 − m)·n/(n − 1) for (m, (1−m)/n, …, (1−m)/n) with n = V − 1 ≥ 2 tail atoms and "
+    "m ≥ 1/(n + 1), so inf{‖J‖₂ : max p = m} = m(1 − m) over all V",
     domain="the spread-tail witness, V ≥ 3",
     lhs=norm,
     relation="<=",
@@ -1581,14 +1579,14 @@ STATEMENTS: tuple[Statement, ...] = (
         Kind.SEED,
         ("softmax-jacobian.trace",),
         (_TESTS + "TestIdentitiesAreProvedSymbolically",),
-        "the seed gives no proof; 'not a function of the entropy' is proved here",
+        "the seed gives no proof; that neither the trace nor the entropy determines the other is proved here",
     ),
     Statement(
         "thm-rank",
         "SJ.3",
         "softmax_jacobian",
-        "seed 002 shows one zero eigenvalue; no rank statement",
-        Kind.RECONSTRUCTED,
+        "none (seed 002 shows one zero eigenvalue; it states no rank)",
+        Kind.NEW,
         ("softmax-jacobian.rank",),
         (_TESTS + "TestRankIsMeasuredFromJ",),
     ),
