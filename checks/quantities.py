@@ -200,8 +200,11 @@ class Quantity:
     def __bool__(self) -> bool:
         raise TypeError("a quantity has no truth value: compare it in a claim (rankwall.declare)")
 
+    def __repr__(self) -> str:
+        return f"<quantity {self}>"
 
-@dataclass(eq=False)
+
+@dataclass(eq=False, repr=False)
 class Base(Quantity):
     """A quantity a family (or a user) defines: ``measure(ctx)`` gives a :class:`Measured` (or, for an
     integer quantity, a :class:`~rankwall.checks.verdict.RankInterval`), ``exact(ctx)`` a
@@ -280,7 +283,7 @@ def quantity(
     return Base(name, measure, exact, compare, integer, follows_backend, doc, reference, family, exact_doc)
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class Constant(Quantity):
     """An exact rational constant."""
 
@@ -332,7 +335,7 @@ UNARY = ("neg", "abs", "sqrt", "log", "exp")
 INTEGER_OPS = ("+", "-", "*", "min", "max", "neg", "abs")
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class Combination(Quantity):
     """``operands[0] op operands[1]`` for op in ``+ - * /``, ``x ^ n`` for an integer constant n, the
     minimum or maximum of the operands, or a function of one operand (``neg``, ``abs``, ``sqrt``,
