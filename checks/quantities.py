@@ -66,6 +66,17 @@ LIBM_RELATIVE_ERROR = 2 * U64
 REFERENCE_BITS = 256
 
 
+@dataclass(frozen=True)
+class Approximately:
+    """A reference value known to within ``error`` (absolute): a number computed in mpmath at a finite
+    precision whose rounding does not scale with the value (a sum that is 0 in exact arithmetic comes
+    out as a tiny number). A reference otherwise is an int, a Fraction (exact), or an mpmath number
+    accurate to 2^-200 of itself."""
+
+    value: Any
+    error: Any
+
+
 class UndefinedStatement(InputError):
     """A declared side that has no value on a case (a division by a quantity that is exactly zero there,
     the square root of a negative one): the statement is undefined on its cases, which is bad input."""
@@ -615,7 +626,8 @@ def _exact_extremum(op: str, values: list[Real]) -> Real:
 
 def _reference_combination(op: str, values: list[Any]) -> Any:
     """The combination of reference values: exact (int, Fraction) while every operand and operation
-    is, else mpmath at its working precision."""
+    is, else mpmath at its working precision (an :class:`Approximately` enters as its value)."""
+    values = [v.value if isinstance(v, Approximately) else v for v in values]
     if op in ("min", "max"):
         return (min if op == "min" else max)(values, key=_as_mpf)
     exact_inputs = all(isinstance(v, int | Fraction) for v in values)

@@ -78,6 +78,7 @@ from hypothesis import strategies as st
 from rankwall.checks import exact, exact_softmax, exact_vectors, tolerance, toolkit
 from rankwall.checks.backends import Backend, to_numpy
 from rankwall.checks.quantities import (
+    Approximately,
     Combination,
     Compared,
     Constant,
@@ -1236,13 +1237,24 @@ def _reference_moments(ctx: Context) -> tuple[Any, Any, Any, Any]:
         variance = sum((pi * (ui - mean) ** 2 for pi, ui in zip(p, u, strict=True)), 0 * p[0])
         return mean, second, form, variance
 
-    return ctx.once("reference moments", lambda: _at(row, compute))
+    values = ctx.once("reference moments", lambda: _at(row, compute))
+    if row.exact:
+        return values
+    scale = max(abs(_mp(x)) for x in u) ** 2 + 1
+    error = mpmath.mpf(n) ** 2 * scale * mpmath.mpf(2) ** (16 - row.bits)
+    return tuple(Approximately(v, error) for v in values)
 
 
 def _reference(compute: Callable[[DenseRow], Any]) -> Callable[[Context], Any]:
+    """A reference from the dense row: exact on a row of probabilities; from logits, within the rounding
+    of sums of at most V² terms of size at most 1 at the row's precision (an :class:`Approximately`)."""
+
     def reference(ctx: Context) -> Any:
         row = dense_row(ctx)
-        return _at(row, lambda: compute(row))
+        value = _at(row, lambda: compute(row))
+        if row.exact or isinstance(value, int):
+            return value
+        return Approximately(value, mpmath.mpf(len(row.p)) ** 2 * mpmath.mpf(2) ** (16 - row.bits))
 
     return reference
 
