@@ -955,7 +955,8 @@ def _two_sided_float(sides: Sides, ctx: Context, factor: Fraction) -> Judgement:
 def reference_of(sides: Sides, ctx: Context) -> tuple[Any, Any]:
     """Both sides' references on ``ctx`` (as written), at :data:`REFERENCE_BITS`."""
     with mpmath.workprec(REFERENCE_BITS):
-        return sides.lhs.reference(ctx), sides.rhs.reference(ctx)
+        values = sides.lhs.reference(ctx), sides.rhs.reference(ctx)
+    return tuple(v.value if isinstance(v, Approximately) else v for v in values)
 
 
 # --------------------------------------------------------------------------- declaring a claim
