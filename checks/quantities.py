@@ -51,6 +51,7 @@ from rankwall.checks.verdict import (
     Relation,
     tightened_integer_bound,
 )
+from rankwall.errors import UndefinedStatement  # re-exported: the classes live in rankwall.errors
 from rankwall.theory._rounding import gamma, smallest_normal, unit_roundoff
 from rankwall.theory.validation import InputError
 
@@ -77,9 +78,6 @@ class Approximately:
     error: Any
 
 
-class UndefinedStatement(InputError):
-    """A declared side that has no value on a case (a division by a quantity that is exactly zero there,
-    the square root of a negative one): the statement is undefined on its cases, which is bad input."""
 
 
 @dataclass(frozen=True)
@@ -873,7 +871,7 @@ def judgement_of(sides: Sides, ctx: Context, factor: Fraction) -> Judgement:
     decided, how, exactly = None, "", False
     for bits in exact.BALL_PRECISIONS:
         with exact.precision(bits):
-            left, right = sides.lhs.exact(ctx), sides.moved(sides.rhs.exact(ctx), factor)
+            left, right = _exact_side("lhs", sides.lhs, ctx), sides.moved(_exact_side("rhs", sides.rhs, ctx), factor)
             if left is None or right is None:
                 return _two_sided_float(sides, ctx, factor)
             if isinstance(left, RankInterval) and isinstance(right, RankInterval) and right.pinned:
@@ -896,6 +894,14 @@ def judgement_of(sides: Sides, ctx: Context, factor: Fraction) -> Judgement:
     method = f"{how}: {sides}"
     difference = right.value - left.value
     return Judgement(to_float(left), to_float(right), sign, method, radius(difference), certified_by=kind)
+
+
+def _exact_side(name: str, side: Quantity, ctx: Context) -> Exact | None:
+    """A side's exact value; a side with no value on the case is bad input, named."""
+    try:
+        return side.exact(ctx)
+    except UndefinedStatement as error:
+        raise UndefinedStatement(f"{name}: {error}") from None
 
 
 def _as_written(j: Judgement, relation: str) -> Judgement:
