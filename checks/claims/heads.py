@@ -27,8 +27,10 @@ margin (the rounding model's bound on its distance from the exact matrix, plus t
 error), the upper end from structure: for log P of a head that is a softmax of one state, the
 factorization log P = [H_eff, −z][W, 1]ᵀ (Theorem HD.1(a), an identity of the exact object; its residual on
 the computed matrix is checked against the rounding bound), giving min(N, rank_Q [W, 1]); for J, the
-factorizations of Theorem HD.3 with exact ranks over Q (for the piecewise-linear head, the exact
-rational Jacobian itself). Where the two ends contradict (``lo > hi``) only ``lo`` can still refute. A
+factorizations of Theorem HD.3 with exact ranks over Q: for a softmax of one state, the rank of
+(I − 1p̂ᵀ)W with p̂ the float probabilities normalised exactly, which by Lemma HD.2 is that of
+(I − 1pᵀ)W for the exact p (a structural lemma: no ball separates it); for the piecewise-linear head,
+the exact rational Jacobian itself. Where the two ends contradict (``lo > hi``) only ``lo`` can still refute. A
 verdict that rests on one end is ``Certification.ONE_SIDED``; one on a rank pinned by both ends is
 ``TWO_SIDED`` (the lower end is a rounding-model certificate). The exact route of ``log_probability_rank``
 recomputes the interval in NumPy float64 from the parameters *as the backend rounded them* (on a float64
