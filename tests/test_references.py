@@ -76,10 +76,11 @@ def _declared_quantities() -> list:
 @pytest.mark.parametrize(("quantity", "cases"), _declared_quantities())
 def test_every_quantity_agrees_with_its_reference(quantity, cases):
     """Each quantity's float measure lies within its error bound of its reference, and its exact value
-    encloses it, on the witnesses at V = 2, 3, 16 and a few drawn cases (NumPy float64)."""
+    encloses it, on the witnesses at V = 2, 3, 8 and four drawn cases (NumPy float64); the claims' own
+    reference test above covers the other backends."""
     from reference_check import drawn, quantity_disagreements
 
-    instances = [c for V in (2, 3, 16) for c in cases.witnesses(V)] + drawn(cases.strategy(), 6)
+    instances = [c for V in (2, 3, 8) for c in cases.witnesses(V)] + drawn(cases.strategy(), 4)
     instances = list(dict.fromkeys(c for c in instances if (c.vocabulary or 0) <= 16))
     assert instances
     found = quantity_disagreements(quantity, instances, resolve("numpy"))
