@@ -33,6 +33,8 @@ __all__ = [
     "quadratic_form_tolerance",
     "row_centring_error",
     "smallest_normal",
+    "softmax_gradient_error",
+    "softmax_relative_error",
     "spectral_norm_tolerance",
     "sum_tolerance",
     "svd_rank_margin",
@@ -131,3 +133,45 @@ def row_centring_error(L: Any, u: float) -> float:
     mean_abs = np.concatenate([block.mean(axis=1) for block in blocks]) if blocks else np.zeros(0)
     norm = math.sqrt(sum(float(np.sum(block * block)) for block in blocks))
     return (1 + u) * float(np.sqrt(V * np.sum((gamma(V, u) * mean_abs) ** 2))) + u * norm
+
+
+def softmax_relative_error(shifted: Any, V: int, u: float) -> Any:
+    r"""Entrywise bound on the relative error of a softmax row computed in a dtype of unit roundoff u,
+    from its shifted logits :math:`x_i = z_i - \max z \le 0` (read exactly): the rounded subtraction
+    moves :math:`x_i` by :math:`u|x_i|`, which exp turns into a relative error :math:`u|x_i|`; exp itself
+    (to one ulp, 2u), the row sum (:math:`\gamma_{V-1}` relative to the exponentials, whose own errors
+    average to at most :math:`(2 + V/e)u` since :math:`\sum_i |x_i| e^{x_i} \le V/e`) and the division
+    add at most :math:`\gamma_{2V+8}`. In all :math:`\varepsilon_i = u|x_i| + \gamma_{2V+8}(u)`
+    (first order; masked entries, :math:`x_i = -\infty`, are exactly 0 and pass ``shifted`` = 0)."""
+    return u * np.abs(np.asarray(shifted, dtype=np.float64)) + gamma(2 * V + 8, u)
+
+
+def softmax_gradient_error(p: Any, shifted: Any, g: Any, u_model: float) -> Any:
+    r"""Entrywise bound on :math:`|\hat g_z - J(p)g|` for the logit gradient :math:`\hat g_z` that autograd
+    forms in the model's dtype (unit roundoff ``u_model``) as :math:`fl(\hat p \odot (g - \hat s))`,
+    :math:`\hat s = fl(\sum_j \hat p_j g_j)`, against :math:`J(p)g = p \odot (g - s)` for the float64
+    row p of the same shifted logits (``shifted``, (R, V)) and the same incoming gradient g.
+
+    With :math:`\hat p_i = p_i(1 + \varepsilon_i)` (:func:`softmax_relative_error` in both dtypes),
+    :math:`|\hat s - s| \le \Delta = \sum_j (\varepsilon_j + \gamma_V(1 + \varepsilon_j)) p_j|g_j|` (the
+    perturbed weights and a sum of V products, Higham eq. 3.5), and the subtraction and product round
+    twice: :math:`|\hat g_{z,i} - p_i(g_i - s)| \le p_i[(\varepsilon_i + \gamma_2(1 + \varepsilon_i))|g_i - s|
+    + (1 + \varepsilon_i)(1 + \gamma_2)\Delta]`, with :math:`\gamma` at ``u_model``. The bound is
+    evaluated in float64 and widened by :math:`1 + \gamma_{2V+16}` for that evaluation. Since
+    :math:`\mathbf 1^\top J(p) = 0`, its 1-norm also bounds the row sum of :math:`\hat g_z`."""
+    p = np.asarray(p, dtype=np.float64)
+    g = np.asarray(g, dtype=np.float64)
+    V = p.shape[-1]
+    u64 = unit_roundoff(np.float64)
+    # softmax_relative_error in both dtypes, summed (one pass over |x| instead of two)
+    eps = np.abs(np.asarray(shifted, dtype=np.float64))
+    eps *= u_model + u64
+    eps += gamma(2 * V + 8, u_model) + gamma(2 * V + 8, u64)
+    weighted = p * np.abs(g)
+    gV, g2 = gamma(V, u_model), gamma(2, u_model)
+    delta = np.sum((eps * (1 + gV) + gV) * weighted, axis=-1, keepdims=True)
+    centred = np.abs(g - np.sum(p * g, axis=-1, keepdims=True))
+    bound = (eps * (1 + g2) + g2) * centred
+    bound += (1 + eps) * ((1 + g2) * delta)
+    bound *= p * (1 + gamma(2 * V + 16, u64))
+    return bound
