@@ -146,32 +146,45 @@ def softmax_relative_error(shifted: Any, V: int, u: float) -> Any:
     return u * np.abs(np.asarray(shifted, dtype=np.float64)) + gamma(2 * V + 8, u)
 
 
-def softmax_gradient_error(p: Any, shifted: Any, g: Any, u_model: float) -> Any:
+def softmax_gradient_error(p: Any, shifted: Any, g: Any, u_model: float, tiny_model: float) -> Any:
     r"""Entrywise bound on :math:`|\hat g_z - J(p)g|` for the logit gradient :math:`\hat g_z` that autograd
-    forms in the model's dtype (unit roundoff ``u_model``) as :math:`fl(\hat p \odot (g - \hat s))`,
-    :math:`\hat s = fl(\sum_j \hat p_j g_j)`, against :math:`J(p)g = p \odot (g - s)` for the float64
-    row p of the same shifted logits (``shifted``, (R, V)) and the same incoming gradient g.
+    forms in the model's dtype (unit roundoff ``u_model``, smallest normal number ``tiny_model``) as
+    :math:`fl(\hat p \odot (g - \hat s))`, :math:`\hat s = fl(\sum_j \hat p_j g_j)`, against
+    :math:`J(p)g = p \odot (g - s)` for the float64 row p of the same shifted logits (``shifted``, (R, V))
+    and the same incoming gradient g.
 
-    With :math:`\hat p_i = p_i(1 + \varepsilon_i)` (:func:`softmax_relative_error` in both dtypes),
-    :math:`|\hat s - s| \le \Delta = \sum_j (\varepsilon_j + \gamma_V(1 + \varepsilon_j)) p_j|g_j|` (the
-    perturbed weights and a sum of V products, Higham eq. 3.5), and the subtraction and product round
-    twice: :math:`|\hat g_{z,i} - p_i(g_i - s)| \le p_i[(\varepsilon_i + \gamma_2(1 + \varepsilon_i))|g_i - s|
-    + (1 + \varepsilon_i)(1 + \gamma_2)\Delta]`, with :math:`\gamma` at ``u_model``. The bound is
-    evaluated in float64 and widened by :math:`1 + \gamma_{2V+16}` for that evaluation. Since
-    :math:`\mathbf 1^\top J(p) = 0`, its 1-norm also bounds the row sum of :math:`\hat g_z`."""
+    Each probability is off by :math:`|\hat p_i - p_i| \le a_i = \varepsilon_i p_i + 2\eta` with
+    :math:`\varepsilon_i` of :func:`softmax_relative_error` in both dtypes and :math:`\eta = 2u\,`
+    ``tiny_model``, the spacing of the subnormal numbers (an entry that underflows, in exp or in the
+    division, loses at most that much, whatever its relative error). Then
+    :math:`|\hat s - s| \le \Delta = \sum_j a_j|g_j| + \gamma_V\sum_j (p_j + a_j)|g_j| + V\eta` (a sum of V
+    rounded products, Higham eq. 3.5, each product underflowing by at most :math:`\eta`), and the
+    subtraction and product round twice more:
+
+    .. math:: |\hat g_{z,i} - p_i(g_i - s)| \le a_i|g_i - s| + (p_i + a_i)\Delta
+              + \gamma_2 (p_i + a_i)(|g_i - s| + \Delta) + \eta,
+
+    with :math:`\gamma` at ``u_model``; the bound is evaluated in float64 and widened by
+    :math:`1 + \gamma_{2V+16}` for that evaluation. Since :math:`\mathbf 1^\top J(p) = 0`, its 1-norm also
+    bounds the row sum of :math:`\hat g_z`. (Rows so near one-hot that :math:`s \lesssim \gamma_V` have a
+    true gradient below this bound: float32 autograd cannot resolve them.)"""
     p = np.asarray(p, dtype=np.float64)
     g = np.asarray(g, dtype=np.float64)
     V = p.shape[-1]
     u64 = unit_roundoff(np.float64)
-    # softmax_relative_error in both dtypes, summed (one pass over |x| instead of two)
-    eps = np.abs(np.asarray(shifted, dtype=np.float64))
-    eps *= u_model + u64
-    eps += gamma(2 * V + 8, u_model) + gamma(2 * V + 8, u64)
-    weighted = p * np.abs(g)
+    eta = 2 * u_model * tiny_model + 2 * u64 * smallest_normal(np.float64)
+    # a_i: softmax_relative_error in both dtypes, summed (one pass over |x| instead of two), times p, plus 2 eta
+    a = np.abs(np.asarray(shifted, dtype=np.float64))
+    a *= u_model + u64
+    a += gamma(2 * V + 8, u_model) + gamma(2 * V + 8, u64)
+    a *= p
+    a += 2 * eta
+    magnitude = np.abs(g)
     gV, g2 = gamma(V, u_model), gamma(2, u_model)
-    delta = np.sum((eps * (1 + gV) + gV) * weighted, axis=-1, keepdims=True)
+    delta = np.sum(a * magnitude + gV * (p + a) * magnitude, axis=-1, keepdims=True) + V * eta
     centred = np.abs(g - np.sum(p * g, axis=-1, keepdims=True))
-    bound = (eps * (1 + g2) + g2) * centred
-    bound += (1 + eps) * ((1 + g2) * delta)
-    bound *= p * (1 + gamma(2 * V + 16, u64))
+    bound = (a + g2 * (p + a)) * centred
+    bound += (1 + g2) * (p + a) * delta
+    bound += eta
+    bound *= 1 + gamma(2 * V + 16, u64)
     return bound

@@ -76,7 +76,8 @@ FIT_KEYS = ("n", "sum_x", "sum_y", "sum_xx", "sum_xy")
 CHECKS = ("jacobian_bounds", "gain_within_norm", "row_sums_zero")
 CERTIFIED_BY = {
     "jacobian_bounds": "two-sided (gamma_{V+8} float64 margins on both sides); rows with at most two atoms by "
-    "structure (J = 0, or the two-atom lemma ||J|| = 2m(1-m))",
+    "structure (J = 0, or the two-atom lemma ||J|| = 2m(1-m)); rows within rounding re-decided exactly on the "
+    "float64 row (exact_softmax.decide_norm_at_most)",
     "gain_within_norm": "two-sided (the model dtype's rounding bound on autograd's g_z, "
     "tolerance.softmax_gradient_error, plus float64 norms); one-atom rows by structure (J = 0)",
     "row_sums_zero": "within rounding (|sum g_z| against the 1-norm of softmax_gradient_error)",
@@ -130,13 +131,46 @@ def _decide(margin: np.ndarray, tol: np.ndarray, structure: np.ndarray | None = 
     return verdict, closeness
 
 
+#: Rows per call whose Jacobian bounds, left within rounding by the float64 margins, are re-decided on
+#: the exact row (balls, rationals, the tie and two-atom lemmas); beyond it they stay undecided.
+EXACT_ROWS = 512
+
+
+def _exactly(p: np.ndarray, up: np.ndarray, up_close: np.ndarray, low: np.ndarray, low_close: np.ndarray) -> None:
+    r"""Re-decide, in place, the bounds that the float margins left undecided, on the same float64 row
+    read exactly (:func:`rankwall.checks.exact_softmax.decide_norm_at_most`): ``up`` is
+    :math:`\lVert J\rVert_2 \le 2m(1-m)`, ``low`` is :math:`\lVert J\rVert_2 \ge m(1-m)`."""
+    from fractions import Fraction
+
+    from rankwall.checks.exact_softmax import Bound, ExactRow, decide_norm_at_most
+
+    for verdicts, closeness, coefficient, holds in ((up, up_close, 2, (1, 0)), (low, low_close, 1, (-1, 0))):
+        for i in np.flatnonzero(verdicts == 0)[:EXACT_ROWS]:
+            outcome, _ = decide_norm_at_most(ExactRow.from_probabilities(p[i]), Bound("ms", Fraction(coefficient)))
+            if outcome is not None:
+                verdicts[i] = 1 if outcome in holds else -1
+                closeness[i] = np.inf
+
+
 def check_attention_rows(
-    scores: Any, probabilities: Any, grad_probabilities: Any, grad_scores: Any, u_model: float, position: Any
+    scores: Any,
+    probabilities: Any,
+    grad_probabilities: Any,
+    grad_scores: Any,
+    position: Any,
+    u_model: float,
+    tiny_model: float,
 ) -> AttentionRows:
-    """Measure and check R attention rows: the softmax's input ``scores`` and output ``probabilities``
-    (R x K, in the model's dtype of unit roundoff ``u_model``), the gradients autograd delivered to each,
-    and each row's own position among the keys ``position`` (its previous key is one before). The theory
-    is evaluated on the float64 softmax of the recorded scores."""
+    r"""Measure and check R attention rows: the softmax's input ``scores`` and output ``probabilities``
+    (R x K, in the model's dtype of unit roundoff ``u_model`` and smallest normal number ``tiny_model``),
+    the gradients autograd delivered to each, and each row's own position among the keys ``position``
+    (its previous key is one before).
+
+    The Jacobian bounds are stated for the float64 softmax p of the recorded scores, read exactly and
+    normalised (it differs from the exact softmax of the scores by a relative :math:`u|x_i| + \gamma`
+    per entry, :func:`rankwall.checks.tolerance.softmax_relative_error`), decided by float64 margins and,
+    within them, exactly. The gain and the row sums are the model's own gradients, against J(p) with the
+    model dtype's rounding bound on autograd's arithmetic."""
     from rankwall.checks import tolerance
     from rankwall.theory import softmax_jacobian as sj
 
@@ -152,9 +186,10 @@ def check_attention_rows(
     tol_J = tolerance.spectral_norm_tolerance(K, u64, norm_J) + tolerance.spectral_norm_tolerance(K, u64, upper)
     up, up_close = _decide(upper - norm_J, tol_J, support <= 2)
     low, low_close = _decide(norm_J - lower, tol_J, support <= 1)
+    _exactly(p, up, up_close, low, low_close)
     g = np.asarray(grad_probabilities, dtype=np.float64)
     g_z = np.asarray(grad_scores, dtype=np.float64)
-    error = tolerance.softmax_gradient_error(p, np.where(p > 0, x, 0.0), g, u_model)
+    error = tolerance.softmax_gradient_error(p, np.where(p > 0, x, 0.0), g, u_model, tiny_model)
     incoming, outgoing = np.linalg.norm(g, axis=-1), np.linalg.norm(g_z, axis=-1)
     norms = tolerance.gamma(K + 2, u64) * (outgoing + norm_J * incoming)
     tol_gain = np.linalg.norm(error, axis=-1) + norms + tolerance.spectral_norm_tolerance(K, u64, norm_J) * incoming
@@ -568,7 +603,7 @@ class Monitor:
         """Per-head records of every attention layer seen, in the order of the forward pass (a module
         that ran in several forward passes of the step pools its rows); each layer's rows are checked
         in one call."""
-        from rankwall.theory._rounding import dtype_name, unit_roundoff
+        import torch
 
         layers: dict[str, list[_Softmax]] = {}
         for seen in captured.softmaxes:
@@ -577,7 +612,8 @@ class Monitor:
         heads, dtypes = [], set()
         for index, (module, calls) in enumerate(layers.items()):
             dtype = calls[0].probabilities.dtype
-            dtypes.add(dtype_name(dtype))
+            dtypes.add(str(dtype).removeprefix("torch."))
+            finfo = torch.finfo(dtype)
             arrays = [_rows_by_head(call) for call in calls]
             kept = [self._kept(a[0].shape[1], rng) for a in arrays]
             stacked = [
@@ -585,7 +621,7 @@ class Monitor:
             ]
             count, per_head = stacked[0].shape[:2]
             flat = [a.reshape(count * per_head, *a.shape[2:]) for a in stacked]
-            rows = check_attention_rows(*flat[:4], unit_roundoff(dtype), flat[4])
+            rows = check_attention_rows(*flat, finfo.eps / 2, finfo.tiny)
             for head in range(count):
                 part = slice(head * per_head, (head + 1) * per_head)
                 record = _head_record(rows, part, self.sample, rng)

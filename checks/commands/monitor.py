@@ -64,6 +64,11 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
         print(json.dumps(summary, indent=2))
     else:
         _print(summary, Path(args.run), folder, out)
+    return exit_code(summary)
+
+
+def exit_code(summary: dict) -> int:
+    """1 when a checked row is violated, else 3 when one is undecided, else 0."""
     if summary["violations"]:
         return EXIT_VIOLATED
     return EXIT_INCONCLUSIVE if summary["undecided"] else EXIT_OK

@@ -61,6 +61,8 @@ LEARNING_RATE = 1e-3
 EVAL_BATCHES = 4
 #: The final survey: one batch of 6 x 8 held-out sequences (seed 002: 6 batches of 8).
 SURVEY_SEQUENCES = 48
+#: Rows per head kept from the survey for the final scatter of gain against capacity.
+SURVEY_SAMPLE = 256
 #: The ablations (seed 002: draws=8, count=10, size=16).
 DRAWS, COUNT, SIZE = 8, 10, 16
 #: Rows per head kept in each record for the scatter of gain against capacity.
@@ -73,26 +75,6 @@ SAME_RULE = 0.5
 #: Intra-op threads for the run (restored afterwards): the model's matrices are small, a fork/join on two
 #: busy cores costs more than it gains, and one thread fixes the order of every reduction.
 THREADS = 1
-#: What the seed reports, for the table (seed 002, "When the commitment happened" and "Data").
-SEED = {
-    "commit_window": (200, 400),
-    "m_at_window": (0.21, 0.97),
-    "previous_share_at_window": (0.52, 1.00),
-    "peak_gain": 0.0358,
-    "peak_step": 200,
-    "m_at_peak": 0.21,
-    "final_gain": 0.0028,
-    "hold_steps": 800,
-    "loss_over_hold": (2.03, 1.68),
-    "control_final_m": 0.76,
-    "control_previous_share": (0.921, 0.988),
-    "control_gain_ratio": 10,
-    "slope": 1.03,
-    "constant": 0.128,
-    "zero": 1.1252,
-    "shift": 0.0013,
-    "control_zero": 0.0029,
-}
 
 
 @contextlib.contextmanager
@@ -123,6 +105,7 @@ def train(
     every: int,
     seed: int,
     batch: int = BATCH,
+    learning_rate: float = LEARNING_RATE,
     jsonl: Path | None = None,
     on_step: Callable[[], None] | None = None,
 ) -> list[dict[str, Any]]:
@@ -134,7 +117,7 @@ def train(
 
     evaluation = tiny.fixed_batches(valid_ids, model.config.context, batch, EVAL_BATCHES, seed + 2)
     stream = tiny.batches(train_ids, model.config.context, batch, seed + 1)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=LEARNING_RATE)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate)
     recorded = {*range(0, steps + 1, every), steps}
     with Monitor(model, steps=recorded, path=jsonl, sample=SAMPLE, seed=seed) as monitor:
         for step in range(steps + 1):
@@ -160,7 +143,7 @@ def survey(model: Any, valid_ids: np.ndarray, seed: int, sequences: int = SURVEY
     from rankwall.monitor import Monitor
 
     [(x, y)] = tiny.fixed_batches(valid_ids, model.config.context, sequences, 1, seed + 3)
-    with Monitor(model, steps={0}, sample=SAMPLE, seed=seed) as monitor, monitor.step(0) as log:
+    with Monitor(model, steps={0}, sample=SURVEY_SAMPLE, seed=seed) as monitor, monitor.step(0) as log:
         loss = torch.nn.functional.cross_entropy(model(x).flatten(0, 1), y.flatten())
         loss.backward()
         log.log(loss=loss.item())
@@ -228,25 +211,40 @@ def _first(steps: list[int], values: list[float], predicate: Callable[[float], b
     return next((i for i, v in enumerate(values) if predicate(v)), None)
 
 
+def choose_heads(final: dict[str, tuple[float, float | None]]) -> tuple[str, str]:
+    """``(committed, control)`` from each head's final (median m, previous-token share): the committed
+    head is the most confident of the heads that found the previous-token rule (share >= SAME_RULE;
+    the most confident head of all when none did), the control the other head with the largest
+    previous-token share (the one that found the same rule, when one did)."""
+    share = {k: v[1] or 0.0 for k, v in final.items()}
+    rule = [k for k in final if share[k] >= SAME_RULE] or list(final)
+    committed = max(rule, key=lambda k: final[k][0])
+    control = max((k for k in final if k != committed), key=lambda k: share[k])
+    return committed, control
+
+
 def commitment(trajectory: dict[str, Any]) -> dict[str, Any]:
-    """The committed head (largest final median m), its window, peak gradient, holding span; the control."""
+    """The committed head (:func:`choose_heads` at the last record): its crossing window, the peak of its
+    routing gradient and the m there, how long it then holds; and the control head."""
     steps, heads = trajectory["steps"], trajectory["heads"]
-    name = max(heads, key=lambda k: heads[k]["median_m"][-1])
-    h = heads[name]
+    name, control = choose_heads({k: (h["median_m"][-1], h["previous"][-1]) for k, h in heads.items()})
+    h, c = heads[name], heads[control]
     start = _first(steps, h["median_m"], lambda m: m >= COMMIT_FROM)
     end = _first(steps, h["median_m"], lambda m: m >= COMMITTED)
     peak = int(np.argmax(h["median_gain"]))
     final_m = h["median_m"][-1]
     outside = [i for i, m in enumerate(h["median_m"]) if abs(m - final_m) > HOLD_WITHIN]
     hold = outside[-1] + 1 if outside else 0
-    at = lambda key, i: None if i is None else h[key][i]  # noqa: E731
-    committed = {
+    early = min(3, len(steps) - 1)  # step 120 of a default run (seed 002: "for the first 120 steps")
+
+    def at(key: str, i: int | None) -> float | None:
+        return None if i is None else h[key][i]
+
+    return {
         "head": name,
-        "early": {
-            "step": steps[min(3, len(steps) - 1)],
-            "median_m": h["median_m"][min(3, len(steps) - 1)],
-            "previous": h["previous"][min(3, len(steps) - 1)],
-        },
+        "previous_token_head": (h["previous"][-1] or 0.0) >= SAME_RULE,
+        "early": {"step": steps[early], "median_m": h["median_m"][early], "previous": h["previous"][early]},
+        "committed": end is not None,
         "window": [None if start is None else steps[start], None if end is None else steps[end]],
         "m_at_window": [at("median_m", start), at("median_m", end)],
         "previous_at_window": [at("previous", start), at("previous", end)],
@@ -256,24 +254,18 @@ def commitment(trajectory: dict[str, Any]) -> dict[str, Any]:
         "final_m": final_m,
         "final_gain": h["median_gain"][-1],
         "final_previous": h["previous"][-1],
-        "hold_from": steps[hold] if hold < len(steps) else None,
-        "hold_steps": steps[-1] - steps[hold] if hold < len(steps) else 0,
-        "valid_loss_over_hold": [trajectory["valid_loss"][hold], trajectory["valid_loss"][-1]]
-        if hold < len(steps)
-        else None,
+        "hold_from": steps[hold],
+        "hold_steps": steps[-1] - steps[hold],
+        "valid_loss_over_hold": [trajectory["valid_loss"][hold], trajectory["valid_loss"][-1]],
+        "control": {
+            "head": control,
+            "found_the_same_rule": (c["previous"][-1] or 0.0) >= SAME_RULE,
+            "final_m": c["median_m"][-1],
+            "final_previous": c["previous"][-1],
+            "previous_over_hold": [c["previous"][hold], c["previous"][-1]],
+            "final_gain_over_committed": c["median_gain"][-1] / h["median_gain"][-1] if h["median_gain"][-1] else None,
+        },
     }
-    others = [k for k in heads if k != name]
-    control = max(others, key=lambda k: heads[k]["previous"][-1] or 0.0)
-    c = heads[control]
-    committed["control"] = {
-        "head": control,
-        "found_the_same_rule": (c["previous"][-1] or 0.0) >= SAME_RULE,
-        "final_m": c["median_m"][-1],
-        "final_previous": c["previous"][-1],
-        "previous_over_hold": [c["previous"][hold], c["previous"][-1]] if hold < len(steps) else None,
-        "final_gain_over_committed": c["median_gain"][-1] / h["median_gain"][-1] if h["median_gain"][-1] else None,
-    }
-    return committed
 
 
 def _same_layer_other(heads: list[dict[str, Any]], layer: int, exclude: set[int]) -> int:
@@ -287,41 +279,50 @@ def static(
     valid_ids: np.ndarray,
     seed: int,
     *,
+    heads: tuple[str, str] | None = None,
     sequences: int = SURVEY_SEQUENCES,
     draws: int = DRAWS,
     count: int = COUNT,
     size: int = SIZE,
 ) -> dict[str, Any]:
-    """The survey of the final model (fit, ranking, the most confident head and its gain ratios) and the
-    ablations of that head, of the head that shares its rule, and of a same-layer head without it."""
+    """The survey of the final model (fit, ranking by gain, the most confident head and its gain ratios)
+    and the ablations of ``heads`` = (committed, control) (by default :func:`choose_heads` on the survey):
+    zero the committed head, shift-by-one in its place, zero the control, and zero the head of the
+    committed head's layer with the smallest previous-token share."""
     record = survey(model, valid_ids, seed, sequences)
-    heads = record["attention"]["heads"]
-    top = max(heads, key=lambda h: h["median_m"])
-    ranked = sorted(heads, key=lambda h: h["median_gain"])
-    others = sorted(h["median_gain"] for h in heads if h is not top)
-    rule = max((h for h in heads if h is not top), key=lambda h: h["previous_token_share"] or 0.0)
-    layer = top["layer"]
-    quiet = _same_layer_other(heads, layer, {top["head"], rule["head"] if rule["layer"] == layer else -1})
+    found = {f"{h['layer']}.{h['head']}": h for h in record["attention"]["heads"]}
+    committed, control = heads or choose_heads(
+        {k: (h["median_m"], h["previous_token_share"]) for k, h in found.items()}
+    )
+    top = max(found.values(), key=lambda h: h["median_m"])
+    others = sorted(h["median_gain"] for h in found.values() if h is not top)
+    layer, head = map(int, committed.split("."))
+    control_layer, control_head = map(int, control.split("."))
+    exclude = {head} | ({control_head} if control_layer == layer else set())
+    quiet = min(
+        (h for h in found.values() if h["layer"] == layer and h["head"] not in exclude),
+        key=lambda h: h["previous_token_share"] or 0.0,
+    )["head"]
     targets = {
-        "zero": (layer, top["head"], "zero"),
-        "shift": (layer, top["head"], "shift"),
-        "zero_same_rule_head": (rule["layer"], rule["head"], "zero"),
+        "zero": (layer, head, "zero"),
+        "shift": (layer, head, "shift"),
+        "zero_control": (control_layer, control_head, "zero"),
         "zero_same_layer_head": (layer, quiet, "zero"),
     }
+    keys = ("layer", "head", "median_m", "median_gain", "share_m_above_0.9", "previous_token_share")
     return {
         "rows": record["attention"]["rows"],
         "fit": record["attention"]["fit"],
         "checks": record["checks"],
         "violations": record["violations"],
         "undecided": record["undecided"],
-        "ranking": [
-            {k: h[k] for k in ("layer", "head", "median_m", "median_gain", "share_m_above_0.9", "previous_token_share")}
-            for h in ranked
-        ],
-        "most_confident": f"{layer}.{top['head']}",
-        "gain_ratio_to_next_lowest": others[0] / top["median_gain"] if top["median_gain"] else None,
-        "gain_ratio_to_softest": others[-1] / top["median_gain"] if top["median_gain"] else None,
-        "sample": [{"capacity": h["sample"]["capacity"], "gain": h["sample"]["gain"]} for h in heads],
+        "ranking": [{k: h[k] for k in keys} for h in sorted(found.values(), key=lambda h: h["median_gain"])],
+        "committed": committed,
+        "control": control,
+        "most_confident": f"{top['layer']}.{top['head']}",
+        "gain_ratio_to_next_lowest": others[0] / top["median_gain"],
+        "gain_ratio_to_softest": others[-1] / top["median_gain"],
+        "sample": [{"capacity": h["sample"]["capacity"], "gain": h["sample"]["gain"]} for h in found.values()],
         "ablations": ablations(model, valid_ids, targets, seed, draws=draws, count=count, size=size),
     }
 
@@ -408,6 +409,7 @@ def run(
             trajectory = series(records)
             result["trajectory"] = trajectory
             result["commitment"] = commitment(trajectory)
+            chosen = (result["commitment"]["head"], result["commitment"]["control"]["head"])
             result["monitor"] = {k: sum(r[k] for r in records) for k in ("violations", "undecided")}
             result["monitor"]["rows"] = sum(r["attention"]["rows"] for r in records)
             result["weights"] = {
@@ -417,7 +419,8 @@ def run(
         else:
             model, digest = load_weights(weights, V)
             result["weights"] = {"file": str(weights), "sha256": digest}
-        result["final"] = static(model, valid_ids, seed, **(static_sizes or {}))
+            chosen = None
+        result["final"] = static(model, valid_ids, seed, heads=chosen, **(static_sizes or {}))
     result["seconds"] = time.perf_counter() - started
     result["cpu_seconds"] = cpu_seconds() - cpu
     result["peak_memory_mb"] = peak_memory_mb()
@@ -511,6 +514,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--every", type=integer_in(1, 1_000_000), default=EVERY, help="record every this many steps")
     parser.add_argument("--batch", type=integer_in(1, 4096), default=BATCH, help="sequences per training batch")
     parser.add_argument(
+        "--survey", type=integer_in(1, 4096), default=SURVEY_SEQUENCES, help="held-out sequences of the final survey"
+    )
+    parser.add_argument("--draws", type=integer_in(1, 1000), default=DRAWS, help="draws per ablation")
+    parser.add_argument(
+        "--count", type=integer_in(1, 1000), default=COUNT, help=f"batches of {SIZE} held-out sequences per draw"
+    )
+    parser.add_argument(
         "--weights", default=None, help="a .safetensors of this model: skip training, survey and ablate it"
     )
 
@@ -527,6 +537,7 @@ def main(args: argparse.Namespace, out: Console, err: Console) -> None:
             seed=args.seed,
             batch=args.batch,
             weights=weights,
+            static_sizes={"sequences": args.survey, "draws": args.draws, "count": args.count},
             on_step=lambda: progress.advance(task),
         )
     json_path, png_path = write(result, Path(args.out))
@@ -546,8 +557,12 @@ def _print(result: dict[str, Any], out: Console) -> None:
     if "commitment" in result:
         c = result["commitment"]
         rows += [
-            ("committed head", "0.1", c["head"]),
-            ("commit window (steps)", "200 .. 400", f"{c['window'][0]} .. {c['window'][1]}"),
+            (
+                "committed head (a previous-token head)",
+                "0.1 (yes)",
+                f"{c['head']} ({'yes' if c['previous_token_head'] else 'no'})",
+            ),
+            ("commit window (steps)", "200 .. 400", " .. ".join("-" if v is None else str(v) for v in c["window"])),
             ("median m across it", "0.21 -> 0.97", _arrow(c["m_at_window"], ".2f")),
             ("previous-token share across it", "0.52 -> 1.00", _arrow(c["previous_at_window"], ".2f")),
             (
@@ -557,7 +572,7 @@ def _print(result: dict[str, Any], out: Console) -> None:
             ),
             ("final gain", "0.0028", f"{c['final_gain']:.4f}"),
             ("holds within 0.01 for (steps)", "800", str(c["hold_steps"])),
-            ("held-out loss over the hold", "2.03 -> 1.68", _arrow(c["valid_loss_over_hold"] or [None, None], ".2f")),
+            ("held-out loss over the hold", "2.03 -> 1.68", _arrow(c["valid_loss_over_hold"], ".2f")),
             (
                 "control head, final m / share",
                 "0.76 / 0.988",
@@ -574,7 +589,7 @@ def _print(result: dict[str, Any], out: Console) -> None:
         ),
         ("zero the head (nats)", "+1.1252 (sd 0.0210)", _delta(ablation["zero"])),
         ("shift-by-one in its place", "+0.0013 (sd 0.0005)", _delta(ablation["shift"])),
-        ("zero the same-rule head", "-", _delta(ablation["zero_same_rule_head"])),
+        ("zero the control head", "-", _delta(ablation["zero_control"])),
         ("zero a same-layer head", "+0.0029 (sd 0.0006)", _delta(ablation["zero_same_layer_head"])),
         ("monitor violations", "-", str(result.get("monitor", {}).get("violations", final["violations"]))),
     ]
