@@ -162,7 +162,8 @@ def plot_gain(records: list[dict[str, Any]], summary: dict[str, Any], path: Path
     if medians:
         ax.scatter(*zip(*medians, strict=True), s=10, color="black", label="a head's median, per record")
     fit = summary["fit_all_rows"]
-    grid = np.logspace(-6, np.log10(0.5), 50)
+    shown = [c for r in records for h in r["attention"]["heads"] for c in h["sample"]["capacity"]]
+    grid = np.logspace(np.log10(min(shown, default=1e-6)), np.log10(0.5), 50)
     ax.plot(grid, grid, ":", color="grey", label="ceiling: gain = 2m(1 - m)")
     if fit["slope"] is not None:
         label = f"fit over {fit['rows']:,} rows: {fit['constant']:.3g} (2m(1 - m))^{fit['slope']:.3f}"

@@ -20,6 +20,8 @@ from rankwall.checks.commands.common import (
 NAME = "monitor"
 HELP = "a training run recorded by rankwall.monitor: `rankwall monitor report RUN.jsonl --out DIR`"
 ORDER = 9
+#: Heads printed in the ranking (report.json has them all).
+SHOWN = 12
 DESCRIPTION = """\
 rankwall.monitor records, at the steps one chooses, seed 002's attention quantities per head (median
 largest probability m, realised gain |g_z|/|g_p| against 2m(1 - m), previous-token share, row sums of
@@ -92,10 +94,14 @@ def _print(summary: dict, run: Path, folder: Path, out: Console) -> None:
     fit = summary["fit_all_rows"]
     if fit["slope"] is not None:
         out.print(f"gain ≈ {fit['constant']:.4g} · (2m(1 − m))^{fit['slope']:.4f} over {fit['rows']:,} rows")
-    ranking = Table(title="heads at the last record, by median realised gain")
+    heads = summary["ranking_last_record"]
+    ranking = Table(
+        title=f"the {min(len(heads), SHOWN)} heads of lowest median realised gain at the last record"
+        f" (of {len(heads)}; all in report.json)"
+    )
     for column in ("layer", "head", "median m", "median gain", "previous-token share"):
         ranking.add_column(column, justify="right")
-    for h in summary["ranking_last_record"]:
+    for h in heads[:SHOWN]:
         share = h["previous_token_share"]
         ranking.add_row(
             str(h["layer"]),

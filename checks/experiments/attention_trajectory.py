@@ -362,6 +362,21 @@ def cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def analysed(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """What the run reports from the monitor's records: the per-head series, the commitment, the totals."""
+    trajectory = series(records)
+    return {
+        "trajectory": trajectory,
+        "commitment": commitment(trajectory),
+        "monitor": {
+            "records": len(records),
+            "violations": sum(r["violations"] for r in records),
+            "undecided": sum(r["undecided"] for r in records),
+            "rows": sum(r["attention"]["rows"] for r in records),
+        },
+    }
+
+
 def run(
     out: Path,
     *,
@@ -370,11 +385,15 @@ def run(
     seed: int = 0,
     batch: int = BATCH,
     weights: Path | None = None,
+    records: Path | None = None,
     static_sizes: dict[str, int] | None = None,
     on_step: Callable[[], None] | None = None,
 ) -> dict[str, Any]:
-    """Train (or load ``weights``), monitor, survey and ablate; the record of the run. The monitor's
-    JSON Lines go to ``out/attention_trajectory.jsonl`` and the weights to ``.safetensors`` beside it."""
+    """Train (or load ``weights``, with ``records`` the monitor's JSON Lines of the run that made them),
+    monitor, survey and ablate; the record of the run. A training run writes the monitor's JSON Lines to
+    ``out/attention_trajectory.jsonl`` and the weights to ``.safetensors`` beside it."""
+    from rankwall.monitor import read_run
+
     started, cpu = time.perf_counter(), cpu_seconds()
     train_ids, valid_ids, V = corpus()
     config = tiny.TinyConfig(V=V)
@@ -395,7 +414,7 @@ def run(
             model = tiny.make_tiny(config, seed)
             jsonl = out / "attention_trajectory.jsonl"
             jsonl.unlink(missing_ok=True)
-            records = train(
+            recorded = train(
                 model,
                 train_ids,
                 valid_ids,
@@ -406,20 +425,16 @@ def run(
                 jsonl=jsonl,
                 on_step=on_step,
             )
-            trajectory = series(records)
-            result["trajectory"] = trajectory
-            result["commitment"] = commitment(trajectory)
-            chosen = (result["commitment"]["head"], result["commitment"]["control"]["head"])
-            result["monitor"] = {k: sum(r[k] for r in records) for k in ("violations", "undecided")}
-            result["monitor"]["rows"] = sum(r["attention"]["rows"] for r in records)
-            result["weights"] = {
-                "file": "attention_trajectory.safetensors",
-                "sha256": save_weights(model, out / "attention_trajectory.safetensors"),
-            }
+            digest = save_weights(model, out / "attention_trajectory.safetensors")
+            result["weights"] = {"file": "attention_trajectory.safetensors", "sha256": digest}
         else:
             model, digest = load_weights(weights, V)
-            result["weights"] = {"file": str(weights), "sha256": digest}
-            chosen = None
+            result["weights"] = {"file": weights.name, "sha256": digest}
+            recorded = None if records is None else read_run(records, "--records")
+        if recorded is not None:
+            result.update(analysed(recorded))
+            result["steps"] = recorded[-1]["step"]
+        chosen = None if recorded is None else (result["commitment"]["head"], result["commitment"]["control"]["head"])
         result["final"] = static(model, valid_ids, seed, heads=chosen, **(static_sizes or {}))
     result["seconds"] = time.perf_counter() - started
     result["cpu_seconds"] = cpu_seconds() - cpu
@@ -468,7 +483,7 @@ def plot(result: dict[str, Any], path: Path) -> None:
 def _plot_trajectory(axes: Any, result: dict[str, Any]) -> None:
     t, c = result["trajectory"], result["commitment"]
     steps = t["steps"]
-    chosen = {c["head"]: "committed", c["control"]["head"]: "control"}
+    chosen = {c["head"]: "committed" if c["committed"] else "previous-token head", c["control"]["head"]: "control"}
     for ax, key, label in (
         (axes[0, 0], "median_m", "median m"),
         (axes[0, 1], "previous", "previous-token share"),
@@ -523,11 +538,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--weights", default=None, help="a .safetensors of this model: skip training, survey and ablate it"
     )
+    parser.add_argument(
+        "--records", default=None, help="with --weights: the run's attention_trajectory.jsonl, to read its trajectory"
+    )
 
 
 def main(args: argparse.Namespace, out: Console, err: Console) -> None:
     """``rankwall experiment attention-trajectory``: train, monitor, survey, ablate; JSON, PNG, table."""
     weights = None if args.weights is None else Path(args.weights)
+    records = None if args.records is None else Path(args.records)
+    if records is not None and weights is None:
+        raise InputError("--records: needs --weights (the weights the recorded run ended with)")
     with progress_bar(err) as progress:
         task = progress.add_task("attention-trajectory: training", total=0 if weights else args.steps + 1)
         result = run(
@@ -537,6 +558,7 @@ def main(args: argparse.Namespace, out: Console, err: Console) -> None:
             seed=args.seed,
             batch=args.batch,
             weights=weights,
+            records=records,
             static_sizes={"sequences": args.survey, "draws": args.draws, "count": args.count},
             on_step=lambda: progress.advance(task),
         )
