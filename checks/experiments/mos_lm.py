@@ -17,10 +17,10 @@ under one of the heads of :mod:`rankwall.theory.heads`, trained on the words of 
 On held-out text: the perplexity; over :data:`CONTEXTS` held-out contexts the certified rank of
 :math:`\log P` (the head evaluated in float64 on the model's own hidden states; lower end from the
 Gram eigenvalues with a Weyl margin and the rounding of the evaluation,
-:func:`rankwall.checks.tolerance.head_log_probability_error`; upper end d + 1 for softmax and MoC by
-their factorization, min(N, V) for MoS), its numerical ranks, and the expected KL divergence between the
-distributions of two distinct contexts. Then the K sweep of MoS (:data:`K_SWEEP`; longer sweeps run on
-Dask with ``--workers`` or ``--scheduler``).
+:func:`rankwall.checks.tolerance.head_log_probability_error`; upper end d + 1 for softmax, MoC and MoS
+with K = 1 by their factorization, min(N, V) for MoS), its numerical ranks, and the expected KL
+divergence between the distributions of two distinct contexts. Then the K sweep of MoS
+(:data:`K_SWEEP`; longer sweeps run on Dask with ``--workers`` or ``--scheduler``).
 """
 
 from __future__ import annotations
@@ -140,7 +140,8 @@ def log_probability_rank(head: str, theta: hd.HeadParameters, H: np.ndarray) -> 
     bound = float(np.max(np.linalg.norm(theta.W, axis=1))) * latent  # |w_v . h_k| <= |w_v| |h_k|
     error = tolerance.head_log_probability_error(L, bound, theta.P.shape[0], tolerance.unit_roundoff(np.float64))
     lower, margin, sigma = exact.gram_rank_lower_bound(L, entry_error=error)
-    upper = min(N, V, theta.d + 1) if head in ("softmax", "moc") else min(N, V)
+    single = head in ("softmax", "moc") or theta.P.shape[0] == 1  # one softmax of W h_eff: [H_eff, -lse][W, 1]^T
+    upper = min(N, V, theta.d + 1) if single else min(N, V)
     P = np.exp(L)
     entropy_term = np.sum(P * L, axis=1)
     kl = entropy_term[:, None] - P @ L.T  # KL(P_c || P_c') = sum_v P_c (log P_c - log P_c')
