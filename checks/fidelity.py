@@ -158,6 +158,9 @@ SIGNS = EXPERIMENTS + "sign_agreement.json"
 LOWRANK = EXPERIMENTS + "lowrank_heads.json"
 ANATOMY = EXPERIMENTS + "efficiency_anatomy.json"
 TRAJECTORY = EXPERIMENTS + "attention_trajectory.json"
+GENERATIONS = EXPERIMENTS + "spamlang_generations.json"
+DEPTH = EXPERIMENTS + "efficiency_depth.json"
+MOS_LM = EXPERIMENTS + "mos_lm.json"
 TRAINED, RANDOM = "model head", "random Gaussian head"
 
 
@@ -422,6 +425,30 @@ def _trajectory_ablations(final: dict) -> str:
     return (f"fresh run, head {final['committed']}: zeroed {a['zero']['delta']:+.3f} (sd {a['zero']['sd']:.3f}), "
             f"shift-by-one {a['shift']['delta']:+.4f} (sd {a['shift']['sd']:.4f}), a same-layer head zeroed "
             f"{a['zero_same_layer_head']['delta']:+.4f} ({a['draws']} draws)")
+
+
+def _generations(records: list[dict]) -> str:
+    """Table 1 in miniature: how long each tied SpamLang miniature repeats its seed token."""
+    parts = [f"V = {r['V']:,}: {r['mean_run']:.1f} of {r['length']} steps ({r['never_stops']:.0%} never stop)"
+             for r in records if r["tied"]]
+    return f"tied miniatures at temperature {records[0]['temperature']}, mean run of the seed token: " + ", ".join(parts)
+
+
+def _depth_collapse(result: dict) -> str:
+    last = result["collapse"][-1]
+    return (f"after {last['step']} steps, largest |log ratio| of the loss-decrease curves: {last['within_pair']:.3f} "
+            f"between the two D = 128 models (2 and 4 blocks), {last['to_control']:.3f} to the D = 64 model")
+
+
+def _mos_lm(records: list[dict], key: str, spec: str) -> str:
+    main = {r["head"]: r for r in records if r["head"] != "mos" or r["K"] == records[2]["K"]}
+    return ", ".join(f"{head} {format(main[head][key], spec)}" for head in ("softmax", "moc", "mos"))
+
+
+def _mos_sweep(records: list[dict]) -> str:
+    mos = sorted((r for r in records if r["head"] == "mos"), key=lambda r: r["K"])
+    return "MoS by K: " + ", ".join(f"K = {r['K']}: perplexity {r['perplexity']:.1f}, numerical rank "
+                                    f"{r['numerical_rank']['1e-03']}" for r in mos)
 
 
 def _gap(sweep: dict) -> float:

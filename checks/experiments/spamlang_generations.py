@@ -151,13 +151,35 @@ def write(result: dict[str, Any], out: Path) -> tuple[Path, Path]:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--steps", type=integer_in(1, 1_000_000), default=spamlang.STEPS, help="training steps")
     parser.add_argument("--prompts", type=integer_in(1, 1_000_000), default=PROMPTS, help="seed tokens per model")
+    parser.add_argument(
+        "--vocabularies",
+        type=_sizes,
+        default=VOCABULARIES,
+        help="comma-separated vocabulary sizes (default: " + ",".join(map(str, VOCABULARIES)) + ")",
+    )
+
+
+def _sizes(text: str) -> tuple[int, ...]:
+    try:
+        values = tuple(int(v) for v in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+    if not values or min(values) < 2 or max(values) > 1 << 20:
+        raise argparse.ArgumentTypeError(f"{text} is out of range (each V in 2..1,048,576)")
+    return values
 
 
 def main(args: argparse.Namespace, out: Console, err: Console) -> None:
     """``rankwall experiment spamlang-generations``: train, generate, write JSON and PNG, print a table."""
     with progress_bar(err) as progress:
-        task = progress.add_task("spamlang-generations: training", total=2 * len(VOCABULARIES))
-        result = run(steps=args.steps, prompts=args.prompts, seed=args.seed, on_run=lambda: progress.advance(task))
+        task = progress.add_task("spamlang-generations: training", total=2 * len(args.vocabularies))
+        result = run(
+            args.vocabularies,
+            steps=args.steps,
+            prompts=args.prompts,
+            seed=args.seed,
+            on_run=lambda: progress.advance(task),
+        )
     json_path, png_path = write(result, Path(args.out))
     if args.json:
         print(json.dumps(result, indent=2))
