@@ -401,11 +401,12 @@ def _essential(head: dict) -> str:
 
 def _commitment(c: dict, steps: int) -> str:
     """Seed 002's commitment, from a fresh run of its model (``rankwall experiment attention-trajectory``)."""
-    reached = f"reaches m >= 0.9 at step {c['window'][1]}" if c["committed"] else f"never reaches m = 0.9 in {steps:,} steps"
+    reached = (f"reaches m >= 0.9 at step {c['window'][1]}" if c["committed"]
+               else f"never reaches m = 0.9 in {steps:,} steps")
     return (f"fresh run: head {c['head']} (previous token on {c['final_previous']:.0%} of rows at the end) crosses "
             f"m = 0.2 at step {c['window'][0]} and {reached}, ending at m = {c['final_m']:.2f}; within 0.01 of that "
-            f"from step {c['hold_from']} ({c['hold_steps']} steps), held-out loss {c['valid_loss_over_hold'][0]:.2f} -> "
-            f"{c['valid_loss_over_hold'][1]:.2f}; control head {c['control']['head']} ends at m = "
+            f"from step {c['hold_from']} ({c['hold_steps']} steps), held-out loss "
+            f"{c['valid_loss_over_hold'][0]:.2f} -> {c['valid_loss_over_hold'][1]:.2f}; control head {c['control']['head']} ends at m = "
             f"{c['control']['final_m']:.2f}, previous token on {c['control']['final_previous']:.0%}")
 
 
@@ -431,7 +432,8 @@ def _generations(records: list[dict]) -> str:
     """Table 1 in miniature: how long each tied SpamLang miniature repeats its seed token."""
     parts = [f"V = {r['V']:,}: {r['mean_run']:.1f} of {r['length']} steps ({r['never_stops']:.0%} never stop)"
              for r in records if r["tied"]]
-    return f"tied miniatures at temperature {records[0]['temperature']}, mean run of the seed token: " + ", ".join(parts)
+    head = f"tied miniatures at temperature {records[0]['temperature']}, mean run of the seed token: "
+    return head + ", ".join(parts)
 
 
 def _depth_collapse(result: dict) -> str:

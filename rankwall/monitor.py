@@ -131,9 +131,9 @@ def _decide(margin: np.ndarray, tol: np.ndarray, structure: np.ndarray | None = 
     return verdict, closeness
 
 
-#: Rows per call whose Jacobian bounds, left within rounding by the float64 margins, are re-decided on
+#: Rows per layer and bound whose Jacobian bounds, left within rounding by the float64 margins, are re-decided on
 #: the exact row (balls, rationals, the tie and two-atom lemmas); beyond it they stay undecided.
-EXACT_ROWS = 512
+EXACT_ROWS = 16
 
 
 def _exactly(p: np.ndarray, up: np.ndarray, up_close: np.ndarray, low: np.ndarray, low_close: np.ndarray) -> None:
