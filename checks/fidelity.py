@@ -406,7 +406,8 @@ def _commitment(c: dict, steps: int) -> str:
     return (f"fresh run: head {c['head']} (previous token on {c['final_previous']:.0%} of rows at the end) crosses "
             f"m = 0.2 at step {c['window'][0]} and {reached}, ending at m = {c['final_m']:.2f}; within 0.01 of that "
             f"from step {c['hold_from']} ({c['hold_steps']} steps), held-out loss "
-            f"{c['valid_loss_over_hold'][0]:.2f} -> {c['valid_loss_over_hold'][1]:.2f}; control head {c['control']['head']} ends at m = "
+            f"{c['valid_loss_over_hold'][0]:.2f} -> {c['valid_loss_over_hold'][1]:.2f}; control head "
+            f"{c['control']['head']} ends at m = "
             f"{c['control']['final_m']:.2f}, previous token on {c['control']['final_previous']:.0%}")
 
 
