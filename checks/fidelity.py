@@ -603,8 +603,9 @@ ROWS: tuple[Row, ...] = (
         "random heads at V = 4,096, not trained families", "thm-compression"),
     Row("000", "§3.4, Fig. 6", "models that share D (Pythia 1B and 1.4B) give the same curve, whatever "
         "their size",
-        Status.OUT_OF_REACH, "experiments", "none",
-        (), "needs two trained models of different size sharing D; SmolLM2 is the only real model here"),
+        Status.OUT_OF_REACH, "experiments", "rankwall experiment efficiency-depth",
+        (), "rankwall experiment efficiency-depth trains two models sharing D = 128 at two depths beside one at "
+        "D = 64 and compares their curves; it has no recorded run yet (it did not fit the shared machine's time)"),
     Row("000", "§2.4, App. A.3.1, Fig. 7(a)", "the logit gradient's rank grows with the batch and "
         "approaches V",
         Status.IN_MINIATURE, "error_rank", "rankwall experiment batch-rank",

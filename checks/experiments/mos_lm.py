@@ -259,6 +259,8 @@ def plot(result: dict[str, Any], path: Path) -> None:
     axes[1].axhline(result["width"] + 1, color="grey", linestyle=":", label="d + 1 (softmax, MoC)")
     axes[1].set(xscale="log", xlabel="K", ylabel=f"rank of log P ({mos[0]['contexts']} contexts)", title="rank")
     for ax in axes:
+        ax.minorticks_off()
+        ax.set_xticks(Ks, [str(k) for k in Ks])
         ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0))
     figure.tight_layout()
     figure.savefig(path, dpi=120, bbox_inches="tight")
