@@ -653,8 +653,10 @@ ROWS: tuple[Row, ...] = (
         (), "the miniature uses one learning rate; a sweep of rates at every V is beyond two cores"),
     Row("000", "§3.2, Table 1", "the repetition mechanism is only partially learned: models repeat a token for "
         "a few steps only",
-        Status.OUT_OF_REACH, "experiments", "none",
-        (), "our runs log losses, not generations"),
+        Status.IN_MINIATURE, "experiments", "rankwall experiment spamlang-generations",
+        (Recorded((Pointer(GENERATIONS, ("records",)),), _generations),),
+        "context-free SpamLang miniatures at D = 64, V up to 16,384 (the larger V did not fit the recorded run), "
+        "sampled at the seed's temperature 0.9"),
     Row("000", "App. G.1", "weight decay had minimal impact; D = 32,768 at learning rate 1e-4 ends with losses "
         "0.2-0.4",
         Status.OUT_OF_REACH, "experiments", "rankwall experiment spamlang",
