@@ -18,8 +18,6 @@ import traceback
 from collections.abc import Sequence
 from importlib import metadata
 
-from rich.console import Console
-
 from rankwall.checks.backends import BackendUnavailable
 from rankwall.checks.commands import commands
 from rankwall.checks.commands.common import (
@@ -33,6 +31,7 @@ from rankwall.checks.commands.common import (
     EXIT_VIOLATED,
     HelpFormatter,
     UsageError,
+    people_console,
 )
 from rankwall.theory.validation import InputError
 
@@ -112,7 +111,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             (getattr(args, "parser", None) or parser).error(f"unrecognized arguments: {' '.join(extra)}")
     except SystemExit as stop:  # --help, --version, or a usage error already printed
         return int(stop.code or 0)
-    out, err = Console(), Console(stderr=True)
+    out, err = people_console(), people_console(stderr=True)
     try:
         return commands()[args.command].run(args, out, err)
     except (InputError, BackendUnavailable) as error:

@@ -53,18 +53,21 @@ def read_corpus(name: str) -> str:
 
 
 def read_text_file(path: str | Path, argument: str = "--text") -> str:
-    """A user's UTF-8 text file, with an error naming ``argument`` when it cannot be read."""
+    """A user's UTF-8 text file, with an error naming ``argument`` when it cannot be read or is empty."""
     path = Path(path)
     if not path.exists():
         raise InputError(f"{argument}: {path} does not exist")
     if not path.is_file():
         raise InputError(f"{argument}: {path} is not a file")
     try:
-        return path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as error:
         raise InputError(f"{argument}: {path} is not UTF-8 text ({error.reason} at byte {error.start})") from None
     except OSError as error:
         raise InputError(f"{argument}: {path} cannot be read ({error.strerror})") from None
+    if not text:
+        raise InputError(f"{argument}: {path} is empty (0 characters)")
+    return text
 
 
 @dataclass(frozen=True)

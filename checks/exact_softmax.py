@@ -78,13 +78,17 @@ def _envelope_is_m(m: Any, s: Any) -> bool:
 class Bound:
     """A bound t on the spectral norm, with its structure kept for exact comparisons:
     ``"ms"``: :math:`t = c\\,m(1-m)`; ``"envelope"``: :math:`t = c\\min(m, 2m(1-m))`;
-    ``"constant"``: :math:`t = c`."""
+    ``"constant"``: :math:`t = c`; ``"value"``: t is the exact real ``real``
+    (:class:`rankwall.checks.reals.Real`: a rational, or a ball at the caller's precision)."""
 
     kind: str
-    coefficient: Fraction
+    coefficient: Fraction = Fraction(1)
+    real: Any = None
 
     def value(self, m: Any, s: Any, is_exact: bool) -> Any:
         """t in exact (``is_exact``) or ball arithmetic."""
+        if self.kind == "value":
+            return self.real.value if is_exact and self.real.rational else self.real.ball
         c = flint.fmpq(self.coefficient.numerator, self.coefficient.denominator)
         c = c if is_exact else flint.arb(c)
         if self.kind == "constant":
@@ -96,6 +100,8 @@ class Bound:
     def against_top(self, m: Any, s: Any, is_exact: bool) -> int | None:
         """sign(t - m) from the structure of t (m > 0), not from the difference of two balls of m,
         which is never an exact 0: the envelope's first branch t = c m is m itself for c = 1."""
+        if self.kind == "value":
+            return sign(self.value(m, s, is_exact) - m)
         c = flint.fmpq(self.coefficient.numerator, self.coefficient.denominator)
         c = c if is_exact else flint.arb(c)
         if self.kind == "constant":
@@ -106,8 +112,10 @@ class Bound:
             return (self.coefficient > 1) - (self.coefficient < 1)
         return sign(2 * c * s - 1)  # t = 2c m s: t - m = m (2 c s - 1)
 
-    def against_tie(self, s: Any) -> int | None:
+    def against_tie(self, s: Any, m: Any = None) -> int | None:
         """sign(t - m) when the top is tied (then the norm is m and m <= 1/2)."""
+        if self.kind == "value" and m is not None:
+            return sign(self.value(m, s, False) - m)
         if self.kind == "envelope":  # min(m, 2ms) = m
             return (self.coefficient > 1) - (self.coefficient < 1)
         if self.kind == "ms":  # c m s - m has the sign of c s - 1
@@ -152,9 +160,13 @@ def _structural_comparison(row: ExactRow, bound: Bound) -> tuple[int | None, str
         return None, "structural"
     if positive[0][1] >= 2:
         with precision(BALL_PRECISIONS[-1]):
-            _, s, _, _ = row.parts(False)
-            return bound.against_tie(s), "tie lemma (norm = m)"
+            m, s, _, _ = row.parts(False)
+            return bound.against_tie(s, m), "tie lemma (norm = m)"
     if len(positive) == 2 and positive[1][1] == 1:
+        if bound.kind == "value":
+            with precision(BALL_PRECISIONS[-1]):
+                m, s, _, _ = row.parts(False)
+                return sign(bound.value(m, s, False) - 2 * m * s), "two-atom lemma (norm = 2m(1-m))"
         return bound.against_two_atoms(), "two-atom lemma (norm = 2m(1-m))"
     return None, "interval"
 
@@ -179,47 +191,119 @@ def _secular_comparison(m: Any, s: Any, tail: list[Any], counts: list[int], boun
 
 
 def certified_norm(row: ExactRow, estimate: float) -> tuple[float, float, str]:
-    """An enclosure ``[lo, hi]`` of :math:`\\lVert J(\\hat p) \\rVert_2` around a float estimate,
-    certified by the signs of the secular function at both ends; when the estimate is too far
-    off (or subnormal) to widen, by bisection in ball arithmetic."""
+    """Float endpoints ``[lo, hi]`` of :func:`norm_enclosure` (rounded outward), for reports."""
+    ball, method = norm_enclosure(row, estimate)
+    return _down(ball.lower()), _up(ball.upper()), method
+
+
+def _down(x: Any) -> float:
+    value = float(x)
+    return value if value <= x else float(np.nextafter(value, -np.inf))
+
+
+def _up(x: Any) -> float:
+    value = float(x)
+    return value if value >= x else float(np.nextafter(value, np.inf))
+
+
+def norm_enclosure(row: ExactRow, estimate: float) -> tuple[Any, str]:
+    """A ball that contains :math:`\\lVert J(\\hat p) \rVert_2`, as narrow as the working precision
+    allows: a float bracket around ``estimate`` certified by the signs of the secular function at both
+    ends (or, past the float range, bisection between the interlacing poles), then Newton steps in
+    balls at the working precision, each result certified by the signs at its two ends. Never rounded
+    to floats: a norm below the subnormal range stays a positive ball."""
+    structural = _structural_norm(row)
+    if structural is not None:
+        return structural
+    bracket = _float_bracket(row, estimate)
+    lo, hi, method = bracket if bracket is not None else _bisected(row)
+    return _refined(row, lo, hi), method
+
+
+def _structural_norm(row: ExactRow) -> tuple[Any, str] | None:
+    """The norm where the structure gives it: 0 (one atom), m (a tied top), 2m(1 - m) (two atoms)."""
+    positive = [(v, c) for v, c in zip(row.values[::-1], row.counts[::-1], strict=True) if row.logits or v > 0]
+    if len(positive) == 1 and positive[0][1] == 1:
+        return flint.arb(0), "one-hot"
+    m, s, _, _ = row.parts(False)
+    if positive[0][1] >= 2:
+        return m, "tie lemma (norm = m)"
+    if len(positive) == 2 and positive[1][1] == 1:
+        return 2 * m * s, "two-atom lemma (norm = 2m(1-m))"
+    return None
+
+
+def _float_bracket(row: ExactRow, estimate: float) -> tuple[Any, Any, str] | None:
+    """Rationals lo < norm < hi within a few thousand ulps of the float estimate, or ``None``."""
     u = unit_roundoff(np.float64)
-    if estimate > 2.0**-1000:
-        for widen in (4, 64, 2**12, 2**24):
-            lo = estimate * (1 - widen * u)
-            hi = estimate * (1 + widen * u)
-            below, method = decide_norm_at_most(row, Bound("constant", Fraction(hi)))
-            above, _ = decide_norm_at_most(row, Bound("constant", Fraction(lo)))
-            if below == 0:
-                return hi, hi, method
-            if above == 0:
-                return lo, lo, method
-            if below == 1 and above == -1:
-                return lo, hi, method
-    return _bisected_norm(row)
+    if not estimate > 2.0**-1000:
+        return None
+    for widen in (4, 64, 2**12, 2**24):
+        lo, hi = Fraction(estimate * (1 - widen * u)), Fraction(estimate * (1 + widen * u))
+        below, method = decide_norm_at_most(row, Bound("constant", hi))
+        above, _ = decide_norm_at_most(row, Bound("constant", lo))
+        if below == 0:
+            return flint.fmpq(hi.numerator, hi.denominator), flint.fmpq(hi.numerator, hi.denominator), method
+        if above == 0:
+            return flint.fmpq(lo.numerator, lo.denominator), flint.fmpq(lo.numerator, lo.denominator), method
+        if below == 1 and above == -1:
+            return flint.fmpq(lo.numerator, lo.denominator), flint.fmpq(hi.numerator, hi.denominator), method
+    return None
 
 
-def _bisected_norm(row: ExactRow, bits: int = 256, steps: int = 200) -> tuple[float, float, str]:
-    """Enclose the norm by bisecting the secular sign between the interlacing poles."""
-    with precision(bits):
-        m, s, tail, counts = row.parts(False)
-        support = [(q, c) for q, c in zip(tail, counts, strict=True) if c > 0 and q != 0]
-        if not support:
-            return 0.0, 0.0, "one-hot"
-        if row.counts[-1] >= 2:
-            return float(m.lower()), float(m.upper()), "tie lemma (norm = m)"
-        if len(support) == 1 and support[0][1] == 1:
-            value = 2 * m * s
-            return float(value.lower()), float(value.upper()), "two-atom lemma (norm = 2m(1-m))"
-        values, weights = [q for q, _ in support], [c for _, c in support]
-        lo, hi = support[0][0], m
-        for _ in range(steps):
-            spread = sign(hi - 4 * lo) == 1 and sign(lo) == 1
-            middle = (lo * hi).sqrt() if spread else (lo + hi) / 2  # geometric across decades
-            direction = sign(secular_function(middle, m, s, values, weights))
-            if direction is None:
-                break
-            if direction >= 0:
-                hi = middle
-            if direction <= 0:
-                lo = middle
-        return float(lo.lower()), float(hi.upper()), f"interval-{bits} bisection"
+def _secular_terms(row: ExactRow) -> tuple[Any, Any, list[Any], list[int]]:
+    """(m, s, tail values, tail counts) in balls at the working precision, zeros dropped."""
+    m, s, tail, counts = row.parts(False)
+    support = [(q, c) for q, c in zip(tail, counts, strict=True) if c > 0 and q != 0]
+    return m, s, [q for q, _ in support], [c for _, c in support]
+
+
+def _bisected(row: ExactRow, steps: int = 400) -> tuple[Any, Any, str]:
+    """Enclose the norm by bisecting the secular sign between the interlacing poles (geometric
+    bisection across decades), at the working precision."""
+    m, s, values, weights = _secular_terms(row)
+    lo, hi = values[0], m
+    for _ in range(steps):
+        spread = sign(hi - 4 * lo) == 1 and sign(lo) == 1
+        middle = (lo * hi).sqrt() if spread else (lo + hi) / 2
+        middle = flint.arb(middle.mid())
+        direction = sign(secular_function(middle, m, s, values, weights))
+        if direction is None:
+            break
+        if direction >= 0:
+            hi = middle
+        if direction <= 0:
+            lo = middle
+        if sign(hi - lo - (hi * flint.arb(2) ** (8 - flint.ctx.prec))) in (-1, 0):
+            break
+    return lo, hi, f"interval-{flint.ctx.prec} bisection"
+
+
+def _refined(row: ExactRow, lo: Any, hi: Any) -> Any:
+    """The ball [lo, hi] narrowed by Newton steps on the secular function in balls at the working
+    precision; each candidate [x - d, x + d] is kept only if the signs at its ends certify it (F is
+    increasing between the last pole and m, so F(x - d) < 0 < F(x + d) puts the root inside)."""
+    enclosure = flint.arb(flint.arb(lo).lower()).union(flint.arb(flint.arb(hi).upper()))
+    if sign(flint.arb(hi) - flint.arb(lo)) == 0:
+        return enclosure
+    m, s, values, weights = _secular_terms(row)
+    x = flint.arb(enclosure.mid())
+    for _ in range(12):
+        f = secular_function(x, m, s, values, weights)
+        slope = (m - m * s) / (m - x) ** 2 + sum(
+            (c * q * q / (x - q) ** 2 for q, c in zip(values, weights, strict=True)), flint.arb(0)
+        )
+        step = flint.arb((f / slope).mid())
+        x = flint.arb((x - step).mid())
+        if abs(step) < abs(x) * flint.arb(2) ** (16 - flint.ctx.prec):
+            break
+    for scale in (8, 64, 1024):
+        d = abs(x) * flint.arb(2) ** (scale - flint.ctx.prec)
+        a, b = flint.arb((x - d).upper()), flint.arb((x + d).lower())
+        if (
+            sign(secular_function(a, m, s, values, weights)) == -1
+            and sign(secular_function(b, m, s, values, weights)) == 1
+        ):
+            narrow = flint.arb(a.lower()).union(flint.arb(b.upper()))
+            return narrow if narrow.rad() < enclosure.rad() else enclosure
+    return enclosure

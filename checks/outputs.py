@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import math
 import os
@@ -34,6 +35,24 @@ def writable_folder(folder: str | Path, argument: str = "--out") -> Path:
     except OSError as error:
         raise InputError(f"{argument}: cannot write in {path} ({error.strerror or error})") from None
     return path
+
+
+@contextlib.contextmanager
+def output_folder(out: str | Path, argument: str = "--out") -> Iterator[Path]:
+    """The folder ``out``, created if needed and checked writable before the run (so that a long run
+    does not fail at its end); if the block fails, the folders this call created are removed again,
+    deepest first, each only while it is still empty (a failed run leaves no folder behind, and never
+    deletes a file)."""
+    path = Path(out).absolute()
+    missing = [p for p in (path, *path.parents) if not p.exists()]
+    folder = writable_folder(out, argument)
+    try:
+        yield folder
+    except BaseException:
+        for created in missing:
+            with contextlib.suppress(OSError):  # not empty, or already gone: leave it
+                created.rmdir()
+        raise
 
 
 def _umask() -> int:
@@ -68,10 +87,25 @@ def write_text(path: Path, text: str) -> Path:
     return path
 
 
+def write_bytes(path: Path, data: bytes) -> Path:
+    """Write ``data`` to ``path`` under a temporary name and rename it (never a half-written file)."""
+    with _replacing(path) as temporary:
+        temporary.write_bytes(data)
+    return path
+
+
 def write_array(path: Path, array: Any) -> Path:
     """Write a NumPy array as ``.npy`` (exact binary values) under a temporary name and rename it."""
     with _replacing(path) as temporary, temporary.open("wb") as handle:
         np.save(handle, array, allow_pickle=False)
+    return path
+
+
+def write_figure(path: Path, draw: Callable[[Path], None]) -> Path:
+    """Draw a figure into ``path`` (``draw`` saves it to the path it is given) under a temporary name and
+    rename it."""
+    with _replacing(path) as temporary:
+        draw(temporary)
     return path
 
 
@@ -173,9 +207,20 @@ def progress_bar(console: Console) -> Progress | PlainProgress:
     )
 
 
+#: A line is hidden when at least this share of its length lies under another line's stroke.
+HIDDEN_SHARE = 0.9
+#: Spacing, in pixels, of the points sampled along a line to test whether another line covers it.
+SAMPLE_SPACING_PX = 2.0
+#: Slack, in pixels, added to a stroke's half-width: antialiasing blurs a line by about a pixel.
+STROKE_SLACK_PX = 1.0
+
+
 def layout_problems(figure: Any) -> list[str]:
     """What a person would see wrong in a drawn figure: tick labels of one axis that overlap each
-    other, and a legend drawn over data points. Each problem names the panel and the labels."""
+    other, a legend drawn over data points, a line hidden under another (at least
+    :data:`HIDDEN_SHARE` of its length within the other's stroke, see :func:`_hidden_lines`), and a
+    bar drawn over a band (an ``axhspan``, ``axvspan`` or other patch that is not a bar). Each problem
+    names the panel and the labels."""
     figure.canvas.draw()
     renderer = figure.canvas.get_renderer()
     problems = []
@@ -207,4 +252,109 @@ def layout_problems(figure: Any) -> list[str]:
                 inside += int(sum(box.contains(x, y) for x, y in points if all(map(math.isfinite, (x, y)))))
             if inside:
                 problems.append(f"{name}: the legend covers {inside} data points")
+        problems += [f"{name}: {problem}" for problem in _hidden_lines(ax, figure.dpi)]
+        problems += [f"{name}: {problem}" for problem in _bars_over_bands(ax, renderer)]
+    return problems
+
+
+def _label(artist: Any, fallback: str) -> str:
+    label = artist.get_label()
+    return repr(label) if label and not label.startswith("_") else fallback
+
+
+def _stroke(line: Any) -> np.ndarray:
+    """Points every :data:`SAMPLE_SPACING_PX` pixels along a drawn line (display coordinates; its
+    markers alone for a line drawn without a line style)."""
+    points = np.asarray(line.get_transform().transform(np.asarray(line.get_xydata(), dtype=float)))
+    points = points[np.isfinite(points).all(axis=1)]
+    if line.get_linestyle() in ("None", "", " ", "none") or len(points) < 2:
+        return points
+    samples = [points[:1]]
+    for start, end in itertools.pairwise(points):
+        steps = max(1, math.ceil(float(np.hypot(*(end - start))) / SAMPLE_SPACING_PX))
+        samples.append(start + np.outer(np.arange(1, steps + 1) / steps, end - start))
+    return np.concatenate(samples)
+
+
+def _distance_to_path(points: np.ndarray, path: np.ndarray) -> np.ndarray:
+    """The distance of each point to the polyline ``path`` (display coordinates)."""
+    if len(path) == 1:
+        return np.hypot(*(points - path[0]).T)
+    start, end = path[:-1], path[1:]
+    direction = end - start
+    length2 = np.maximum((direction**2).sum(axis=1), 1e-12)
+    along = ((points[:, None, :] - start[None]) * direction[None]).sum(axis=2) / length2[None]
+    nearest = start[None] + np.clip(along, 0, 1)[..., None] * direction[None]
+    return np.hypot(*(points[:, None, :] - nearest).transpose(2, 0, 1)).min(axis=1)
+
+
+_NO_LINE = ("None", "", " ", "none")
+_NO_MARKER = (None, "None", "", " ", "none")
+
+
+def _drawn_width(line: Any, dpi: float) -> float:
+    """What a line covers across its path, in pixels: its stroke, or its markers where they are wider."""
+    stroke = 0.0 if line.get_linestyle() in _NO_LINE else line.get_linewidth()
+    marker = 0.0 if line.get_marker() in _NO_MARKER else line.get_markersize()
+    return max(stroke, marker) * dpi / 72
+
+
+def _hidden_lines(ax: Any, dpi: float) -> list[str]:
+    """Lines a reader cannot see: line A is hidden by a solid line B when at least
+    :data:`HIDDEN_SHARE` of A's length lies within B's stroke (half B's width plus
+    :data:`STROKE_SLACK_PX`), A's stroke and markers are no wider than B's stroke, and A is drawn
+    under B or has gaps (a dotted line laid on a solid one is lost in it). A solid line drawn over
+    another stays visible, and so do markers wider than the line over them, and a line that B covers
+    only in part."""
+    lines = [line for line in ax.get_lines() if line.get_visible() and len(line.get_xydata())]
+    order = {id(artist): i for i, artist in enumerate(ax.get_children())}
+    strokes = {id(line): _stroke(line) for line in lines}
+    problems = []
+    for a in lines:
+        points = strokes[id(a)]
+        width_a = _drawn_width(a, dpi)
+        for b in lines:
+            if b is a or b.get_linestyle() not in ("-", "solid"):
+                continue
+            path = np.asarray(b.get_transform().transform(np.asarray(b.get_xydata(), dtype=float)))
+            path = path[np.isfinite(path).all(axis=1)]
+            width_b = b.get_linewidth() * dpi / 72
+            if len(points) == 0 or len(path) == 0 or width_a > width_b + STROKE_SLACK_PX:
+                continue
+            above = (a.get_zorder(), order.get(id(a), 0)) > (b.get_zorder(), order.get(id(b), 0))
+            if above and a.get_linestyle() in ("-", "solid"):
+                continue
+            covered = float(np.mean(_distance_to_path(points, path) <= width_b / 2 + STROKE_SLACK_PX))
+            if covered >= HIDDEN_SHARE:
+                problems.append(
+                    f"the line {_label(a, 'unlabelled')} is hidden under the line {_label(b, 'unlabelled')} "
+                    f"({covered:.0%} of its length)"
+                )
+                break
+    return problems
+
+
+def _bars_over_bands(ax: Any, renderer: Any) -> list[str]:
+    """Bars that cover part of a band: a patch that is not a bar (``axhspan``, ``axvspan``) and a bar
+    whose boxes share more than a pixel of area. A translucent band over an opaque bar is as lost as
+    one under it, so the drawing order does not matter."""
+    from matplotlib.container import BarContainer
+
+    bars = [
+        (bar, f"{_label(container, 'bar')} (bar {number})" if len(container.patches) > 1 else _label(container, "bar"))
+        for container in ax.containers
+        if isinstance(container, BarContainer)
+        for number, bar in enumerate(container.patches, 1)
+    ]
+    bar_ids = {id(bar) for bar, _ in bars}
+    bands = [patch for patch in ax.patches if id(patch) not in bar_ids and patch.get_visible()]
+    problems = []
+    for band in bands:
+        box = band.get_window_extent(renderer)
+        for bar, name in bars:
+            other = bar.get_window_extent(renderer)
+            width = min(box.x1, other.x1) - max(box.x0, other.x0)
+            height = min(box.y1, other.y1) - max(box.y0, other.y0)
+            if bar.get_visible() and width > 0 and height > 0 and width * height > 1:
+                problems.append(f"the {name} covers {width * height:.0f} px² of the band {_label(band, 'unlabelled')}")
     return problems

@@ -47,6 +47,8 @@ class Cases:
     witnesses: Callable[[int], list[Case]]
     random_instances: Callable[[int, int, int], list[Case]] = lambda V, n, seed: []
     boundary: Mapping[str, Callable[[Case], bool]] = field(default_factory=dict)
+    #: The family whose cases these are (a declared claim's quantities must be that family's).
+    family: str | None = None
 
     def fields(self) -> dict[str, Any]:
         """The four as :class:`~rankwall.checks.verdict.Claim` fields."""
@@ -80,10 +82,13 @@ class Family:
         self.defaults = {**(cases.fields() if cases is not None else {}), **defaults}
 
     def claim(self, name: str, cases: Cases | None = None, **fields: Any) -> Claim:
-        """The claim ``<family>.<name>``: the family's defaults, overridden by ``cases`` and ``fields``,
-        registered in :data:`rankwall.checks.verdict.REGISTRY`."""
+        """The claim ``<family>.<name>`` with its own measure, judge and reference (transitional: a claim
+        not yet declared over quantities), registered in :data:`rankwall.checks.verdict.REGISTRY`."""
+        from rankwall.checks.verdict import LegacyRoutes
+
         chosen = {**self.defaults, **(cases.fields() if cases is not None else {}), **fields}
-        return REGISTRY.register(Claim(id=f"{self.name}.{name}", **chosen))
+        routes = LegacyRoutes(chosen.pop("measure"), chosen.pop("judge_exactly"), chosen.pop("reference", None), True)
+        return REGISTRY.register(Claim(id=f"{self.name}.{name}", legacy=routes, **chosen))
 
 
 # --------------------------------------------------------------------------- backends and built cases

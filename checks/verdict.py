@@ -29,6 +29,7 @@ from enum import StrEnum
 from fractions import Fraction
 from typing import Any, ClassVar
 
+from rankwall.errors import CannotTighten, OutsideDomain  # re-exported: the classes live in rankwall.errors
 from rankwall.theory.validation import InputError
 
 
@@ -41,15 +42,23 @@ class Status(StrEnum):
 
 
 class Relation(StrEnum):
-    """How the two sides of a claim compare."""
+    """How the two sides of a claim compare: ``lhs <= rhs``, ``lhs >= rhs`` or ``lhs == rhs``."""
 
     AT_MOST = "<="
+    AT_LEAST = ">="
     EQUAL = "=="
 
+    def slack(self, lhs: float, rhs: float) -> float:
+        """How far the sides are from breaking the relation: ``rhs - lhs`` for ``<=`` and ``==`` (zero
+        for an identity that holds), ``lhs - rhs`` for ``>=``. A claim holds where its slack is
+        nonnegative (zero for an identity)."""
+        return lhs - rhs if self is Relation.AT_LEAST else rhs - lhs
 
-class OutsideDomain(InputError):
-    """A case whose built values leave the domain its constructor guarantees (a top atom that is not
-    the largest, a tie broken by rounding): it is no instance of the claim, and never a counterexample."""
+    @property
+    def is_bound(self) -> bool:
+        return self is not Relation.EQUAL
+
+
 
 
 class Case:
@@ -185,7 +194,8 @@ class Measurement:
 
 @dataclass(frozen=True)
 class Judgement:
-    """Both sides re-decided exactly: ``sign`` is that of ``rhs - lhs`` (``None`` undecided).
+    """Both sides re-decided exactly: ``sign`` is that of the relation's slack (``rhs - lhs``, or
+    ``lhs - rhs`` for ``>=``; ``None`` undecided).
     ``certified_by`` defaults to exact for a judgement without radius, else two-sided."""
 
     lhs: float
@@ -294,7 +304,8 @@ class RankInterval:
 
 @dataclass(frozen=True)
 class Verdict:
-    """The answer for one claim on one case. ``margin`` is ``rhs - lhs``."""
+    """The answer for one claim on one case, its sides as the claim writes them. ``margin`` is the
+    relation's slack: ``rhs - lhs`` for ``<=`` and ``==``, ``lhs - rhs`` for ``>=``."""
 
     claim: str
     status: Status
@@ -343,25 +354,26 @@ def worst(verdicts: Iterable[Verdict]) -> Verdict:
 #: The vocabulary size a claim is checked at by default (``rankwall verify`` without ``--V``).
 DEFAULT_V = 1024
 
-#: The directions of a bound: an upper bound (``lhs <= bound``) or a lower bound (``bound <= rhs``).
+#: The directions of a bound: an upper bound (``lhs <= bound``) or a lower bound (``lhs >= bound``).
 DIRECTIONS = ("upper", "lower")
-
-
-class CannotTighten(InputError):
-    """A factor asked of a claim that has no bound to tighten (an identity)."""
 
 
 @dataclass(frozen=True)
 class Claim:
     """A proposition with everything needed to build, check and search its cases.
 
-    ``measure(case, backend, factor)`` and ``judge_exactly(case, factor)`` return both sides;
-    ``factor`` multiplies the bound (the right side of an upper bound, the left side of a lower
-    bound) for ``rankwall search --tighten``; for an identity it moves the stated side, a test hook
-    only (:meth:`check_planted`). ``direction`` says which kind of bound an inequality states
-    (``"upper"`` or ``"lower"``; ``None`` for an identity). ``witnesses(V)`` lists the constructed
-    cases at vocabulary size V; ``random_instances(V, n, seed)`` adds drawn ones; ``strategy()`` is
-    the Hypothesis strategy that hunts counterexamples. ``origin`` names where a claim declared
+    A claim is declared (:func:`rankwall.checks.quantities.declare`): ``sides`` is ``lhs <relation>
+    rhs`` over quantities of its family, and every case is decided on one :class:`Context
+    <rankwall.checks.quantities.Context>` (the case as the backend built it, read exactly) by
+    :func:`~rankwall.checks.quantities.measurement_of`, :func:`~rankwall.checks.quantities.judgement_of`
+    and :func:`decide`. ``measure(case, backend, factor)``, ``judge_exactly(case, factor)`` and
+    ``reference(case, backend)`` are the same routes on a fresh context (``factor`` multiplies the
+    bound for ``rankwall search --tighten``; for an identity it moves the stated side, a test hook only:
+    :meth:`check_planted`). ``direction`` says which kind of bound an inequality states (``"upper"``
+    for ``<=``, ``"lower"`` for ``>=``; ``None`` for an identity). ``witnesses(V)`` lists the
+    constructed cases at vocabulary size V; ``random_instances(V, n, seed)`` adds drawn ones;
+    ``strategy()`` is the Hypothesis strategy that hunts counterexamples; ``hypothesis(case)`` says why
+    a case lies outside the claim's domain (``None`` inside). ``origin`` names where a claim declared
     outside the package was loaded from (a file or a module; ``None`` for a shipped claim)."""
 
     id: str
@@ -370,11 +382,10 @@ class Claim:
     statement: str
     domain: str
     relation: Relation
-    measure: Callable[[Case, Any, Fraction], Measurement]
-    judge_exactly: Callable[[Case, Fraction], Judgement]
     witnesses: Callable[[int], list[Case]]
     random_instances: Callable[[int, int, int], list[Case]]
     strategy: Callable[[], Any]
+    sides: Any = None  # rankwall.checks.quantities.Sides
     direction: str | None = None
     mutants: dict[str, Claim] = field(default_factory=dict)
     array_api: bool = True  # False: the claim computes in NumPy whatever backend is asked for
@@ -383,18 +394,25 @@ class Claim:
     #: :data:`DEFAULT_V` for a claim whose witnesses are expensive (an LP per token, a dense SVD), so
     #: that the default run stays short while keeping the witnesses' boundary cases.
     default_V: int = DEFAULT_V
-    #: Both sides the slow, obviously right way at small size: ``reference(case, backend)`` ->
-    #: :class:`rankwall.checks.toolkit.Reference`, on the instance as the backend built it.
-    reference: Callable[[Case, Any], Any] | None = None
     #: The boundary classes of the claim's strategy (see :class:`rankwall.checks.toolkit.Cases`).
     boundary_classes: dict[str, Callable[[Case], bool]] = field(default_factory=dict)
-    sides: Any = None  # the declared sides (rankwall.checks.quantities.Sides), for a claim made by declare()
+    #: The sides the exact route decides (the declared ones, or a user's ``judge`` in their place).
+    judged_sides: Any = None
+    #: Why a case lies outside the claim's domain, or ``None`` inside it.
+    hypothesis: Callable[[Case], str | None] | None = None
+    #: Transitional (claims not yet declared over quantities): their own measure, judge and reference.
+    legacy: Any = None
 
     def __post_init__(self) -> None:
-        if self.relation is Relation.EQUAL and self.direction is not None:
-            raise ValueError(f"{self.id}: an identity states no bound direction, got {self.direction!r}")
-        if self.relation is Relation.AT_MOST and self.direction not in DIRECTIONS:
-            raise ValueError(f"{self.id}: an inequality names its bound direction ('upper' or 'lower')")
+        if self.sides is None and self.legacy is None:
+            raise ValueError(f"{self.id}: a claim is declared over quantities (rankwall.checks.quantities.declare)")
+        if self.legacy is not None and self.relation is Relation.AT_MOST and self.direction == "lower":
+            return  # a legacy lower bound, measured as bound <= value
+        expected = {Relation.AT_MOST: "upper", Relation.AT_LEAST: "lower", Relation.EQUAL: None}[self.relation]
+        if self.direction != expected:
+            raise ValueError(
+                f"{self.id}: a {self.relation.value} claim has direction {expected!r}, not {self.direction!r}"
+            )
 
     @property
     def is_mutant(self) -> bool:
@@ -402,12 +420,14 @@ class Claim:
         return self.id.endswith("]") and "[" in self.id
 
     def with_mutant(self, name: str, statement: str, **changes: Any) -> Claim:
-        """Plant a false variant ``id[name]`` of this claim (``rankwall search --mutant name``):
-        the same claim with another statement and whichever fields the falsehood changes. A declared
-        claim's mutant may give new sides instead: ``lhs=``, ``rhs=``, ``relation=``; ``cases=`` (a
-        :class:`~rankwall.checks.toolkit.Cases`) stands for its three fields."""
+        """Plant a false variant ``id[name]`` of this claim (``rankwall search --mutant name``): the same
+        claim with another statement and new sides (``lhs=``, ``rhs=``, ``relation=``), other cases
+        (``cases=``, a :class:`~rankwall.checks.toolkit.Cases`), or other fields."""
         if "cases" in changes:
             changes = {**changes.pop("cases").fields(), **changes}
+        if self.legacy is not None and {"measure", "judge_exactly", "reference"} & set(changes):
+            routes = {k: changes.pop(k) for k in ("measure", "judge_exactly", "reference") if k in changes}
+            changes["legacy"] = replace(self.legacy, **routes)
         side_changes = {k: changes.pop(k) for k in ("lhs", "relation", "rhs") if k in changes}
         if side_changes:
             from rankwall.checks.quantities import mutated_fields
@@ -422,30 +442,90 @@ class Claim:
         if factor != 1 and self.direction is None:
             raise CannotTighten(f"--tighten: {self.id} is an identity, it has no bound to tighten")
 
+    # the routes on one context ------------------------------------------------------------------
+    def context(self, case: Case, backend: Any) -> Any:
+        """The context a case is decided on; a case outside the claim's hypothesis raises
+        :class:`OutsideDomain`."""
+        from rankwall.checks.quantities import Context
+
+        reason = self.hypothesis(case) if self.hypothesis is not None else None
+        if reason is not None:
+            raise OutsideDomain(f"{self.id}: {reason}")
+        return Context(case, backend)
+
+    def measure(self, case: Case, backend: Any, factor: Fraction = Fraction(1)) -> Measurement:
+        """Both sides measured in the backend, with their rounding bound as the tolerance."""
+        from rankwall.checks.quantities import measurement_of
+
+        if self.legacy is not None:
+            return self.legacy.measure(case, backend, factor)
+        return measurement_of(self.sides, self.context(case, backend), factor)
+
+    def judge_exactly(self, case: Case, factor: Fraction = Fraction(1), backend: Any = None) -> Judgement:
+        """Both sides re-decided on the exact instance (built in ``backend``, NumPy float64 by default)."""
+        from rankwall.checks.quantities import judgement_of
+        from rankwall.checks.toolkit import numpy_float64
+
+        if self.legacy is not None:
+            return self.legacy.judge_exactly(case, factor)
+        return judgement_of(self.judged_sides or self.sides, self.context(case, backend or numpy_float64()), factor)
+
+    def reference(self, case: Case, backend: Any) -> Any:
+        """Both sides the slow, obviously right way (:class:`rankwall.checks.toolkit.Reference`), as
+        written, or ``None`` where a side has no reference."""
+        from rankwall.checks.quantities import reference_of
+        from rankwall.checks.toolkit import Reference
+
+        if self.legacy is not None:
+            return None if self.legacy.reference is None else self.legacy.reference(case, backend)
+        lhs, rhs = reference_of(self.sides, self.context(case, backend))
+        if lhs is None or rhs is None:
+            return None
+        return Reference(lhs, rhs, f"references of {self.sides}")
+
     def check(
         self, instance: Case, backend: Any, factor: Fraction = Fraction(1), *, exact: bool | None = None
     ) -> Verdict:
-        """Decide the claim on one case (see the module docstring and :func:`decide`; ``exact``
-        forces or forbids the exact re-decision of an identity that holds to rounding). A numerical
-        failure of the backend (an eigensolver that does not converge, an overflow) leaves the case
-        undecided: the verdict is ``inconclusive`` and names the failure."""
+        """Decide the claim on one case (see the module docstring and :func:`decide`; ``exact=False``
+        forbids the exact re-decision of an identity that holds to rounding, which is then
+        inconclusive). A numerical failure of the backend (an eigensolver that does not converge, an
+        overflow) leaves the case undecided: the verdict is ``inconclusive`` and names the failure."""
         self.require_bound(factor)
         return self.check_planted(instance, backend, factor, exact=exact)
 
     def check_planted(self, instance: Case, backend: Any, factor: Fraction, *, exact: bool | None = None) -> Verdict:
         """:meth:`check` with the stated side moved by ``factor`` in every route, identities included:
         the meta-tests' hook for planting a wrong measured value. A bound is multiplied by F; the
-        stated side of an identity is multiplied by F, or moved to ``planted_side`` where it can be
-        zero by its form (a count of failures, J·1 = 0)."""
+        stated side of an identity v is moved to F(v + 1) - 1, which moves a side that is zero by its
+        form too. Both routes read one context: one exact instance."""
+        from rankwall.checks.quantities import judgement_of, measurement_of
+
+        ctx = self.context(instance, backend)
         try:
-            measured = self.measure(instance, backend, factor)
-            return decide(self, instance, measured, lambda: self.judge_exactly(instance, factor), exact)
+            if self.legacy is not None:
+                measured = self.legacy.measure(instance, backend, factor)
+                return decide(self, instance, measured, lambda: self.legacy.judge_exactly(instance, factor), exact)
+            measured = measurement_of(self.sides, ctx, factor)
+            sides = self.judged_sides or self.sides
+            return decide(self, instance, measured, lambda: judgement_of(sides, ctx, factor), exact)
         except Exception as error:
             if not is_numerical_failure(error):
                 raise
             reason = f"{NUMERICAL_FAILURE}: {type(error).__name__}: {str(error).splitlines()[0][:200]}"
             nan = math.nan
             return Verdict(self.id, Status.INCONCLUSIVE, nan, nan, nan, nan, reason, instance)
+
+
+@dataclass(frozen=True)
+class LegacyRoutes:
+    """A claim's own measure, judge and reference (claims not yet declared over quantities)."""
+
+    measure: Callable[[Case, Any, Fraction], Measurement]
+    judge_exactly: Callable[[Case, Fraction], Judgement]
+    reference: Callable[[Case, Any], Any] | None = None
+    #: Transitional: such a claim keeps its old answer, holds, where an identity's sides are equal only
+    #: within rounding (a declared claim's answer there is inconclusive).
+    within_rounding_holds: bool = False
 
 
 def tightened_integer_bound(bound: int, factor: Fraction, direction: str) -> int:
@@ -474,9 +554,7 @@ def is_numerical_failure(error: BaseException) -> bool:
     return any(cls.__name__ in ("LinAlgError", "_LinAlgError") for cls in type(error).__mro__)
 
 
-#: Identities on instances of at most this vocabulary are re-decided by their exact judge when the float
-#: margin only shows the sides equal to rounding (``--exact`` forces it at every size): the judges are
-#: O(V) python-flint or mpmath computations, a second or so at this size.
+#: Transitional: the largest vocabulary at which the compression family's own judges re-decide exactly.
 EXACT_IDENTITY_V = 4096
 
 
@@ -486,18 +564,20 @@ def decide(
     """Float verdict when the margin clears the tolerance, else an exact judgement.
 
     An identity is decided as an identity: a float margin inside its tolerance only shows the sides
-    equal to rounding, so the exact judge re-decides it where that is affordable (``exact``: always,
-    never, or by default for instances of at most :data:`EXACT_IDENTITY_V` entries). Exact equality
-    holds with the judge's certification, a certified difference is a violation, and sides whose
-    exact evaluations agree only to a positive radius hold *within rounding*
-    (:attr:`Certification.WITHIN_ROUNDING`), as do the float sides where no exact route runs."""
-    margin = measured.rhs - measured.lhs
+    equal to rounding, so the exact judge re-decides it (unless ``exact`` is false). Exact equality
+    holds with the judge's certification and a certified difference is a violation; sides whose exact
+    evaluations agree only to a positive radius, or whose float sides agree where no exact route runs,
+    are *equal within rounding*: consistent with equality, not a proof of it, so the verdict is
+    ``inconclusive`` (certification :attr:`Certification.WITHIN_ROUNDING`, with that radius as the
+    tolerance), never ``holds``."""
+    relation = claim.relation
+    slack = relation.slack(measured.lhs, measured.rhs)
     if measured.exact_sides:
-        holds = margin >= 0 if claim.relation is Relation.AT_MOST else margin == 0
-    elif claim.relation is Relation.AT_MOST:
-        holds = margin > measured.tolerance
+        holds = slack >= 0 if relation.is_bound else slack == 0
+    elif relation.is_bound:
+        holds = slack > measured.tolerance
     else:
-        holds = abs(margin) <= measured.tolerance
+        holds = abs(slack) <= measured.tolerance
     found = Status.HOLDS if holds else Status.VIOLATED
     # A clear float margin proves "holds"; certified sides prove either answer, except that a
     # one-sided bound proves only the answer it names. Anything else goes to the exact judge.
@@ -505,31 +585,32 @@ def decide(
         decisive = found is measured.proves and (measured.exact_sides or holds)
     else:
         decisive = holds
-    to_rounding = decisive and claim.relation is Relation.EQUAL and not measured.exact_sides
+    to_rounding = decisive and not relation.is_bound and not measured.exact_sides
     if decisive and not to_rounding:
         return _verdict(claim, instance, found, measured, measured.tolerance, measured.certified_by)
-    if to_rounding and not _affordable(instance, exact):
-        return _verdict(claim, instance, Status.HOLDS, measured, measured.tolerance, Certification.WITHIN_ROUNDING)
+    if to_rounding and exact is False:
+        return _within_rounding(claim, instance, measured, measured.tolerance, "the exact re-decision was not asked")
     judged = judge()
     if judged.sign is None:
-        if claim.relation is Relation.EQUAL and 0 < judged.radius < math.inf:
-            method = f"{judged.method} (the sides agree to within {judged.radius:.1e}: equal within rounding)"
-            judged = replace(judged, method=method, certified_by=Certification.WITHIN_ROUNDING)
-            return _verdict(claim, instance, Status.HOLDS, judged, judged.radius, judged.certified_by)
+        if not relation.is_bound and 0 < judged.radius < math.inf:
+            return _within_rounding(claim, instance, judged, judged.radius, "the exact sides overlap")
         if to_rounding:
-            return _verdict(claim, instance, Status.HOLDS, measured, measured.tolerance, Certification.WITHIN_ROUNDING)
+            return _within_rounding(claim, instance, measured, measured.tolerance, "no exact route decided")
         status = Status.INCONCLUSIVE
-    elif claim.relation is Relation.AT_MOST:
+    elif relation.is_bound:
         status = Status.HOLDS if judged.sign >= 0 else Status.VIOLATED
     else:
         status = Status.HOLDS if judged.sign == 0 else Status.VIOLATED
     return _verdict(claim, instance, status, judged, judged.radius, judged.certified_by)
 
 
-def _affordable(instance: Case, exact: bool | None) -> bool:
-    if exact is not None:
-        return exact
-    return (instance.vocabulary or 0) <= EXACT_IDENTITY_V
+def _within_rounding(claim: Claim, instance: Case, sides: Measurement | Judgement, bound: float, why: str) -> Verdict:
+    """An identity whose sides agree to within ``bound`` and were not shown equal: inconclusive (a claim
+    not yet declared over quantities keeps its old answer, holds within rounding, until it is)."""
+    method = f"{sides.method} (equal within rounding: the sides agree to within {bound:.1e}, not shown equal; {why})"
+    shown = replace(sides, method=method)
+    status = Status.HOLDS if claim.legacy is not None and claim.legacy.within_rounding_holds else Status.INCONCLUSIVE
+    return _verdict(claim, instance, status, shown, bound, Certification.WITHIN_ROUNDING)
 
 
 def _verdict(
@@ -545,7 +626,7 @@ def _verdict(
         status,
         sides.lhs,
         sides.rhs,
-        sides.rhs - sides.lhs,
+        claim.relation.slack(sides.lhs, sides.rhs),
         tolerance,
         sides.method,
         instance,
@@ -562,10 +643,25 @@ CLAIM_ID = re.compile(r"[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)+")
 def check_claim_id(claim_id: Any) -> str:
     """``claim_id`` if it is a claim id (:data:`CLAIM_ID`), else an :class:`InputError` naming it."""
     if not isinstance(claim_id, str) or not CLAIM_ID.fullmatch(claim_id):
-        raise InputError(
-            f"id: a claim id is dotted, family.name, of letters, digits, '_' and '-', got {claim_id!r}"
-        )
+        raise InputError(f"id: a claim id is dotted, family.name, of letters, digits, '_' and '-', got {claim_id!r}")
     return claim_id
+
+
+def _declared_at() -> str:
+    """Where the declaration being registered was written: the innermost caller outside rankwall."""
+    import os
+    import traceback
+
+    import rankwall
+    import rankwall.theory
+
+    folders = tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep for m in (rankwall, rankwall.theory))
+    folders += (os.path.dirname(os.path.abspath(__file__)) + os.sep,)
+    for frame in reversed(traceback.extract_stack()[:-2]):
+        path = os.path.abspath(frame.filename)
+        if not path.startswith(folders) and not frame.filename.startswith("<"):
+            return f"{frame.filename}, line {frame.lineno}"
+    return "inside rankwall"
 
 
 class Registry:
@@ -578,7 +674,7 @@ class Registry:
     def register(self, claim: Claim) -> Claim:
         check_claim_id(claim.id)
         if claim.id in self._claims:
-            raise ValueError(f"claim {claim.id!r} is registered twice")
+            raise InputError(f"id: the claim {claim.id!r} is declared twice ({_declared_at()})")
         self._claims[claim.id] = claim
         return claim
 

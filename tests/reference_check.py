@@ -12,6 +12,7 @@ from typing import Any
 import mpmath
 from hypothesis import HealthCheck, Phase, given, settings
 
+from rankwall.checks import exact
 from rankwall.checks.verdict import is_numerical_failure
 from rankwall.theory.validation import InputError
 
@@ -81,7 +82,8 @@ def disagreement(claim: Any, case: Any, backend: Any) -> str | None:
         reference = claim.reference(case, backend)
         certificate = measured.certificate or {}
         if "rank_lower" in certificate:
-            rank_side, stated_side = ("rhs", "lhs") if claim.direction == "lower" else ("lhs", "rhs")
+            legacy_lower = claim.legacy is not None and claim.direction == "lower"
+            rank_side, stated_side = ("rhs", "lhs") if legacy_lower else ("lhs", "rhs")
             rank, stated = getattr(reference, rank_side), getattr(reference, stated_side)
             lo, hi = certificate["rank_lower"], certificate["rank_upper"]
             measured_stated = getattr(measured, stated_side)
@@ -92,7 +94,7 @@ def disagreement(claim: Any, case: Any, backend: Any) -> str | None:
             return None
         sides, slack, where = (measured.lhs, measured.rhs), measured.tolerance, "measure"
         if math.isnan(measured.lhs) or math.isnan(measured.rhs):
-            judged = claim.judge_exactly(case, Fraction(1))
+            judged = claim.judge_exactly(case, Fraction(1), backend)
             sides, slack, where = (judged.lhs, judged.rhs), judged.radius, "judge"
         for name, value, exact in zip(("lhs", "rhs"), sides, (reference.lhs, reference.rhs), strict=True):
             if math.isnan(value):
@@ -113,6 +115,73 @@ def disagreements(claim: Any, cases: Iterable[Any], backend: Any) -> list[str]:
     found = []
     for case in cases:
         why = disagreement(claim, case, backend)
+        if why is not None:
+            found.append(f"{case.to_json()}: {why}")
+    return found
+
+
+def quantity_disagreement(quantity: Any, case: Any, backend: Any) -> str | None:
+    """Why a base quantity's float measure or exact value on ``case`` (built in ``backend``) does not
+    enclose its reference, or ``None``: a measured value must lie within its error bound of the
+    reference (an integer interval must contain it), and the exact value at 128 bits must contain it
+    (a rational must equal it, a ball must hold it, beyond the reference's own 2^-200 relative error).
+    A case its constructor refuses, or outside a quantity's reach (no direction), is no comparison."""
+    from rankwall.checks.quantities import REFERENCE_BITS, Approximately, Context, Measured
+    from rankwall.checks.verdict import RankInterval
+
+    ctx = Context(case, backend)
+    try:
+        measured = quantity.measure(ctx)
+        with mpmath.workprec(REFERENCE_BITS):
+            reference = quantity.reference(ctx)
+        with exact.precision(128):
+            value = quantity.exact(ctx)
+    except InputError:
+        return None
+    except Exception as error:
+        if is_numerical_failure(error):
+            return None
+        raise
+    if reference is None:
+        return f"{quantity}: no reference"
+    with mpmath.workprec(REFERENCE_BITS):
+        approximate = isinstance(reference, Approximately)
+        ref = _number(reference.value if approximate else reference)
+        slack = abs(ref) * mpmath.mpf(2) ** -200 + (_number(reference.error) if approximate else 0)
+        if isinstance(measured, RankInterval):
+            if measured.lo <= measured.hi and not measured.lo <= ref <= measured.hi:
+                return f"{quantity}: reference {ref} outside the measured [{measured.lo}, {measured.hi}]"
+        elif isinstance(measured, Measured) and measured.bounded:
+            error = abs(_number(measured.value) - ref)
+            if error > _number(measured.error) * (1 + FLOAT64_REPORTING) + slack:
+                return (
+                    f"{quantity}: measured {measured.value!r} is {mpmath.nstr(error, 3)} from the reference "
+                    f"{mpmath.nstr(ref, 17)}, beyond its bound {measured.error!r}"
+                )
+        if isinstance(value, RankInterval):
+            if value.lo <= value.hi and not value.lo <= ref <= value.hi:
+                return f"{quantity}: reference {ref} outside the exact [{value.lo}, {value.hi}]"
+        elif value is not None:
+            if value.rational:
+                exact_value = Fraction(int(value.value.p), int(value.value.q))
+                if abs(_number(exact_value) - ref) > slack or (slack == 0 and exact_value != reference):
+                    return f"{quantity}: exact {exact_value} against the reference {mpmath.nstr(ref, 17)}"
+            else:
+                ball = value.ball
+                if not ball.is_finite():
+                    return None  # an unbounded ball holds every reference
+                ends = (ball.lower(), ball.upper())
+                low, high = (mpmath.mpf(tuple(int(x) for x in end.mid().man_exp())) for end in ends)
+                if not low - slack <= ref <= high + slack:
+                    return f"{quantity}: reference {mpmath.nstr(ref, 17)} outside the exact ball {ball}"
+    return None
+
+
+def quantity_disagreements(quantity: Any, cases: Iterable[Any], backend: Any) -> list[str]:
+    """Every :func:`quantity_disagreement` over ``cases``."""
+    found = []
+    for case in cases:
+        why = quantity_disagreement(quantity, case, backend)
         if why is not None:
             found.append(f"{case.to_json()}: {why}")
     return found

@@ -109,13 +109,23 @@ class TestADeclaredClaimDecides:
         assert claim.check(sj.Uniform(8), rankwall.backend()).status is Status.HOLDS
 
     def test_a_side_the_exact_route_cannot_settle_is_inconclusive(self, scoped):
-        """Two atoms from logits attain 2m(1 − m): written as 2m − 2m², the bound and the norm are the
-        same transcendental number, which no ball shows equal, so the verdict says it could not decide;
-        written as 2·m·(1 − m), its structure lets the two-atom lemma decide it exactly."""
+        """H(p) = log 2 on two equal logits: the entropy and log 2 are the same transcendental number,
+        which no ball shows equal, so the verdict says it could not decide."""
+        even = Cases(lambda: st.just(sj.Logits(2, 0.0)), lambda V: [sj.Logits(2, 0.0)])
+        claim = declare("t.entropy", statement="H(p) ≥ log 2", lhs=sj.entropy, relation=">=",
+                        rhs=rankwall.log(2), cases=even)  # fmt: skip
+        verdict = claim.check(sj.Logits(2, 0.0), rankwall.backend())
+        assert verdict.status is Status.INCONCLUSIVE and verdict.certified_by is None, verdict.to_json()
+
+    def test_an_attained_transcendental_bound_is_decided_exactly(self, scoped):
+        """Two atoms from logits attain 2m(1 − m): written as 2m − 2m², the bound and the norm are the same
+        rational function of the logits' weight (an identity in the instance's atoms, exact); written as
+        2·m·(1 − m), its structure lets the two-atom lemma decide it exactly."""
         two_atoms = Cases(lambda: st.just(sj.Logits(2, 1.0)), lambda V: [sj.Logits(2, 1.0)])
         claim = declare("t.logits", statement="‖J‖ ≤ 2m − 2m²", lhs=sj.norm, relation="<=",
                         rhs=2 * sj.top - 2 * sj.top * sj.top, cases=two_atoms)  # fmt: skip
-        assert claim.check(sj.Logits(2, 1.0), rankwall.backend()).status is Status.INCONCLUSIVE
+        verdict = claim.check(sj.Logits(2, 1.0), rankwall.backend())
+        assert verdict.status is Status.HOLDS and verdict.certified_by is Certification.EXACT, verdict.to_json()
         structured = declare("t.logits-lemma", statement="‖J‖ ≤ 2m(1 − m)", lhs=sj.norm, relation="<=",
                              rhs=2 * sj.top * sj.complement, cases=two_atoms)  # fmt: skip
         verdict = structured.check(sj.Logits(2, 1.0), rankwall.backend())
@@ -204,10 +214,10 @@ class TestTheCommandLineTakesThem:
         source = tmp_path / "undecided.py"
         source.write_text(
             "from hypothesis import strategies as st\n"
-            "from rankwall import Cases, declare, softmax_jacobian as sj\n"
-            "two = Cases(lambda: st.just(sj.Logits(2, 1.0)), lambda V: [sj.Logits(2, 1.0)])\n"
-            "declare('u.attained', statement='‖J‖ ≤ 2m − 2m²', lhs=sj.norm, relation='<=',\n"
-            "        rhs=2 * sj.top - 2 * sj.top * sj.top, cases=two)\n"
+            "from rankwall import Cases, declare, log, softmax_jacobian as sj\n"
+            "two = Cases(lambda: st.just(sj.Logits(2, 0.0)), lambda V: [sj.Logits(2, 0.0)])\n"
+            "declare('u.attained', statement='H(p) ≥ log 2', lhs=sj.entropy, relation='>=',\n"
+            "        rhs=log(2), cases=two)\n"
         )
         code, out, _ = run(capsys, "search", "--claims", str(source), "u.attained", "--budget", "5", "--json")
         result = json.loads(out)

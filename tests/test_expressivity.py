@@ -165,6 +165,89 @@ class TestDimensionOne:
         assert (argmax == np.arange(50)).all() and (ties == 1).all()
 
 
+def d1_heads(seeds: range = range(6)):
+    """D = 1 heads of every kind Theorem EX.3 (4) covers: no bias, the tangent head, random biases,
+    and weights with ties (two values only, and a repeated extreme), at V = 3 to 8."""
+    for seed in seeds:
+        rng = np.random.default_rng(seed)
+        V = 3 + seed % 6
+        w = rng.uniform(-2, 2, V)
+        yield "no bias", w, None
+        yield "tangent", *ex.tangent_head(V, seed)
+        yield "random bias", w, rng.uniform(-3, 3, V)
+        yield "two weights", rng.choice([-1.0, 1.0], V), rng.uniform(-1, 1, V)
+        yield "a repeated extreme", np.r_[w, w.max()], rng.uniform(-1, 1, V + 1)
+
+
+def grid_top1(w, b, t, lo, hi, points=20001):
+    """p_t(h) on a grid strictly inside the finite interval (lo, hi), where t is the strict argmax."""
+    h = np.linspace(float(lo), float(hi), points)[1:-1]
+    z = np.outer(h, w) + (0 if b is None else b)
+    assert (z.argmax(axis=1) == t).all()
+    return np.exp(z[:, t] - z.max(axis=1)) / np.exp(z - z.max(axis=1, keepdims=True)).sum(axis=1)
+
+
+class TestDimensionOneTopOneRange:
+    """Theorem EX.3 (1) and (4): the top-1 probabilities a token of a D = 1 head reaches as the strict
+    argmax, from d1_top1_range (log-concavity), against a dense grid and closed forms."""
+
+    def test_two_tokens_reach_every_value_above_one_half_without_a_bias(self):
+        """(1): w = (1, -1), h = r > 0: token 0 wins with top-1 probability 1/(1 + e^{-2r})."""
+        w = np.array([1.0, -1.0])
+        assert ex.d1_argmax_interval(w, None, 0) == (0, None) and ex.d1_argmax_interval(w, None, 1) == (None, 0)
+        assert ex.d1_top1_range(w, None, 0) == (0.5, 1.0) == ex.d1_top1_range(w, None, 1)
+        p = np.array([0.5001, 0.6, 0.9, 0.999999])
+        r = np.log(p / (1 - p)) / 2
+        argmax, top, ties = ex.top1(r[:, None], w[:, None])
+        assert (argmax == 0).all() and (ties == 1).all()
+        assert np.abs(top - p).max() <= 8 * tolerance.gamma(4, 2.0**-53)
+
+    def test_the_range_matches_a_dense_grid_on_bounded_intervals(self):
+        """Grid values are attained, so they lie in [inf, sup] up to the rounding of p (gamma_V); and
+        |dp_t/dh| <= L = max|w_x - w_t|, so the grid's extremes come within L times the step of the range."""
+        checked = 0
+        for _, w, b in d1_heads():
+            w = np.asarray(w, dtype=float).ravel()
+            for t in range(len(w)):
+                interval = ex.d1_argmax_interval(w, b, t)
+                if interval is None or None in interval:
+                    continue
+                lo, hi = interval
+                inf, sup = ex.d1_top1_range(w, b, t)
+                grid = grid_top1(w, b, t, lo, hi)
+                rounding = 4 * tolerance.gamma(len(w) + 4, 2.0**-53)
+                step = float(hi - lo) / 20000 * np.abs(w - w[t]).max()
+                assert inf * (1 - rounding) <= grid.min() <= inf + step + rounding, (w, b, t)
+                assert sup - step - rounding <= grid.max() <= sup * (1 + rounding), (w, b, t)
+                checked += 1
+        assert checked >= 20
+
+    def test_only_a_token_of_an_extreme_weight_reaches_both(self):
+        """(4): 3/4 and 1/V + 1/(4V^2) are reached by at most the tokens of the largest and the smallest
+        weight, so by at most two of V >= 3; without a bias (distinct weights) both extremes do."""
+        for kind, w, b in d1_heads(range(12)):
+            w = np.asarray(w, dtype=float).ravel()
+            reaching = ex.d1_tokens_reaching(w, b, float(ex.EX3_HIGH), float(ex.ex3_low(len(w))))
+            assert len(reaching) <= 2, (kind, w, b)
+            assert set(w[reaching]) <= {w.min(), w.max()}, (kind, w, b)
+            if kind == "no bias":
+                assert reaching.tolist() == sorted([int(np.argmin(w)), int(np.argmax(w))]), w
+
+    def test_a_middle_token_reaches_both_when_the_low_end_is_relaxed(self):
+        """The low end matters: with a large bias the middle token of (-10, 0, 10) reaches 3/4 and comes
+        down to just below 1/2 (at a tie with a neighbour, e^5 / (2e^5 + e^-5)), but never to 1/3 + 1/36."""
+        w, b = np.array([-10.0, 0.0, 10.0]), np.array([0.0, 5.0, 0.0])
+        inf, sup = ex.d1_top1_range(w, b, 1)
+        assert sup > 0.98 and abs(inf - np.exp(5) / (2 * np.exp(5) + np.exp(-5))) <= 8 * tolerance.gamma(8, 2.0**-53)
+        assert 1 in ex.d1_tokens_reaching(w, b, 0.75, 0.6)
+        assert 1 not in ex.d1_tokens_reaching(w, b, 0.75, float(ex.ex3_low(3)))
+
+    def test_a_token_that_never_wins_has_no_range(self):
+        w, b = np.array([0.0, 1.0, 1.0]), np.array([0.0, 2.0, 2.0])  # tokens 1 and 2 tie for every h
+        assert ex.d1_argmax_interval(w, b, 1) is None and ex.d1_top1_range(w, b, 2) is None
+        assert ex.d1_argmax_interval(w, b, 0) == (None, Fraction(-2))
+
+
 @pytest.mark.parametrize(
     ("call", "message"),
     [

@@ -13,9 +13,10 @@ from fractions import Fraction
 import pytest
 
 from rankwall.checks.backends import resolve
+from rankwall.checks.quantities import Constant, Sides
 from rankwall.checks.search import search
 from rankwall.checks.strategies import CI_SEARCH_BUDGET
-from rankwall.checks.verdict import REGISTRY, Judgement, Relation, Status, tightened_integer_bound
+from rankwall.checks.verdict import REGISTRY, Relation, Status, tightened_integer_bound
 
 NUMPY = resolve("numpy")
 CLAIMS = list(REGISTRY)
@@ -72,10 +73,10 @@ def test_integer_bounds_tighten_strictly(bound, factor, direction, tightened):
 def sides_agree(verdict, relation) -> bool:
     """Whether a decided verdict agrees with the sides it reports: a judge cannot decide by fiat.
     ``tolerance`` is the float margin's bound or the exact route's radius; NaN sides never agree."""
-    margin, slack = verdict.rhs - verdict.lhs, verdict.tolerance
+    margin, slack = relation.slack(verdict.lhs, verdict.rhs), verdict.tolerance
     if not (math.isfinite(margin) and math.isfinite(slack)):
         return False
-    if relation is Relation.AT_MOST:
+    if relation.is_bound:
         return margin >= -slack if verdict.status is Status.HOLDS else margin < slack
     return abs(margin) <= slack if verdict.status is Status.HOLDS else abs(margin) > 0
 
@@ -100,11 +101,12 @@ def planted_factor(claim, instance) -> Fraction | None:
     at_one = claim.check(instance, NUMPY)
     far = FALSIFYING[claim.direction]
     at_far = claim.check(instance, NUMPY, far)
-    margins = [v.rhs - v.lhs for v in (at_one, at_far)]
+    margins = [claim.relation.slack(v.lhs, v.rhs) for v in (at_one, at_far)]
     if at_one.status is not Status.HOLDS or not all(math.isfinite(m) for m in margins) or margins[0] == margins[1]:
         return None
     integer = float(at_one.lhs).is_integer() and float(at_one.rhs).is_integer()
-    if claim.direction == "upper" and integer and at_one.lhs < 1:
+    value = at_one.rhs if claim.relation is Relation.AT_MOST and claim.direction == "lower" else at_one.lhs
+    if claim.direction == "upper" and integer and value < 1:
         return None  # an integer bound (a rank, a count) has no value below a measured 0
     slope = (Fraction(margins[0]) - Fraction(margins[1])) / (1 - far)
     meeting = 1 - Fraction(margins[0]) / slope
@@ -161,8 +163,8 @@ def test_a_planted_identity_side_never_holds(claim):
 
 def test_the_planted_identity_test_catches_a_judge_by_fiat():
     """The meta-test can fail: a judge that answers "equal" whatever the sides lets a planted side hold."""
-    claim = REGISTRY["compression.pythagoras"]
-    by_fiat = dataclasses.replace(claim, judge_exactly=lambda i, F: Judgement(1.0, 1.0, 0, "fiat"))
+    claim = REGISTRY["softmax-jacobian.trace"]
+    by_fiat = dataclasses.replace(claim, judged_sides=Sides(Constant(Fraction(1)), "==", Constant(Fraction(1))))
     assert any(v.status is Status.HOLDS for v in planted_identity_verdicts(by_fiat))
 
 

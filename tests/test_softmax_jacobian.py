@@ -22,6 +22,7 @@ from rankwall.checks import exact, exact_softmax, exact_vectors, tolerance
 from rankwall.checks.backends import resolve, to_numpy
 from rankwall.checks.claims import softmax_jacobian as sc
 from rankwall.checks.claims.softmax_jacobian import Dirichlet, Logits, RunnerUp, Sparse, Uniform
+from rankwall.checks.quantities import Context
 from rankwall.checks.search import search
 from rankwall.checks.strategies import CI_SEARCH_BUDGET
 from rankwall.checks.verdict import REGISTRY, Certification, Status
@@ -155,6 +156,35 @@ class TestIdentitiesAreProvedSymbolically:
         p, _ = self.symbols()
         J = sympy.diag(*p) - sympy.Matrix(p) * sympy.Matrix(p).T
         assert sympy.expand(J.trace() - (1 - sum(pi**2 for pi in p))) == 0
+
+    def test_neither_the_trace_nor_the_entropy_determines_the_other(self):
+        """SJ.2: (1/2, 1/2, 0) and (2/3, 1/6, 1/6) share the trace 1/2 (exactly) with different entropies; and
+        on p_a = (a, (1-a)/2, (1-a)/2) the entropy crosses log 2 between a = 0.77 and 0.78 (in 50-digit
+        arithmetic), where the trace, decreasing in a > 1/3, is at most t(0.77) < 1/2."""
+        import mpmath
+
+        def trace(row):
+            return 1 - sum(x * x for x in row)
+
+        def entropy(row):
+            return -sum(
+                mpmath.mpf(x.numerator) / x.denominator * mpmath.log(mpmath.mpf(x.numerator) / x.denominator)
+                for x in row
+                if x
+            )
+
+        half, rival = [Fraction(1, 2), Fraction(1, 2), Fraction(0)], [Fraction(2, 3), Fraction(1, 6), Fraction(1, 6)]
+        with mpmath.workdps(50):
+            assert trace(half) == trace(rival) == Fraction(1, 2) and entropy(rival) - entropy(half) > mpmath.mpf("0.17")
+
+            def p_a(a):
+                return [a, (1 - a) / 2, (1 - a) / 2]
+
+            low, high = Fraction(77, 100), Fraction(78, 100)
+            assert entropy(p_a(low)) > mpmath.log(2) > entropy(p_a(high))
+            a = sympy.symbols("a")
+            assert sympy.diff(1 - a**2 - (1 - a) ** 2 / 2, a) == 1 - 3 * a
+            assert trace(p_a(low)) == Fraction(7613, 20000) < Fraction(1, 2)
 
     def test_constant_direction_is_in_the_kernel(self):
         p, _ = self.symbols()
@@ -650,8 +680,14 @@ class TestRankIsMeasuredFromJ:
     @pytest.mark.parametrize("shift", [1, -1])
     def test_a_planted_support_count_never_holds(self, monkeypatch, shift):
         """The right side planted off by one at V = 1024: the rank measured from J disagrees."""
-        real = sj.support_size
-        monkeypatch.setattr(sj, "support_size", lambda p: real(p) + shift)
+        real = sc.support.measure_fn
+
+        def shifted(ctx):
+            count = real(ctx)
+            return replace(count, lo=count.lo + shift, hi=count.hi + shift)
+
+        monkeypatch.setattr(sc.support, "measure_fn", shifted)
+        monkeypatch.setattr(sc.support, "exact_fn", shifted)
         verdict = REGISTRY["softmax-jacobian.rank"].check(SPARSE_1024, NUMPY)
         assert verdict.status is Status.VIOLATED and verdict.lhs == 699, verdict.to_json()
         assert verdict.certified_by is Certification.EXACT  # the rank pinned at 699 by exact ends
@@ -692,35 +728,31 @@ class TestRankIsMeasuredFromJ:
 
 
 class TestKernelIsMeasuredThroughTheProduct:
-    """J·1 = 0 is measured as the O(V) product J·1 and judged from the exact product, not from 1 − Σp."""
+    """J·1 = 0 is measured as the O(V) product J·1 and evaluated exactly as the product p̂_i(1 − Σ_j p̂_j),
+    not read off 1 − Σp."""
 
     def test_a_planted_jacobian_that_does_not_annihilate_1_never_holds(self, monkeypatch):
         """J planted as diag(p) − ppᵀ/2 in the float product and in the exact one: J·1 = p/2."""
-        real_float, real_exact = sj.jvp, sc.exact_jvp
+        real_float = sj.jvp
 
         def planted_float(p, u):
             rows = sj.probability_rows(p)
             return real_float(p, u) + rows.p * rows.xp.sum(rows.p * u, axis=-1, keepdims=True) / 2
 
-        def planted_exact(p, u, zero):
-            mean = sum((pi * ui for pi, ui in zip(p, u, strict=True)), start=zero)
-            return [x + pi * mean / 2 for x, pi in zip(real_exact(p, u, zero), p, strict=True)]
-
         monkeypatch.setattr(sj, "jvp", planted_float)
-        monkeypatch.setattr(sc, "exact_jvp", planted_exact)
-        real_numerators = exact_vectors.jvp_numerators  # the same plant in integers, times 2: + n_i <n, v>
-        monkeypatch.setattr(
-            exact_vectors, "jvp_numerators", lambda n, v: 2 * real_numerators(n, v) + n * int((n * v).sum())
-        )
+        monkeypatch.setattr(sc.kernel_residual, "exact_fn", lambda ctx: sc._exact_top(ctx) / 2)
         for instance in (RunnerUp(V=5, m=0.75, tail_mass=0.0), SPARSE_1024):
             verdict = REGISTRY["softmax-jacobian.kernel"].check(instance, NUMPY)
             assert verdict.status is Status.VIOLATED, verdict.to_json()
 
-    def test_the_judge_decides_from_the_product(self, monkeypatch):
-        """With only the exact product planted, the exact judgement sees J·1 ≠ 0 although Σp = 1."""
-        monkeypatch.setattr(exact_vectors, "jvp_numerators", lambda n, v: n)
-        judgement = sc.judge_kernel(Uniform(V=4), Fraction(1))
-        assert judgement.sign == -1 and judgement.certified_by is Certification.EXACT
+    @pytest.mark.parametrize("case", [Uniform(V=4), Logits(V=7, gap=745.0, runners=2, tail_gap=3.0)])
+    def test_the_exact_residual_is_exactly_zero(self, case):
+        """On a row of probabilities the residual is the rational 0; on a softmax of logits it is 0 as an
+        identity in the weights of the logits, never a ball around 0."""
+        ctx = Context(case, NUMPY)
+        with exact.precision(128):
+            value = sc.kernel_residual.exact(ctx)
+        assert value.rational and value.value == 0, value
 
     def test_the_mutant_J_p_is_zero_is_refuted(self):
         """(Jp)_i = p_i(p_i − Σ p_j²) ≠ 0 for the runner-up row, measured and judged as the product."""
@@ -742,56 +774,46 @@ EXACT_CASES = [
 ]
 
 
+def _listed_moments(p, u, zero):
+    """The slow reference: (uᵀJu as Σ u_i (Ju)_i, Var_p(u) two-pass, E_p[u²]) from lists of rationals."""
+    mean = sum((pi * ui for pi, ui in zip(p, u, strict=True)), start=zero)
+    jvp = [pi * (ui - mean) for pi, ui in zip(p, u, strict=True)]
+    form = sum((ui * ji for ui, ji in zip(u, jvp, strict=True)), start=zero)
+    variance = sum((pi * (ui - mean) ** 2 for pi, ui in zip(p, u, strict=True)), start=zero)
+    return form, variance, sum((pi * ui * ui for pi, ui in zip(p, u, strict=True)), start=zero)
+
+
 class TestVectorisedExactArithmetic:
-    """checks/exact_vectors.py against the list-based exact routes (one python-flint rational per
-    entry, the slow and obviously right reference) at small V: the same rationals, exactly."""
+    """checks/exact_vectors.py and the exact routes of the quantities against lists of python-flint
+    rationals (one per entry, the slow and obviously right reference) at small V: the same rationals."""
 
     @pytest.mark.parametrize("case", EXACT_CASES, ids=lambda c: f"{c.KIND}-{c.V}")
     @pytest.mark.parametrize(("seed", "offset"), [(0, 0.0), (3, 1e4), (5, -1e8)])
     def test_quadratic_moments_match_the_lists(self, case, seed, offset):
         case = replace(case, direction_seed=seed, direction_offset=offset)
-        _, p, u, is_exact = sc._exact_direction(case)
-        assert is_exact
         built = sc.rebuilt(case)
-        vectorised = exact_vectors.quadratic_moments(built.raw, to_numpy(built.direction)[0])
-        assert vectorised == sc._exact_moments(p, u, flint.fmpq(0))
+        q = [exact.rational(x) for x in built.raw]
+        total = sum(q, start=flint.fmpq(0))
+        p = [x / total for x in q]
+        u = [exact.rational(x) for x in to_numpy(built.direction)[0]]
+        listed = _listed_moments(p, u, flint.fmpq(0))
+        assert exact_vectors.quadratic_moments(built.raw, to_numpy(built.direction)[0]) == listed
+        ctx = Context(case, NUMPY)
+        quantities = (sc.quadratic_form, sc.variance, sc.second_moment)
+        assert tuple(q.exact(ctx).value for q in quantities) == listed
 
     @pytest.mark.parametrize("case", EXACT_CASES, ids=lambda c: f"{c.KIND}-{c.V}")
-    def test_trace_and_kernel_match_the_lists(self, case):
+    def test_trace_and_products_match_the_lists(self, case):
         built = sc.rebuilt(case)
-        p, _ = sc.exact_entries(built)
+        q = [exact.rational(x) for x in built.raw]
+        total = sum(q, start=flint.fmpq(0))
+        p = [x / total for x in q]
         zero = flint.fmpq(0)
-        trace = sum((x * (1 - x) for x in p), start=zero)
-        assert exact_vectors.trace_sides(built.raw) == (trace, 1 - sum((x * x for x in p), start=zero))
-        for direction in ("ones", "p"):
-            v = [zero + 1 for _ in p] if direction == "ones" else p
-            listed = max((abs(x) for x in sc.exact_jvp(p, v, zero)), key=exact.to_float)
-            assert exact_vectors.kernel_residual(built.raw, direction) == listed
-
-    @pytest.mark.parametrize(
-        "case",
-        [
-            Logits(V=50, gap=3.0, runners=4, tail_gap=2.0),
-            Logits(V=1000, gap=700.0, runners=999),
-            Logits(V=300, gap=30.0, offset=-1e5, runners=3, tail_gap=2.0),
-        ],
-        ids=lambda c: f"gap-{c.gap}-V-{c.V}",
-    )
-    @pytest.mark.parametrize(("seed", "offset"), [(0, 0.0), (3, 1e4), (5, -1e8)])
-    def test_logit_moments_enclose_what_the_lists_enclose(self, case, seed, offset):
-        """The balls grouped by distinct logit against the list of one ball per entry (the slow,
-        obviously right reference): both enclose the same three reals, so they overlap; and the
-        grouped ones are no wider (a handful of ball operations instead of V)."""
-        case = replace(case, direction_seed=seed, direction_offset=offset)
-        with exact.precision(128):
-            _, p, u, is_exact = sc._exact_direction(case)
-            assert not is_exact
-            listed = sc._exact_moments(p, u, flint.arb(0))
-            built = sc.rebuilt(case)
-            grouped = exact_vectors.logit_quadratic_moments(built.raw, to_numpy(built.direction)[0])
-        for side, (reference, got) in enumerate(zip(listed, grouped, strict=True)):
-            assert got.is_finite() and got.overlaps(reference), (side, got, reference)
-            assert not reference.is_finite() or got.rad() <= reference.rad(), (side, got, reference)
+        ctx = Context(case, NUMPY)
+        assert sc.trace.exact(ctx).value == sum((x * (1 - x) for x in p), start=zero)
+        assert sc.collision_complement.exact(ctx).value == 1 - sum((x * x for x in p), start=zero)
+        collision = sum((x * x for x in p), start=zero)
+        assert sc.product_with_p.exact(ctx).value == max(abs(x * (x - collision)) for x in p)
 
     def test_a_row_is_read_exactly(self):
         """Every float, subnormal and huge exponents alike, is its integer times the common power of two."""
@@ -803,9 +825,9 @@ class TestVectorisedExactArithmetic:
         """Issue 22's slow case, a psd re-decision at V = 2^20 (841 s as lists), in exact rationals."""
         case = replace(sc.Dirichlet(V=2**20, concentration=0.5, seed=0), direction_seed=1, direction_offset=1e4)
         started = time.perf_counter()
-        judgement = sc.judge_psd(case, Fraction(1))
+        judgement = REGISTRY["softmax-jacobian.psd"].judge_exactly(case, Fraction(1))
         assert judgement.sign == 1 and judgement.certified_by is Certification.EXACT
-        assert judgement.method == "exact-rational"
+        assert judgement.method.startswith("exact-rational")
         assert time.perf_counter() - started < 120  # a generous ceiling on a shared machine
 
 
@@ -855,8 +877,8 @@ def test_tightened_bounds_are_refuted_by_search(claim_id, factor):
     ],
 )
 def test_norm_judgements_say_what_certifies_them(instance, method, certified_by):
-    judgement = sc._judge_norm_bound("upper", norm_on_left=True)(instance, Fraction(1))
-    assert judgement.method == method and judgement.certified_by is certified_by, judgement
+    judgement = REGISTRY["softmax-jacobian.upper-bound"].judge_exactly(instance, Fraction(1))
+    assert judgement.method.startswith(method) and judgement.certified_by is certified_by, judgement
 
 
 class TestTorchCpuFastPath:
@@ -920,31 +942,41 @@ class TestTorchCpuFastPath:
 
 
 class TestAWrongMeasurementIsCaughtByItsReference:
-    """Issue 18: a side computed as the wrong quantity that every registry-wide test passes (the bound
-    still holds on every witness) is caught by the reference, the dense J in Fractions or 200-bit
-    mpmath."""
+    """Issue 18 and 26: a quantity measured as the wrong thing, which every registry-wide test passes
+    (the claim still holds on every witness), is caught by the reference: the dense J in Fractions or
+    in mpmath at the row's dynamic range."""
 
     CLAIM = REGISTRY["softmax-jacobian.lower-bound"]
+    SPECTRAL = sc.norm.measure_fn
 
     @classmethod
-    def frobenius_for_spectral(cls, case, backend, factor):
+    def frobenius(cls, ctx):
         """‖J‖_F in place of ‖J‖₂: at least ‖J‖₂ >= m(1 − m), so the lower bound still "holds"."""
-        measured = cls.CLAIM.measure(case, backend, factor)
-        if math.isnan(measured.rhs):
-            return measured
-        J = to_numpy(sj.dense_jacobian(sc.build(case, backend).rows))[0]
-        return replace(measured, rhs=float(np.linalg.norm(J)))
+        measured = cls.SPECTRAL(ctx)
+        J = to_numpy(sj.dense_jacobian(sc.built_in(ctx).rows))[0]
+        return replace(measured, value=float(np.linalg.norm(J)))
 
-    def test_the_frobenius_norm_passes_the_registry_but_not_the_reference(self):
+    def test_the_frobenius_norm_passes_the_registry_but_not_the_reference(self, monkeypatch):
         from reference_check import disagreements
 
-        planted = replace(self.CLAIM, measure=self.frobenius_for_spectral)
         cases = self.CLAIM.witnesses(16)
-        assert all(planted.check(c, NUMPY).status is Status.HOLDS for c in cases)
         assert not disagreements(self.CLAIM, cases, NUMPY)
-        found = disagreements(planted, cases, NUMPY)
+        monkeypatch.setattr(sc.norm, "measure_fn", self.frobenius)
+        assert all(self.CLAIM.check(c, NUMPY).status is Status.HOLDS for c in cases)
+        found = disagreements(self.CLAIM, cases, NUMPY)
         # a two-atom row has rank-one J (‖J‖_F = ‖J‖₂) and a one-hot row J = 0: the others tell them apart
         assert len(found) >= 5, found
+
+    def test_the_rank_of_the_underflowed_float_row_is_caught(self, monkeypatch):
+        """Issue 26: the rank of the computed row, whose tail underflowed to zeros, reported for the exact
+        softmax of the logits (positive everywhere): the reference's rank is V − 1."""
+        from reference_check import quantity_disagreements
+
+        case = Logits(V=3, gap=800.0)
+        assert not quantity_disagreements(sc.rank, [case], NUMPY)
+        monkeypatch.setattr(sc.rank, "measure_fn", lambda ctx: sc.rank_enclosure(sc.built_in(ctx), ctx.backend))
+        found = quantity_disagreements(sc.rank, [case], NUMPY)
+        assert found and "outside" in found[0], found
 
 
 class TestASharpClaimAtTheSmallestTopRaisesNoFalseAlarm:
@@ -1017,7 +1049,7 @@ def test_the_witnesses_hold_at_the_edges_they_add(claim_id):
 def test_the_rank_certificate_says_how_near_an_entry_is_to_underflow():
     """rank is an integer identity: its certificate carries a continuous closeness for the search's
     target(), minus the smallest positive entry over m."""
-    near = REGISTRY["softmax-jacobian.rank"].measure(Logits(V=9, gap=700.0), NUMPY, Fraction(1))
+    near = REGISTRY["softmax-jacobian.rank"].measure(Logits(V=9, gap=745.0), NUMPY, Fraction(1))
     far = REGISTRY["softmax-jacobian.rank"].measure(Uniform(V=9), NUMPY, Fraction(1))
     assert far.certificate["closeness"] == -1.0 and -1e-300 < near.certificate["closeness"] < 0
 

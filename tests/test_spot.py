@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from rankwall.checks import tolerance
 from rankwall.checks.cli import main
+from rankwall.checks.commands import argmax as argmax_command
+from rankwall.checks.commands import spot as spot_command
 from rankwall.checks.data import read_corpus
 from rankwall.checks.models import loading, spot
+from rankwall.checks.outputs import PlainProgress
 from rankwall.theory.validation import InputError
 
 pytestmark = pytest.mark.skipif(
@@ -142,20 +147,71 @@ def test_cli_spot_on_a_missing_model_folder(tmp_path, capsys):
     assert "model:" in capsys.readouterr().err
 
 
-def test_cli_spot_writes_json_and_png(tiny_folder, tmp_path, capsys):
-    """The command's contract on a tiny model folder (SmolLM2 itself: the recorded run, under --runslow)."""
+def test_cli_spot_writes_json_and_png_and_counts_its_steps(tiny_folder, tmp_path, capsys, monkeypatch):
+    """The command's contract on a tiny model folder (SmolLM2 itself: the recorded run, under --runslow),
+    and its progress lines (issue 28, item 10): titled spot, each naming the step under way with the
+    count of the steps done, up to all of them (before: "loading the model: 4/7" long after loading)."""
+    monkeypatch.setattr(spot_command, "progress_bar", lambda console: PlainProgress(console, every=0.0))
     argv = [str(tiny_folder), "--tokens", "32", "--context", "32", "--no-argmax", "--json", "--out", str(tmp_path)]
     assert main(["spot", *argv]) == 0
-    printed = json.loads(capsys.readouterr().out)
+    captured = capsys.readouterr()
+    printed = json.loads(captured.out)
     assert printed == json.loads((tmp_path / "spot.json").read_text())
     assert printed["D"] == 32 and (tmp_path / "spot.png").stat().st_size > 10_000
+    steps = ["loading the model", *spot.steps(argmax=False), "writing spot.json and spot.png"]
+    lines = [re.fullmatch(r"spot: (\d+)/(\d+), (.+), \d+ s", line) for line in captured.err.splitlines()]
+    assert all(lines), captured.err
+    assert [(int(m[1]), int(m[2]), m[3]) for m in lines] == [(k, len(steps), s) for k, s in enumerate(steps, 1)]
+
+
+def test_a_short_text_is_refused_once_the_tokenizer_is_read_before_the_model(
+    tiny_folder, tmp_path, capsys, monkeypatch
+):
+    """--tokens against the text needs only the tokenizer (issue 28, item 10: before, the model loaded first)."""
+
+    def never(*args, **kwargs):
+        raise AssertionError("the model was loaded before the text was checked")
+
+    monkeypatch.setattr(loading, "load_causal_lm", never)
+    short = tmp_path / "short.txt"
+    short.write_text("Too short to hold a thousand tokens.")
+    out = tmp_path / "out"
+    code = main(["spot", str(tiny_folder), "--text", str(short), "--tokens", "1000", "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2 and re.fullmatch(rf"rankwall: error: --text: {re.escape(str(short))} holds \d+ tokens, "
+                                      r"fewer than --tokens 1000 \+ 1\n", err), err  # fmt: skip
+    assert not out.exists()
+
+
+def test_the_vocabulary_is_read_as_the_tokenizer_decodes_it(tiny_folder):
+    """`argmax`'s token strings (issue 28, item 11) come from the files alone: SmolLM2's GGUF
+    tokenizer.ggml.tokens and the tokenizer.json transformers writes for it give the same bytes for all
+    49,152 tokens, and the tokenizers library decodes each to that text (or to U+FFFD where the bytes
+    are a piece of a character)."""
+    tokenizers = pytest.importorskip("tokenizers")
+    from_gguf = loading.load_vocabulary(None)
+    from_json = loading.load_vocabulary(tiny_folder)
+    assert (from_gguf.encoding, from_json.encoding) == ("byte-level", "byte-level")
+    V = len(from_gguf.pieces)
+    assert V == 49152 and all(from_gguf.bytes_of(i) == from_json.bytes_of(i) for i in range(V))
+    reference = tokenizers.Tokenizer.from_file(str(tiny_folder / "tokenizer.json"))
+    for token, text in enumerate(reference.decode_batch([[i] for i in range(V)], skip_special_tokens=False)):
+        data = from_gguf.bytes_of(token)
+        try:
+            assert data.decode("utf-8") == text, token
+        except UnicodeDecodeError:
+            assert "\ufffd" in text, token
+    never = json.loads((Path(__file__).resolve().parents[1] / "docs/_static/spot/spot.json").read_text())[
+        "unargmaxable"
+    ]
+    strings = argmax_command.token_strings(from_gguf, never)
+    assert strings[5] == "<file_sep>" and strings[45175] == " transistorsum"
 
 
 @pytest.mark.slow
 def test_the_recorded_run_in_the_docs_is_reproduced(tmp_path, capsys):
     """docs/models.md quotes docs/_static/spot/spot.json; the same command reproduces its figures up to
     float32 forward-pass differences across machines (1e-3 on shares and cosines)."""
-    from pathlib import Path
 
     assert main(["spot", "--tokens", "1024", "--json", "--out", str(tmp_path)]) == 0
     fresh = json.loads(capsys.readouterr().out)
@@ -170,6 +226,21 @@ def test_the_recorded_run_in_the_docs_is_reproduced(tmp_path, capsys):
     assert (with_bias["lower"], with_bias["upper"], with_bias["hidden_size_recovered"]) == (578, 578, 577)
     keys = ("lower", "upper", "hidden_size_recovered")
     assert [fresh["log_probability_rank"][k] for k in keys] == [recorded["log_probability_rank"][k] for k in keys]
+
+
+def test_the_gradient_tail_experiment_runs_on_a_tiny_model(tiny_folder, tmp_path, capsys):
+    """rankwall experiment gradient-tail on the tiny llama (D = 32): 80 tokens > 2D = 64, so its last
+    block has a tail beyond 2D, certified; JSON and PNG written."""
+    from rankwall.checks.experiments import gradient_tail
+
+    out = tmp_path / "out"
+    argv = ["experiment", "gradient-tail", "--model", str(tiny_folder), "--tokens", "80", "--out", str(out), "--json"]
+    assert main(argv) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert record == json.loads((out / "gradient_tail.json").read_text()) and (out / "gradient_tail.png").is_file()
+    rows = record["heads"][gradient_tail.MODEL_HEAD]
+    assert record["D"] == 32 and [r["tokens"] for r in rows] == [40, 64, 80]
+    assert rows[0]["tail_beyond_2D"] == rows[1]["tail_beyond_2D"] == 0.0 < rows[2]["tail_beyond_2D_lower"]
 
 
 def test_a_local_hugging_face_folder_runs_end_to_end(tiny_folder):

@@ -18,6 +18,7 @@ from rankwall.checks.verdict import (
     Certification,
     Claim,
     Judgement,
+    LegacyRoutes,
     Measurement,
     Registry,
     Relation,
@@ -52,8 +53,7 @@ def toy_claim(relation: Relation, measured: Measurement, judged: Judgement | Non
         domain="toy",
         relation=relation,
         direction="upper" if relation is Relation.AT_MOST else None,
-        measure=lambda instance, backend, factor: measured,
-        judge_exactly=judge,
+        legacy=LegacyRoutes(lambda instance, backend, factor: measured, judge),
         witnesses=lambda V: [INSTANCE],
         random_instances=lambda V, n, seed: [],
         strategy=lambda: st.just(INSTANCE),
@@ -89,15 +89,19 @@ class TestDecisionProcedure:
         claim = toy_claim(Relation.AT_MOST, Measurement(1.0, 1.0, 1e-15, "float64"), judged)
         assert claim.check(INSTANCE, backend=None).status is Status.INCONCLUSIVE
 
-    def test_identity_holds_to_rounding_and_fails_only_exactly(self):
+    def test_identity_equal_to_rounding_is_inconclusive_and_fails_only_exactly(self):
+        """Issue 26: sides equal within rounding are consistent with equality, not a proof of it: the
+        verdict is inconclusive (exit 3), labelled within rounding, never holds."""
         close_sides = Measurement(1.0, 1.0 + 1e-16, 1e-15, "float64")
         unjudged = toy_claim(Relation.EQUAL, close_sides, None).check(INSTANCE, backend=None, exact=False)
-        assert unjudged.status is Status.HOLDS and unjudged.certified_by is Certification.WITHIN_ROUNDING
+        assert unjudged.status is Status.INCONCLUSIVE and unjudged.certified_by is Certification.WITHIN_ROUNDING
+        assert "equal within rounding" in unjudged.method
         equal = toy_claim(Relation.EQUAL, close_sides, Judgement(1, 1, 0, "exact")).check(INSTANCE, backend=None)
         assert equal.status is Status.HOLDS and equal.method == "exact"
         near = toy_claim(Relation.EQUAL, close_sides, Judgement(1.0, 1.0, None, "interval", radius=1e-30))
         near_verdict = near.check(INSTANCE, backend=None)
-        assert near_verdict.status is Status.HOLDS and near_verdict.certified_by is Certification.WITHIN_ROUNDING
+        assert near_verdict.status is Status.INCONCLUSIVE
+        assert near_verdict.certified_by is Certification.WITHIN_ROUNDING
         different = toy_claim(Relation.EQUAL, close_sides, Judgement(1, 2, 1, "exact"))
         assert different.check(INSTANCE, backend=None).status is Status.VIOLATED
         far = toy_claim(Relation.EQUAL, Measurement(1.0, 2.0, 1e-15, "float64"), Judgement(1, 2, 1, "exact"))
@@ -124,7 +128,7 @@ class TestRegistry:
         registry = Registry()
         claim = next(iter(REGISTRY))
         registry.register(claim)
-        with pytest.raises(ValueError, match="registered twice"):
+        with pytest.raises(InputError, match="declared twice"):
             registry.register(claim)
 
     @pytest.mark.parametrize("bad", ["softmax-temperature.top-at-least-1/V", "nodot", "a b.c", "x.[m]", "x."])

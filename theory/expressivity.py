@@ -16,7 +16,11 @@ r"""Expressivity of the LM head (seed 000, §2.1, Appendix A.2: Prop. A.2 and Pr
    D = 1 makes every token the argmax: the lines :math:`z_v(h) = w_v h - w_v^2/2` are tangent to
    the convex curve :math:`h^2/2`, so token v wins exactly near :math:`h = w_v`. (With one shared
    head, the reachable top-1 probabilities of a token are an interval set by the head, not all of
-   (1/V, 1): D = 1 with a bias buys the argmax, not the full Prop. A.4.)
+   (1/V, 1): D = 1 with a bias buys the argmax, not the full Prop. A.4.) That interval is
+   :func:`d1_top1_range`: :math:`-\log p_t(h)` is a log-sum-exp of affine functions of h, so
+   :math:`p_t` is log-concave on the interval where t wins. For V >= 3 only a token of the largest or
+   the smallest weight can reach both 3/4 and :math:`1/V + 1/(4V^2)` (Theorem EX.3 (4)):
+   :func:`d1_tokens_reaching`.
 """
 
 from __future__ import annotations
@@ -173,6 +177,122 @@ def interior_tokens(w: Any) -> np.ndarray:
     weight lies strictly between the smallest and the largest."""
     w = np.asarray(w, dtype=np.float64).ravel()
     return np.flatnonzero((w > w.min()) & (w < w.max()))
+
+
+#: Where the bounded minimisation of :func:`d1_top1_range` stops, relative to the interval's scale: a
+#: search tolerance, not a verdict's (the range carries no certificate).
+D1_XATOL = 1e-14
+#: Theorem EX.3 (4): the top-1 probability a token must reach as the strict argmax ...
+EX3_HIGH = Fraction(3, 4)
+
+
+def ex3_low(V: int) -> Fraction:
+    """... and the one it must come down to, :math:`1/V + 1/(4V^2)` (Theorem EX.3 (4))."""
+    V = check_integer_in(V, "V", 2, 1 << 24)
+    return Fraction(1, V) + Fraction(1, 4 * V * V)
+
+
+def _d1_head(w: Any, b: Any) -> tuple[np.ndarray, np.ndarray]:
+    """A D = 1 head as two float64 vectors: weights (V, or V x 1) and biases (V; None or 0: no bias)."""
+    w = as_real_array(w, "w").astype(np.float64)
+    if w.ndim == 2 and w.shape[1] == 1:
+        w = w[:, 0]
+    if w.ndim != 1 or len(w) < 2:
+        raise InputError(f"w: expected V >= 2 weights of a D = 1 head, got shape {w.shape}")
+    b = np.zeros_like(w) if b is None else as_real_array(b, "b").astype(np.float64).ravel()
+    if b.shape != w.shape:
+        raise InputError(f"b: shape {b.shape}, expected one bias per weight {w.shape}")
+    if not (np.all(np.isfinite(w)) and np.all(np.isfinite(b))):
+        raise InputError("w, b: every weight and bias must be finite")
+    return w, b
+
+
+def d1_argmax_interval(w: Any, b: Any, t: int) -> tuple[Fraction | None, Fraction | None] | None:
+    r"""The open interval of h where token t is the strict argmax of :math:`z(h) = wh + b` (D = 1),
+    computed exactly from the floats: ``(lo, hi)`` (None for an infinite end), or None when it is
+    empty. Each rival x asks :math:`(w_t - w_x)h > b_x - b_t`: a lower end if :math:`w_t > w_x`, an
+    upper end if :math:`w_t < w_x`, and :math:`b_t > b_x` if the weights are equal."""
+    w, b = _d1_head(w, b)
+    t = check_integer_in(t, "t", 0, len(w) - 1)
+    lo: Fraction | None = None
+    hi: Fraction | None = None
+    wt, bt = Fraction(w[t]), Fraction(b[t])
+    for x in range(len(w)):
+        if x == t:
+            continue
+        slope, gap = wt - Fraction(w[x]), Fraction(b[x]) - bt
+        if slope == 0:
+            if gap >= 0:
+                return None
+        elif slope > 0:
+            lo = gap / slope if lo is None else max(lo, gap / slope)
+        else:
+            hi = gap / slope if hi is None else min(hi, gap / slope)
+    if lo is not None and hi is not None and lo >= hi:
+        return None
+    return lo, hi
+
+
+def _gap_lse(w: np.ndarray, b: np.ndarray, t: int, h: float) -> float:
+    r""":math:`\varphi(h) = \log\sum_x e^{z_x(h) - z_t(h)} = -\log p_t(h)`, convex in h."""
+    d = (w - w[t]) * h + (b - b[t])
+    top = d.max()
+    return float(top + np.log(np.exp(d - top).sum()))
+
+
+def _gap_lse_limit(w: np.ndarray, b: np.ndarray, t: int) -> float:
+    r""":math:`\lim \varphi(h)` at an infinite end of t's interval (no rival's logit grows faster than t's
+    that way): the rivals of t's weight keep their bias gap, the others vanish."""
+    tied = w == w[t]
+    return float(np.log(np.exp(b[tied] - b[t]).sum()))
+
+
+def d1_top1_range(w: Any, b: Any, t: int) -> tuple[float, float] | None:
+    r"""``(inf, sup)`` of token t's top-1 probability :math:`p_t(h)` over the h where t is the strict
+    argmax (:func:`d1_argmax_interval`), a D = 1 head with biases b (None: no bias); None if t never wins.
+
+    :math:`-\log p_t = arphi(h) = \log\sum_x e^{z_x(h) - z_t(h)}` is a log-sum-exp of affine functions,
+    so convex: :math:`p_t` is log-concave on the interval, its infimum is its limit at one of the two
+    ends, and its supremum is :math:`e^{-\minarphi}`, found by a bounded scalar minimisation on a
+    finite interval. On an interval unbounded above, no rival has a larger weight, so
+    :math:`arphi' = \sum_x s_x(w_x - w_t) \le 0` and the supremum is the limit at
+    :math:`+\infty` (likewise below). Float64, no certificate: the ends are evaluated at the exact
+    interval's float values."""
+    import scipy.optimize
+
+    interval = d1_argmax_interval(w, b, t)
+    if interval is None:
+        return None
+    w, b = _d1_head(w, b)
+    lo, hi = interval
+    ends = [_gap_lse_limit(w, b, t) if end is None else _gap_lse(w, b, t, float(end)) for end in (lo, hi)]
+    if hi is None:
+        low_point = ends[1]
+    elif lo is None:
+        low_point = ends[0]
+    else:
+        found = scipy.optimize.minimize_scalar(
+            lambda h: _gap_lse(w, b, t, h),
+            bounds=(float(lo), float(hi)),
+            method="bounded",
+            options={"xatol": D1_XATOL * max(1.0, abs(float(lo)), abs(float(hi)))},
+        )
+        low_point = min(float(found.fun), *ends)
+    return math.exp(-max(ends)), math.exp(-low_point)
+
+
+def d1_tokens_reaching(w: Any, b: Any, high: float, low: float) -> np.ndarray:
+    """The tokens of a D = 1 head whose top-1 probability, as the strict argmax, reaches both some
+    value >= ``high`` and some value <= ``low`` (by :func:`d1_top1_range`; float64, no certificate).
+    Theorem EX.3 (4): with ``high`` = 3/4 and ``low`` = 1/V + 1/(4V²), at most the two tokens of the
+    extreme weights."""
+    w, b = _d1_head(w, b)
+    found = []
+    for t in range(len(w)):
+        reach = d1_top1_range(w, b, t)
+        if reach is not None and reach[1] >= high and reach[0] <= low:
+            found.append(t)
+    return np.array(found, dtype=np.int64)
 
 
 # --------------------------------------------------------------------------- argmaxable tokens

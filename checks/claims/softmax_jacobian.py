@@ -1,20 +1,29 @@
-"""Claims ``softmax-jacobian.*``: the results of :mod:`rankwall.theory.softmax_jacobian` as checkable claims.
+"""Claims ``softmax-jacobian.*``: the results of :mod:`rankwall.theory.softmax_jacobian`, declared over
+this family's quantities.
 
-Cases (:class:`Row` dataclasses) are rows built by the theory constructors (from probabilities or from logits), with
-an optional test direction ``u``. Each claim measures both sides in the backend's dtype, and
-re-decides near-ties on the exact instance: the row read as exact rationals and normalised
-exactly (or, from logits, its softmax in ball arithmetic).
+The exact object. A case is a row built by a theory constructor (from probabilities or from logits) in
+the context's backend and dtype, with an optional test direction u. Every quantity of a context
+measures, evaluates exactly and references the same object:
 
-What certifies a verdict (``certified_by``): a float margin beyond the rounding model, and balls,
-are two-sided; exact rationals and the two-atom lemma are exact. ``rank`` is measured as an
-interval lo ≤ rank J ≤ hi from J itself (:func:`rank_enclosure`), never from its right side
-|supp p| − 1; either end alone proves a violation (one-sided). ``kernel`` is measured as the
-product J·1 (:func:`rankwall.theory.softmax_jacobian.jvp`, and :func:`exact_jvp` on the exact row).
+- a row of *probabilities* (runner-up, tied atoms, spread tail, uniform, Dirichlet, sparse): the built
+  float row read as rationals and normalised exactly, :math:`\\hat p = p / \\sum_i p_i` (a genuine
+  probability vector: its zeros are the built zeros);
+- a row of *logits*: the softmax of the built logits z, exactly,
+  :math:`\\hat p_i = e^{z_i - \\max z} / \\sum_j e^{z_j - \\max z}`, which is positive everywhere whatever
+  underflowed in floating point. Its exact values are balls, and rational functions of the weights
+  :math:`w_j = e^{z_j - \\max z}` of the distinct logits (:class:`rankwall.checks.reals.Form`), so an
+  identity that holds for every probability vector is shown equal exactly, not to rounding;
+- the direction u: the built float vector, read exactly.
 
-``--tighten F`` multiplies the bound of each inequality (the right side of an upper bound, the
-left side of a lower bound); every bound here is real, so F multiplies it as it is. ``psd``,
-uᵀJu ≥ 0, is the upper bound (E_p u)² ≤ E_p[u²] (as uᵀJu = E_p[u²] − (E_p u)²), so F asks for
-(E_p u)² ≤ F·E_p[u²]; it is measured without cancellation as (1 − F)·E_p[u²] ≤ uᵀJu.
+A float measurement counts only where its error bound covers the distance to that object: every error
+bound below carries an absolute term for entries below the dtype's normal range (:func:`underflow`),
+and the spectral norm's float route declines (an infinite error) where its sides fall below the normal
+range, so an underflowed tail goes to the exact route, never to the float row's zeros. ``rank`` of a row
+from logits is enclosed from the logits (interlacing on the exact row), never from the computed row.
+
+The spectral norm's exact comparison (:func:`_compare_norm`) reads the other side's structure where it
+has one (c·m(1 − m), c·min(m, 2m(1 − m)), a constant) and takes the sign of the secular function at it,
+with the tie and two-atom lemmas for the attained cases; any statement linear in ‖J‖₂ gets it.
 """
 
 from __future__ import annotations
@@ -34,9 +43,12 @@ __all__ = [
     "complement",
     "entropy",
     "envelope_witnesses",
+    "frobenius",
     "kernel_residual",
     "mean",
     "norm",
+    "p_norm",
+    "product_with_p",
     "quadratic_form",
     "rank",
     "rows",
@@ -67,22 +79,28 @@ from hypothesis import strategies as st
 
 from rankwall.checks import exact, exact_softmax, exact_vectors, tolerance, toolkit
 from rankwall.checks.backends import Backend, to_numpy
-from rankwall.checks.quantities import Combination, Compared, Constant, Context, Measured, Quantity, quantity
-from rankwall.checks.statements import Kind, Statement
-from rankwall.checks.toolkit import (
-    Cases,
-    Family,
-    Reference,
-    judge_sides,
-    left_to_the_exact_route,
-    numpy_float64,
-    planted_exactly,
-    planted_side,
-    scalar,
+from rankwall.checks.quantities import (
+    Approximately,
+    Combination,
+    Compared,
+    Constant,
+    Context,
+    Measured,
+    Quantity,
+    declare,
+    minimum,
+    quantity,
 )
-from rankwall.checks.verdict import Case, Certification, Judgement, Measurement, OutsideDomain, RankInterval, Relation
+from rankwall.checks.reals import Form, Real, difference_sign
+from rankwall.checks.statements import Kind, Statement
+from rankwall.checks.toolkit import Cases, numpy_float64, scalar
+from rankwall.checks.verdict import Case, OutsideDomain, RankInterval
 from rankwall.theory import softmax_jacobian as sj
 from rankwall.theory.validation import InputError
+
+#: The family's name: the prefix of its claim ids, and what its quantities and cases belong to.
+FAMILY = "softmax-jacobian"
+
 
 # --------------------------------------------------------------------------- cases
 
@@ -375,69 +393,6 @@ def build(case: SoftmaxRow, backend: Backend) -> Built:
     return Built(backend, rows, raw, form, direction, int(case.V))
 
 
-def rebuilt(case: SoftmaxRow) -> Built:
-    """The case rebuilt in float64 NumPy (what the exact routes read)."""
-    return build(case, numpy_float64())
-
-
-# --------------------------------------------------------------------------- exact helpers
-
-
-def exact_entries(built: Built) -> tuple[list[Any], bool]:
-    """The exact probabilities of the row: rationals, or (from logits) balls at the current
-    working precision."""
-    if built.form == "logits":
-        # One ball per distinct logit (the same ball each entry would get): a constructed row has three.
-        top = exact.ball(built.raw.max())
-        values, inverse = np.unique(built.raw, return_inverse=True)
-        w = [(exact.ball(z) - top).exp() for z in values]
-        total = sum((w[i] for i in inverse.reshape(-1)), start=flint.arb(0))
-        shares = [x / total for x in w]
-        return [shares[i] for i in inverse.reshape(-1)], False
-    values = [exact.rational(x) for x in built.raw]
-    total = sum(values, start=flint.fmpq(0))
-    return [x / total for x in values], True
-
-
-def norm_certification(method: str, bound: exact_softmax.Bound) -> Certification:
-    """What certifies a decision of :func:`rankwall.checks.exact_softmax.decide_norm_at_most`: exact rationals, or the
-    two-atom lemma and the tie lemma against an envelope (coefficients compared as rationals), are
-    exact; balls, and the tie lemma against t = c m(1 - m) (the sign of c s - 1 in balls), are two-sided."""
-    if (
-        method == "exact-rational"
-        or method.startswith("two-atom")
-        or (method.startswith("tie") and bound.kind == "envelope")
-    ):
-        return Certification.EXACT
-    return Certification.TWO_SIDED
-
-
-def _norm_against(built: Built, bound: exact_softmax.Bound, norm_on_left: bool) -> Judgement:
-    """Exact comparison of the spectral norm with a bound t(m, s)."""
-    row = built.exact_row
-    outcome, method = exact_softmax.decide_norm_at_most(row, bound)
-    estimate = scalar(sj.spectral_norm(rebuilt_rows(built)))
-    lo, hi, _ = exact_softmax.certified_norm(row, estimate)
-    norm = 0.5 * (lo + hi)
-    with exact.precision(128):
-        m, s, _, _ = row.parts(False)
-        bound_value = exact.to_float(bound.value(m, s, False))
-    certificate = {"norm_enclosure": [lo, hi], "decided_by": "sign of the secular function at the bound"}
-    if outcome is None:
-        sign = None
-    else:
-        sign = outcome if norm_on_left else -outcome
-    lhs, rhs = (norm, bound_value) if norm_on_left else (bound_value, norm)
-    kind = None if sign is None else norm_certification(method, bound)
-    return Judgement(lhs, rhs, sign, method, 0.5 * (hi - lo), certificate, kind)
-
-
-def rebuilt_rows(built: Built) -> sj.SoftmaxRows:
-    """The built row in float64 NumPy, as probabilities or logits."""
-    row = built.raw.reshape(1, -1)
-    return sj.softmax_rows(row) if built.form == "logits" else sj.probability_rows(row)
-
-
 # --------------------------------------------------------------------------- instance lists
 
 
@@ -466,221 +421,575 @@ def _add_direction(cases: list[SoftmaxRow], seed: int = 0) -> list[SoftmaxRow]:
     return [replace(case, direction_seed=seed + k, direction_offset=offsets[k % 2]) for k, case in enumerate(cases)]
 
 
-# --------------------------------------------------------------------------- measurements
+# --------------------------------------------------------------------------- the exact instance of a context
+
+
+def built_in(ctx: Context) -> Built:
+    """The case built once per context, in its backend and dtype (every quantity of the context reads it)."""
+    return ctx.once("built", lambda: build(ctx.case, ctx.backend))
+
+
+def rebuilt(case: SoftmaxRow) -> Built:
+    """The case built in NumPy float64."""
+    return build(case, numpy_float64())
+
+
+def exact_row_of(ctx: Context) -> exact_softmax.ExactRow:
+    """The exact object's distinct values and counts: the built row read exactly (probabilities), or
+    the built logits (whose softmax is the object)."""
+    return built_in(ctx).exact_row
+
+
+def float64_rows(built: Built) -> sj.SoftmaxRows:
+    """The built row (read into float64 exactly) as NumPy rows, for float estimates the exact routes refine."""
+    row = built.raw.reshape(1, -1)
+    return sj.softmax_rows(row) if built.form == "logits" else sj.probability_rows(row)
+
+
+@dataclass(frozen=True)
+class DyadicRow:
+    """A row of probabilities read exactly: :math:`\\hat p_i = n_i / N` for the Python integers n_i of
+    the built floats over one power of two, :math:`N = \\sum_i n_i`."""
+
+    n: np.ndarray
+    N: int
+
+
+def dyadic_row(ctx: Context) -> DyadicRow:
+    def compute() -> DyadicRow:
+        integers = exact_vectors.Dyadic.of(built_in(ctx).raw).integers
+        return DyadicRow(integers, int(integers.sum()))
+
+    return ctx.once("dyadic row", compute)
+
+
+#: The most distinct logits whose weights become symbols of a :class:`~rankwall.checks.reals.Form`
+#: (a constructed row has at most three; beyond this the exact values are balls only).
+FORM_ATOMS = 16
+
+
+@dataclass(frozen=True)
+class LogitGroups:
+    """The built logits grouped by distinct value, largest first: ``values``, ``counts``, the group of
+    each entry (``group``), and the ring whose generators stand for the weights
+    :math:`w_j = e^{z_j - \\max z}` of the groups after the first (``None``: too many groups for forms)."""
+
+    values: np.ndarray
+    counts: list[int]
+    group: np.ndarray
+    ring: Any
+
+
+def logit_groups(ctx: Context) -> LogitGroups:
+    def compute() -> LogitGroups:
+        values, inverse, counts = np.unique(built_in(ctx).raw, return_inverse=True, return_counts=True)
+        k = len(values)
+        ring = None
+        if 2 <= k <= FORM_ATOMS:
+            ring = flint.fmpq_mpoly_ctx.get(tuple(f"w{j}" for j in range(1, k)), "lex")
+        return LogitGroups(values[::-1], [int(c) for c in counts[::-1]], (k - 1 - inverse).reshape(-1), ring)
+
+    return ctx.once("logit groups", compute)
+
+
+def group_probabilities(ctx: Context) -> list[Real]:
+    """:math:`\\hat p_j = w_j / W` for each group of equal logits, :math:`W = \\sum_j c_j w_j`, as balls at
+    the working precision with their forms (rationals 1/V where every logit is equal)."""
+
+    def compute() -> list[Real]:
+        g = logit_groups(ctx)
+        if len(g.values) == 1:
+            return [Real.of(Fraction(1, g.counts[0]))]
+        top = exact.ball(g.values[0])
+        weights = [flint.arb(1)] + [(exact.ball(z) - top).exp() for z in g.values[1:]]
+        total = sum((c * w for c, w in zip(g.counts, weights, strict=True)), flint.arb(0))
+        if g.ring is None:
+            return [Real(w / total) for w in weights]
+        one = g.ring.from_dict({(0,) * g.ring.nvars(): 1})
+        symbols = [one, *g.ring.gens()]
+        denominator = sum((c * x for c, x in zip(g.counts[1:], symbols[1:], strict=True)), g.counts[0] * one)
+        atoms = tuple(weights[1:])
+        return [Real(w / total, Form(x, denominator, atoms)) for w, x in zip(weights, symbols, strict=True)]
+
+    return ctx.once(("group p", flint.ctx.prec), compute)
+
+
+def _sum(terms: list[Any]) -> Any:
+    total = Real.of(0)
+    for term in terms:
+        total = total + term
+    return total
+
+
+def largest_magnitude(values: list[Real]) -> Real:
+    """max_j |x_j| of exact values: exact where each is (zero forms give an exact 0), else the balls' hull."""
+    magnitudes = [abs(x) for x in values]
+    best = magnitudes[0]
+    for x in magnitudes[1:]:
+        found, _ = difference_sign(best, x)
+        if found is None:
+            best = Real(best.ball.union(x.ball))
+        elif found > 0:
+            best = x
+    return best
+
+
+def exact_direction(ctx: Context) -> exact_vectors.Dyadic:
+    """The built test direction u, read exactly (integers over one power of two)."""
+    built = _with_direction(ctx)
+    return ctx.once("dyadic u", lambda: exact_vectors.Dyadic.of(to_numpy(built.direction)[0].astype(np.float64)))
+
+
+def _with_direction(ctx: Context) -> Built:
+    built = built_in(ctx)
+    if built.direction is None:
+        raise InputError(f"{ctx.case.KIND}: this quantity needs a test direction u (use rows_with_direction)")
+    return built
+
+
+def _dyadic_fmpq(integer: int, exponent: int) -> flint.fmpq:
+    return flint.fmpq(integer * 2**exponent) if exponent >= 0 else flint.fmpq(integer, 2**-exponent)
+
+
+def direction_group_sums(ctx: Context) -> tuple[list[flint.fmpq], list[flint.fmpq]]:
+    """For each group of equal logits, :math:`\\sum_{i \\in j} u_i` and :math:`\\sum_{i \\in j} u_i^2`, exactly."""
+
+    def compute() -> tuple[list[flint.fmpq], list[flint.fmpq]]:
+        u, g = exact_direction(ctx), logit_groups(ctx)
+        first, second = [], []
+        for j in range(len(g.values)):
+            members = u.integers[g.group == j]
+            first.append(_dyadic_fmpq(int(members.sum()), u.exponent))
+            second.append(_dyadic_fmpq(int((members * members).sum()), 2 * u.exponent))
+        return first, second
+
+    return ctx.once("direction group sums", compute)
+
+
+# --------------------------------------------------------------------------- the float routes' error model
+
+
+def underflow(built: Built, scale: float = 1.0) -> float:
+    """The absolute error, beyond the relative model, of a sum of V terms built from entries of the row:
+    an entry (or a product of entries) whose exact value lies below the dtype's normal range may be
+    subnormal or flushed to zero, off by at most the smallest normal number η each, twice over (the
+    entry, its product), times ``scale`` (the largest |u| or u² a term carries)."""
+    return 2 * built.V * tolerance.smallest_normal(built.rows.p.dtype) * scale
 
 
 def subnormal(built: Built, *values: float) -> bool:
-    """Whether a side falls below the dtype's normal range (a complement 1 − m past a logit gap of
-    ~708 in float64), where the relative rounding model no longer bounds its error."""
+    """Whether a value falls below the dtype's normal range (a complement 1 − m past a logit gap of
+    ~708 in float64), where the spectral norm's rounding model no longer bounds its error."""
     tiny = tolerance.smallest_normal(built.rows.p.dtype)
-    return any(0 < abs(v) < tiny or (v == 0 and built.form == "logits") for v in values)
+    return any(abs(v) < tiny for v in values)
 
 
-def _measure_norm_bound(kind: str, norm_on_left: bool) -> Callable[[SoftmaxRow, Backend, Fraction], Measurement]:
-    def measure(case: SoftmaxRow, backend: Backend, factor: Fraction) -> Measurement:
-        built = build(case, backend)
-        norm = scalar(sj.spectral_norm(built.rows))
-        m, s = scalar(built.rows.top), scalar(built.rows.complement)
-        if subnormal(built, s, norm):
-            return left_to_the_exact_route(f"{backend.dtype_name} secular solve", "a side below the normal range")
-        bound = {"lower": m * s, "upper": 2 * m * s, "envelope": min(m, 2 * m * s)}[kind] * float(factor)
-        tol = tolerance.spectral_norm_tolerance(built.V, built.u, max(norm, bound))
-        lhs, rhs = (norm, bound) if norm_on_left else (bound, norm)
-        return Measurement(lhs, rhs, tol, f"{backend.dtype_name} secular solve")
-
-    return measure
+def entry_error(built: Built) -> float:
+    """Relative error of each computed p_i against p̂_i (a division by a sum of V terms, and, from
+    logits, an exponential): gamma_{V+4}."""
+    return tolerance.gamma(built.V + 4, built.u)
 
 
-#: The structure of each norm bound: t = coefficient * m(1-m), or * min(m, 2m(1-m)).
-BOUND_FORMS = {
-    "lower": ("ms", Fraction(1)),
-    "upper": ("ms", Fraction(2)),
-    "envelope": ("envelope", Fraction(1)),
-}
+def _bounded(value: float, relative: float, absolute: float) -> Measured:
+    return Measured(value, relative * abs(value) + absolute)
 
 
-def _judge_norm_bound(kind: str, norm_on_left: bool) -> Callable[[SoftmaxRow, Fraction], Judgement]:
-    def judge(case: SoftmaxRow, factor: Fraction) -> Judgement:
-        form, coefficient = BOUND_FORMS[kind]
-        return _norm_against(rebuilt(case), exact_softmax.Bound(form, coefficient * factor), norm_on_left)
-
-    return judge
+def _direction_scale(built: Built, power: int) -> float:
+    u = to_numpy(built.direction)[0].astype(np.float64)
+    return float(np.max(np.abs(u))) ** power if u.size else 0.0
 
 
-def measure_spread(case: SpreadTail, backend: Backend, factor: Fraction) -> Measurement:
-    built = build(case, backend)
+# --------------------------------------------------------------------------- quantities: measured
+
+
+def _measure_norm(ctx: Context) -> Measured:
+    """‖J‖₂ from the secular solve, within :func:`rankwall.checks.tolerance.spectral_norm_tolerance`;
+    no float bound where the norm or 1 − m is below the normal range (the exact route decides)."""
+    built = built_in(ctx)
     norm = scalar(sj.spectral_norm(built.rows))
-    m, s = scalar(built.rows.top), scalar(built.rows.complement)
-    if subnormal(built, s, norm):
-        return left_to_the_exact_route(f"{backend.dtype_name} secular solve", "a side below the normal range")
-    atoms = built.V - 1
-    ceiling = m * s * atoms / (atoms - 1) * float(factor)
-    tol = tolerance.spectral_norm_tolerance(built.V, built.u, max(norm, ceiling))
-    return Measurement(norm, ceiling, tol, f"{backend.dtype_name} secular solve")
+    if subnormal(built, norm, scalar(built.rows.complement)):
+        return Measured(norm, math.inf)
+    return Measured(norm, tolerance.spectral_norm_tolerance(built.V, built.u, norm))
 
 
-def judge_spread(case: SpreadTail, factor: Fraction) -> Judgement:
-    atoms = case.V - 1
-    bound = exact_softmax.Bound("ms", Fraction(atoms, atoms - 1) * factor)
-    return _norm_against(rebuilt(case), bound, norm_on_left=True)
+def _measure_top(ctx: Context) -> Measured:
+    built = built_in(ctx)
+    return _bounded(scalar(built.rows.top), entry_error(built), 0.0)
 
 
-def measure_variance(case: SoftmaxRow, backend: Backend, factor: Fraction, centred: bool = True) -> Measurement:
-    """uᵀJu (matrix form) against Var_p(u) (two-pass), or against E_p[u²] for the mutant."""
-    built = build(case, backend)
-    lhs = scalar(sj.quadratic_form(built.rows, built.direction))
-    second = scalar(backend.xp.sum(built.rows.p * built.direction**2))
-    rhs = planted_side(scalar(sj.variance(built.rows, built.direction)) if centred else second, factor)
-    tol = tolerance.quadratic_form_tolerance(built.V, built.u, second)
-    return Measurement(
-        lhs, rhs, tol, f"{backend.dtype_name} matrix form vs {'two-pass variance' if centred else 'E_p[u^2]'}"
+def _measure_complement(ctx: Context) -> Measured:
+    """1 − m as the sum of the other entries: gamma_{2V+4} relative, and the underflow of its terms."""
+    built = built_in(ctx)
+    return _bounded(scalar(built.rows.complement), tolerance.gamma(2 * built.V + 4, built.u), underflow(built))
+
+
+def _measure_trace(ctx: Context) -> Measured:
+    built = built_in(ctx)
+    return _bounded(scalar(sj.trace(built.rows)), tolerance.gamma(3 * built.V + 16, built.u), 2 * underflow(built))
+
+
+def _measure_collision_complement(ctx: Context) -> Measured:
+    """1 − Σ p² ≥ s (see :func:`rankwall.theory.softmax_jacobian.collision_complement`), so the errors of
+    s(1 + m) and of Σ_{i≠k} p_i², each at most gamma·s, stay within 3·gamma of the result."""
+    built = built_in(ctx)
+    value = scalar(sj.collision_complement(built.rows))
+    return _bounded(value, 3 * tolerance.gamma(3 * built.V + 16, built.u), 2 * underflow(built))
+
+
+def _measure_entropy(ctx: Context) -> Measured:
+    """H(p): each p_i off by gamma_{V+4} moves p_i log p_i by at most that times p_i(|log p_i| + 1), and
+    the logarithms, products and the sum add gamma_{V+4} of H: within gamma_{3V+16}(2H + 1); an entry
+    below the normal range moves its term by at most η(|log η| + 1) < 746η."""
+    built = built_in(ctx)
+    value = scalar(sj.entropy(built.rows))
+    return Measured(value, tolerance.gamma(3 * built.V + 16, built.u) * (2 * value + 1) + 746 * underflow(built))
+
+
+def _measure_product(ctx: Context, direction: str) -> Measured:
+    """max_i |(J·v)_i| of the O(V) product, v = 1 or p: each entry p_i(v_i − ⟨p, v⟩) of the computed row
+    carries at most gamma_{2V+8}·2m of rounding (and the underflow of its terms)."""
+    built = built_in(ctx)
+    xp = built.backend.xp
+    v = xp.ones_like(built.rows.p) if direction == "ones" else built.rows.p
+    value = scalar(xp.max(xp.abs(sj.jvp(built.rows, v))))
+    return Measured(value, tolerance.gamma(2 * built.V + 8, built.u) * 2 * scalar(built.rows.top) + underflow(built))
+
+
+def _measure_mean(ctx: Context) -> Measured:
+    """E_p u: the entries of p (gamma_{V+4} each) and the sum (gamma_V) give gamma_{2V+6}·E_p|u|."""
+    built = _with_direction(ctx)
+    xp, p, u = built.backend.xp, built.rows.p, built.direction
+    error = tolerance.gamma(2 * built.V + 6, built.u) * scalar(xp.sum(p * xp.abs(u)))
+    return Measured(scalar(xp.sum(p * u)), error + underflow(built, _direction_scale(built, 1)))
+
+
+def _second_moment_of(built: Built) -> float:
+    return scalar(built.backend.xp.sum(built.rows.p * built.direction**2))
+
+
+def _measure_second_moment(ctx: Context) -> Measured:
+    built = _with_direction(ctx)
+    value = _second_moment_of(built)
+    return Measured(
+        value, tolerance.gamma(2 * built.V + 8, built.u) * value + underflow(built, _direction_scale(built, 2))
     )
 
 
-def _exact_direction(case: SoftmaxRow) -> tuple[Built, list[Any], list[Any], bool]:
-    built = rebuilt(case)
-    p, is_exact = exact_entries(built)
-    u = [exact.rational(x) if is_exact else exact.ball(x) for x in to_numpy(built.direction)[0]]
-    return built, p, u, is_exact
+def _measured_form(ctx: Context, computed: Callable[[Built], Any], own: float) -> Measured:
+    """A quadratic form in u computed two ways: its rounding (gamma_{V+5} of 2E_p[u²], as in
+    :func:`rankwall.checks.tolerance.quadratic_form_tolerance`) and the error of the entries of p
+    (at most 3·gamma_{V+4}·E_p[u²]) stay within 6·gamma_{V+5}·E_p[u²], plus ``own`` of the value."""
+    built = _with_direction(ctx)
+    value = scalar(computed(built))
+    error = 6 * tolerance.gamma(built.V + 5, built.u) * _second_moment_of(built)
+    return Measured(value, error + own * abs(value) + 2 * underflow(built, _direction_scale(built, 2)))
 
 
-def exact_jvp(p: list[Any], u: list[Any], zero: Any) -> list[Any]:
-    """``J u = p ⊙ (u − ⟨p, u⟩)`` (the O(V) product of :func:`rankwall.theory.softmax_jacobian.jvp`) in exact
-    or ball arithmetic."""
-    mean = sum((pi * ui for pi, ui in zip(p, u, strict=True)), start=zero)
-    return [pi * (ui - mean) for pi, ui in zip(p, u, strict=True)]
+def _measure_quadratic_form(ctx: Context) -> Measured:
+    return _measured_form(ctx, lambda b: sj.quadratic_form(b.rows, b.direction), 0.0)
 
 
-def _exact_moments(p: list[Any], u: list[Any], zero: Any) -> tuple[Any, Any, Any]:
-    """``(uᵀJu in the matrix form Σ u_i (Ju)_i, Var_p(u) two-pass, E_p[u²])`` in exact or ball arithmetic."""
-    form = sum((ui * ji for ui, ji in zip(u, exact_jvp(p, u, zero), strict=True)), start=zero)
-    mean = sum((pi * ui for pi, ui in zip(p, u, strict=True)), start=zero)
-    variance = sum((pi * (ui - mean) ** 2 for pi, ui in zip(p, u, strict=True)), start=zero)
-    return form, variance, sum((pi * ui * ui for pi, ui in zip(p, u, strict=True)), start=zero)
+def _measure_variance(ctx: Context) -> Measured:
+    built = _with_direction(ctx)
+    return _measured_form(ctx, lambda b: sj.variance(b.rows, b.direction), tolerance.gamma(built.V + 6, built.u))
 
 
-def judge_variance(case: SoftmaxRow, factor: Fraction, centred: bool = True) -> Judgement:
-    def sides() -> tuple[Any, Any, bool]:
-        form, variance, second, is_exact = _vector_moments(case)
-        return form, planted_exactly(variance if centred else second, factor), is_exact
-
-    return judge_sides(sides)
-
-
-def measure_psd(case: SoftmaxRow, backend: Backend, factor: Fraction, allowed: Fraction = Fraction(1)) -> Measurement:
-    """(E_p u)² ≤ F·c·E_p[u²] as (1 − F·c)·E_p[u²] ≤ uᵀJu (matrix form): c = 1 is uᵀJu ≥ 0, c = 0 the
-    mutant J ⪰ diag(p)."""
-    built = build(case, backend)
-    form = scalar(sj.quadratic_form(built.rows, built.direction))
-    second = scalar(backend.xp.sum(built.rows.p * built.direction**2))
-    tol = tolerance.quadratic_form_tolerance(built.V, built.u, second)
-    return Measurement(float(1 - factor * allowed) * second, form, tol, f"{backend.dtype_name} matrix form")
+def _frobenius_squared_float(built: Built) -> float:
+    """‖J‖_F² = Σ_i p_i²(1 − p_i)² + Σ_{i≠j} p_i² p_j² without cancellation: 1 − p_i as the sum of the
+    other entries (the complement for the top atom) and Σ_{j≠i} p_j² as the tail's squares for the top."""
+    xp, rows = built.backend.xp, built.rows
+    p = rows.p[0, :]
+    squares = p * p
+    total = xp.sum(squares)
+    others = xp.where(p == rows.top[0], rows.complement[0], 1 - p)
+    tail_squares = xp.sum(rows.tail[0, :] ** 2)
+    rest = xp.where(p == rows.top[0], tail_squares, total - squares)
+    return scalar(xp.sum(squares * others * others) + xp.sum(squares * rest))
 
 
-def _vector_moments(case: SoftmaxRow) -> tuple[Any, Any, Any, bool]:
-    """:func:`_exact_moments` of the exact row and direction: vectorised exact rationals
-    (:func:`exact_vectors.quadratic_moments`) for probabilities, balls grouped by distinct logit
-    (:func:`exact_vectors.logit_quadratic_moments`) for logits."""
-    built = rebuilt(case)
+def _measure_frobenius(ctx: Context) -> Measured:
+    """‖J‖_F: its square from 2V products and two sums of nonnegative terms (gamma_{2V+12} relative,
+    and the underflow of its terms), then a square root (within half that, plus its rounding)."""
+    built = built_in(ctx)
+    squared = _frobenius_squared_float(built)
+    relative = tolerance.gamma(2 * built.V + 12, built.u)
+    value = math.sqrt(squared)
+    bound = relative * squared + underflow(built)
+    error = bound / (math.sqrt(max(squared - bound, 0.0)) + value) if squared > bound else math.sqrt(squared + bound)
+    return Measured(value, error + tolerance.gamma(1, 2.0**-53) * value)
+
+
+def _measure_p_norm(ctx: Context) -> Measured:
+    """‖p‖₂ = (Σ p_i²)^{1/2}: the sum of squares within gamma_{2V+8} relative, then a square root."""
+    built = built_in(ctx)
+    xp = built.backend.xp
+    squared = scalar(xp.sum(built.rows.p * built.rows.p))
+    value = math.sqrt(squared)
+    relative = tolerance.gamma(2 * built.V + 8, built.u)
+    return Measured(value, relative * value + math.sqrt(underflow(built)) + tolerance.gamma(1, 2.0**-53) * value)
+
+
+def _support_interval(ctx: Context) -> RankInterval:
+    """|supp p̂|: the nonzero entries of the built row (every entry of a softmax of finite logits is
+    positive, whatever underflowed in floating point)."""
+    built = built_in(ctx)
+    n = built.V if built.form == "logits" else int(np.count_nonzero(built.raw > 0))
+    return RankInterval(n, n, "the positive entries", "the positive entries", exact=True)
+
+
+def _vocabulary(ctx: Context) -> RankInterval:
+    return RankInterval(ctx.case.V, ctx.case.V, "the case", "the case", exact=True)
+
+
+def _measure_rank(ctx: Context) -> RankInterval:
+    """rank J(p̂): from the logits by interlacing (exact) for a row of logits; for a row of
+    probabilities, :func:`rank_enclosure` of the computed row (whose zeros are p̂'s)."""
+    built = built_in(ctx)
     if built.form == "logits":
-        return (*exact_vectors.logit_quadratic_moments(built.raw, to_numpy(built.direction)[0]), False)
-    return (*exact_vectors.quadratic_moments(built.raw, to_numpy(built.direction)[0]), True)
+        lo, hi, certificate = interlacing_rank(exact_row_of(ctx))
+        certificate = {**certificate, "closeness": rank_closeness(to_numpy(built.rows.p)[0].astype(np.float64))}
+        how = "interlacing on the exact row (the distinct logits)"
+        return RankInterval(lo, hi, how, "zero rows of J and the kernel vector 1", True, certificate)
+    return rank_enclosure(built, ctx.backend)
 
 
-def judge_psd(case: SoftmaxRow, factor: Fraction, allowed: Fraction = Fraction(1)) -> Judgement:
-    def sides() -> tuple[Any, Any, bool]:
-        form, _, second, is_exact = _vector_moments(case)
-        scale = flint.fmpq((1 - factor * allowed).numerator, (1 - factor * allowed).denominator)
-        return scale * second, form, is_exact
-
-    return judge_sides(sides)
+# --------------------------------------------------------------------------- quantities: exact
 
 
-def _kernel_direction(xp: Any, p: Any, direction: str) -> Any:
-    """The vector J is applied to: 1 (the claim), or p itself (the mutant "J p = 0")."""
-    return xp.ones_like(p) if direction == "ones" else p
+def _exact_top(ctx: Context) -> Real:
+    if built_in(ctx).form == "logits":
+        return group_probabilities(ctx)[0]
+    row = dyadic_row(ctx)
+    return Real(flint.fmpq(int(row.n.max()), row.N))
 
 
-def measure_kernel(case: SoftmaxRow, backend: Backend, factor: Fraction, direction: str = "ones") -> Measurement:
-    """max_i |(J u)_i| through the O(V) product, u = 1: each entry p_i(1 − Σ_j p_j) of the computed
-    row carries at most γ_{V+2}·m of rounding."""
-    built = build(case, backend)
-    xp = backend.xp
-    product = sj.jvp(built.rows, _kernel_direction(xp, built.rows.p, direction))
-    residual = scalar(xp.max(xp.abs(product)))
-    tol = tolerance.gamma(built.V + 2, built.u) * scalar(built.rows.top)
-    return Measurement(residual, planted_side(0.0, factor), tol, f"{backend.dtype_name} O(V) product J·u")
+def _exact_complement(ctx: Context) -> Real:
+    """1 − m as the sum of the other entries (a tied top's other copies included)."""
+    if built_in(ctx).form == "logits":
+        p, counts = group_probabilities(ctx), logit_groups(ctx).counts
+        return _sum([c * q for c, q in zip(counts[1:], p[1:], strict=True)]) + (counts[0] - 1) * p[0]
+    row = dyadic_row(ctx)
+    return Real(flint.fmpq(row.N - int(row.n.max()), row.N))
 
 
-def judge_kernel(case: SoftmaxRow, factor: Fraction, direction: str = "ones") -> Judgement:
-    """max_i |(J u)_i| from the product on the exact row (:func:`exact_vectors.kernel_residual` for
-    probabilities, :func:`exact_jvp` in balls for logits), not from 1 − Σ p."""
+def _exact_trace(ctx: Context) -> Real:
+    """Σ_i p̂_i(1 − p̂_i), from the diagonal."""
+    if built_in(ctx).form == "logits":
+        p, counts = group_probabilities(ctx), logit_groups(ctx).counts
+        return _sum([c * q * (1 - q) for c, q in zip(counts, p, strict=True)])
+    row = dyadic_row(ctx)
+    return Real(flint.fmpq(int((row.n * (row.N - row.n)).sum()), row.N**2))
 
-    def sides() -> tuple[Any, Any, bool]:
-        built = rebuilt(case)
+
+def _exact_collision_complement(ctx: Context) -> Real:
+    if built_in(ctx).form == "logits":
+        p, counts = group_probabilities(ctx), logit_groups(ctx).counts
+        return 1 - _sum([c * q * q for c, q in zip(counts, p, strict=True)])
+    row = dyadic_row(ctx)
+    return Real(flint.fmpq(row.N**2 - int((row.n * row.n).sum()), row.N**2))
+
+
+def _exact_frobenius(ctx: Context) -> Real:
+    """‖J(p̂)‖_F = (Σ p̂² − 2Σ p̂³ + (Σ p̂²)²)^{1/2}: the square root of a rational (or of a form in the
+    logits' weights), kept as such, so that ‖J‖_F² is its radicand exactly."""
+    if built_in(ctx).form == "logits":
+        p, counts = group_probabilities(ctx), logit_groups(ctx).counts
+        s2 = _sum([c * q**2 for c, q in zip(counts, p, strict=True)])
+        s3 = _sum([c * q**3 for c, q in zip(counts, p, strict=True)])
+        return (s2 - 2 * s3 + s2 * s2).sqrt()
+    row = dyadic_row(ctx)
+    n, N = row.n, row.N
+    s2, s3 = int((n * n).sum()), int((n * n * n).sum())
+    return Real(flint.fmpq(s2 * N**2 - 2 * s3 * N + s2 * s2, N**4)).sqrt()
+
+
+def _exact_p_norm(ctx: Context) -> Real:
+    """‖p̂‖₂ = (Σ p̂_i²)^{1/2}, a square root kept as such."""
+    if built_in(ctx).form == "logits":
+        p, counts = group_probabilities(ctx), logit_groups(ctx).counts
+        return _sum([c * q * q for c, q in zip(counts, p, strict=True)]).sqrt()
+    row = dyadic_row(ctx)
+    return Real(flint.fmpq(int((row.n * row.n).sum()), row.N**2)).sqrt()
+
+
+def _exact_entropy(ctx: Context) -> Real:
+    """−Σ p̂ log p̂ in balls, one term per distinct value."""
+    if built_in(ctx).form == "logits":
+        p, counts = group_probabilities(ctx), logit_groups(ctx).counts
+        return Real(-sum((c * q.ball * q.ball.log() for c, q in zip(counts, p, strict=True)), flint.arb(0)))
+    row = dyadic_row(ctx)
+    values, counts = np.unique(row.n[row.n > 0], return_counts=True)
+    terms = (
+        int(c) * flint.arb(flint.fmpq(int(v), row.N)) * flint.arb(flint.fmpq(int(v), row.N)).log()
+        for v, c in zip(values, counts, strict=True)
+    )
+    return Real(-sum(terms, flint.arb(0)))
+
+
+def _exact_kernel_residual(ctx: Context) -> Real:
+    """max_i |(J·1)_i| = max_i |p̂_i (1 − Σ_j p̂_j)|, from the product on the exact row."""
+    if built_in(ctx).form == "logits":
+        p, counts = group_probabilities(ctx), logit_groups(ctx).counts
+        deficit = 1 - _sum([c * q for c, q in zip(counts, p, strict=True)])
+        return largest_magnitude([q * deficit for q in p])
+    row = dyadic_row(ctx)
+    numerators = row.n * (row.N - int(row.n.sum()))
+    return Real(flint.fmpq(int(np.abs(numerators).max()), row.N**2))
+
+
+def _exact_product_with_p(ctx: Context) -> Real:
+    """max_i |(J·p̂)_i| = max_i |p̂_i (p̂_i − Σ_j p̂_j²)|."""
+    if built_in(ctx).form == "logits":
+        p, counts = group_probabilities(ctx), logit_groups(ctx).counts
+        collision = _sum([c * q * q for c, q in zip(counts, p, strict=True)])
+        return largest_magnitude([q * (q - collision) for q in p])
+    row = dyadic_row(ctx)
+    squares = int((row.n * row.n).sum())
+    numerators = row.n * (row.n * row.N - squares)
+    return Real(flint.fmpq(int(np.abs(numerators).max()), row.N**3))
+
+
+def _exact_moments(ctx: Context) -> tuple[Real, Real, Real, Real]:
+    """(E_p̂ u, E_p̂[u²], uᵀJu in the matrix form Σ_i u_i (Ju)_i, Var_p̂(u) two-pass), each by its own
+    expression: on a row of probabilities in exact rationals (:mod:`rankwall.checks.exact_vectors`), on
+    a row of logits group by group (Σ u_i and Σ u_i² over each group of equal logits), with forms."""
+
+    def compute() -> tuple[Real, Real, Real, Real]:
+        built = _with_direction(ctx)
         if built.form == "logits":
-            p, is_exact = exact_entries(built)
-            u = [flint.arb(1) for _ in p] if direction == "ones" else p
-            worst_entry = max((abs(x) for x in exact_jvp(p, u, flint.arb(0))), key=exact.to_float)
-        else:
-            worst_entry, is_exact = exact_vectors.kernel_residual(built.raw, direction), True
-        return worst_entry, planted_exactly(0 * worst_entry, factor), is_exact
+            p = group_probabilities(ctx)
+            counts = logit_groups(ctx).counts
+            first, second = direction_group_sums(ctx)
+            mean = _sum([q * s for q, s in zip(p, first, strict=True)])
+            moment = _sum([q * s for q, s in zip(p, second, strict=True)])
+            form = _sum([q * (s2 - mean * s1) for q, s1, s2 in zip(p, first, second, strict=True)])
+            variance = _sum(
+                [
+                    q * (s2 - 2 * mean * s1 + c * mean * mean)
+                    for q, s1, s2, c in zip(p, first, second, counts, strict=True)
+                ]
+            )
+            return mean, moment, form, variance
+        row, u = dyadic_row(ctx), exact_direction(ctx)
+        mean = Real(_dyadic_fmpq(int((row.n * u.integers).sum()), u.exponent) / row.N)
+        form, variance, moment = exact_vectors.quadratic_moments(built.raw, to_numpy(built.direction)[0])
+        return mean, Real(moment), Real(form), Real(variance)
 
-    return judge_sides(sides)
-
-
-def _trace_sides(
-    case: SoftmaxRow, backend: Backend, other: Callable[[Any], Any], factor: Fraction = Fraction(1)
-) -> Measurement:
-    """tr J (eigenvalues summed, or the diagonal) against ``other`` of the row, moved by ``factor``."""
-    built = build(case, backend)
-    xp = backend.xp
-    u = built.u
-    if built.V <= DENSE_LIMIT:
-        eigenvalues = support_eigenvalues(built.rows)
-        lhs = scalar(xp.sum(eigenvalues))
-        norm = max(scalar(xp.max(eigenvalues)), 0.0)
-        tol = built.V * tolerance.dense_eigenvalue_error(built.V, u, norm, scalar(built.rows.top))
-        method = f"{backend.dtype_name} sum of eigvalsh(J on the support)"
-    else:
-        lhs = scalar(sj.trace(built.rows))
-        tol = 0.0
-        method = f"{backend.dtype_name} diagonal sum"
-    rhs = planted_side(scalar(other(built.rows)), factor)
-    tol += 2 * tolerance.sum_tolerance(built.V, u, max(lhs, rhs, 0.0), extra_operations=3)
-    return Measurement(lhs, rhs, tol, method)
+    return ctx.once(("moments", flint.ctx.prec), compute)
 
 
-def measure_trace(case: SoftmaxRow, backend: Backend, factor: Fraction) -> Measurement:
-    return _trace_sides(case, backend, sj.collision_complement, factor)
+def _exact_rank(ctx: Context) -> RankInterval:
+    """rank J(p̂): over the rationals with python-flint for V ≤ 48 (rows of probabilities), else
+    :func:`interlacing_rank` on the exact row (the softmax of logits is positive)."""
+    built = built_in(ctx)
+    if built.form == "probabilities" and built.V <= EXACT_RANK_LIMIT:
+        row = dyadic_row(ctx)
+        n = len(row.n)
+        p = [flint.fmpq(int(x), row.N) for x in row.n]
+        entries = [(pi if i == j else 0) - pi * pj for i, pi in enumerate(p) for j, pj in enumerate(p)]
+        value = flint.fmpq_mat(n, n, entries).rank()
+        how = "exact-rational rank (python-flint)"
+        return RankInterval(value, value, how, how, True)
+    lo, hi, certificate = interlacing_rank(exact_row_of(ctx))
+    return RankInterval(lo, hi, "interlacing on the exact row", "zero rows and the kernel vector 1", True, certificate)
 
 
-def judge_trace(case: SoftmaxRow, factor: Fraction) -> Judgement:
-    def sides() -> tuple[Any, Any, bool]:
-        built = rebuilt(case)
-        if built.form == "logits":
-            p, is_exact = exact_entries(built)
-            trace = sum((pi * (1 - pi) for pi in p), start=flint.arb(0))
-            collision = 1 - sum((pi * pi for pi in p), start=flint.arb(0))
-        else:
-            (trace, collision), is_exact = exact_vectors.trace_sides(built.raw), True
-        return trace, planted_exactly(collision, factor), is_exact
+def _exact_norm(ctx: Context) -> Real:
+    """‖J(p̂)‖₂ exactly where the structure gives it (one atom: 0; a tied top: m; two atoms: 2m(1 − m),
+    with m and 1 − m as :func:`_exact_top` and :func:`_exact_complement` give them), else a ball from the
+    secular equation's largest root at the working precision (:func:`rankwall.checks.exact_softmax.norm_enclosure`)."""
+    row = exact_row_of(ctx)
+    positive = [(v, c) for v, c in zip(row.values[::-1], row.counts[::-1], strict=True) if row.logits or v > 0]
+    if len(positive) == 1 and positive[0][1] == 1:
+        return Real.of(0)
+    if positive[0][1] >= 2:
+        return _exact_top(ctx)
+    if len(positive) == 2 and positive[1][1] == 1:
+        return 2 * _exact_top(ctx) * _exact_complement(ctx)
+    estimate = scalar(sj.spectral_norm(float64_rows(built_in(ctx))))
+    ball, _ = exact_softmax.norm_enclosure(row, estimate)
+    return Real(ball)
 
-    return judge_sides(sides)
+
+# --------------------------------------------------------------------------- the spectral norm's exact comparison
 
 
-def measure_trace_entropy(case: SoftmaxRow, backend: Backend, factor: Fraction) -> Measurement:
-    return _trace_sides(case, backend, sj.entropy)
+def norm_certification_is_exact(method: str, bound: exact_softmax.Bound) -> bool:
+    """Whether a decision of :func:`rankwall.checks.exact_softmax.decide_norm_at_most` is exact:
+    exact rationals, or the two-atom lemma and the tie lemma against an envelope (coefficients compared as
+    rationals); balls, and the tie lemma against t = c m(1 - m) (the sign of c s - 1 in balls), are
+    two-sided."""
+    if bound.kind == "value":
+        return method == "exact-rational" and bound.real.rational
+    return (
+        method == "exact-rational"
+        or (method.startswith("two-atom") and bound.kind != "value")
+        or (method.startswith("tie") and bound.kind == "envelope")
+    )
 
 
-def judge_trace_entropy(case: SoftmaxRow, factor: Fraction) -> Judgement:
-    def sides() -> tuple[Any, Any, bool]:
-        p, _ = exact_entries(rebuilt(case))
-        balls = [flint.arb(x) for x in p]
-        trace = sum((x * (1 - x) for x in balls), start=flint.arb(0))
-        return trace, -sum((x * x.log() for x in balls if x > 0), start=flint.arb(0)), False
+def _rational_value(expression: Quantity, ctx: Context) -> Fraction | None:
+    """The exact value of an expression free of m, 1 − m and ‖J‖₂ on this instance, where it is rational."""
+    if any(expression.contains(q) for q in (top, complement, norm)):
+        return None
+    value = expression.exact(ctx)
+    if isinstance(value, RankInterval):
+        return Fraction(value.lo) if value.pinned else None
+    if value is None or not value.rational:
+        return None
+    return Fraction(int(value.value.p), int(value.value.q))
 
-    return judge_sides(sides)
+
+def _product_of(expression: Quantity, ctx: Context) -> tuple[Fraction | None, list[Quantity]]:
+    """``(c, factors)`` with expression = c · Π factors on this instance, c rational, for a product (or
+    quotient by rational values) of constants and quantities; ``(None, [])`` where it is not one."""
+    if isinstance(expression, Constant):
+        return expression.value, []
+    if isinstance(expression, Combination) and expression.op in ("*", "/", "neg"):
+        if expression.op == "neg":
+            c, f = _product_of(expression.operands[0], ctx)
+            return (None, []) if c is None else (-c, f)
+        (c1, f1), (c2, f2) = (_product_of(x, ctx) for x in expression.operands)
+        if expression.op == "*":
+            return (None, []) if c1 is None or c2 is None else (c1 * c2, f1 + f2)
+        if c1 is None or c2 is None or f2 or c2 == 0:
+            return None, []
+        return c1 / c2, f1
+    rational = _rational_value(expression, ctx)
+    return (rational, []) if rational is not None else (Fraction(1), [expression])
+
+
+def norm_bound_of(expression: Quantity, ctx: Context) -> exact_softmax.Bound | None:
+    """The structure of a bound t on ‖J‖₂ written with this family's quantities, where it has one:
+    c·m·(1 − m) (``"ms"``), c·min(m, 2m(1 − m)) (``"envelope"``) or a rational c, for c rational on this
+    instance (a constant, or integer quantities such as (V − 1)/(V − 2)). Known structure lets the exact
+    comparison use the tie and two-atom lemmas, which decide equalities no ball can."""
+    constant, factors = _product_of(expression, ctx)
+    if constant is None:
+        return None
+    if not factors:
+        return exact_softmax.Bound("constant", constant)
+    if sorted(map(id, factors)) == sorted((id(top), id(complement))):
+        return exact_softmax.Bound("ms", constant)
+    if len(factors) == 1 and isinstance(factors[0], Combination) and factors[0].op == "min":
+        operands = factors[0].operands
+        if len(operands) == 2 and any(x is top for x in operands):
+            other = next(x for x in operands if x is not top)
+            inner = norm_bound_of(other, ctx)
+            if inner is not None and (inner.kind, inner.coefficient) == ("ms", Fraction(2)):
+                return exact_softmax.Bound("envelope", constant)
+    return None
+
+
+def _compare_norm(ctx: Context, t: Real, expression: Quantity) -> Compared | None:
+    """sign(‖J(p̂)‖₂ − t), from the sign of the secular function at t: against a bound of known structure
+    (:func:`norm_bound_of`) through :func:`rankwall.checks.exact_softmax.decide_norm_at_most` and its
+    lemmas, else against the exact value t itself (a rational, or a ball)."""
+    bound = norm_bound_of(expression, ctx) or exact_softmax.Bound("value", real=t)
+    outcome, method = exact_softmax.decide_norm_at_most(exact_row_of(ctx), bound)
+    if outcome is None:
+        return None
+    return Compared(-outcome, f"{method} (secular function at the bound)", norm_certification_is_exact(method, bound))
 
 
 def interlacing_rank(row: exact_softmax.ExactRow) -> tuple[int, int, dict[str, Any]]:
@@ -745,334 +1054,6 @@ def rank_enclosure(built: Built, backend: Backend) -> RankInterval:
     lower = f"{len(eigenvalues)}x{len(eigenvalues)} eigvalsh of J on the support above a Weyl threshold"
     return RankInterval(lo, hi, lower, upper, False, {**certificate, "weyl_threshold": threshold})
 
-
-def exact_rank_enclosure(case: SoftmaxRow) -> RankInterval:
-    """rank J(p̂) on the exact instance: over the rationals with python-flint for V ≤ 48 (rows of
-    probabilities), else :func:`interlacing_rank` on the exact row (the softmax of logits is positive)."""
-    built = rebuilt(case)
-    if built.form == "probabilities" and built.V <= EXACT_RANK_LIMIT:
-        p, _ = exact_entries(built)
-        n = len(p)
-        entries = [(pi if i == j else 0) - pi * pj for i, pi in enumerate(p) for j, pj in enumerate(p)]
-        rank = flint.fmpq_mat(n, n, entries).rank()
-        how = "exact-rational rank (python-flint)"
-        return RankInterval(rank, rank, how, how, True)
-    lo, hi, certificate = interlacing_rank(built.exact_row)
-    return RankInterval(lo, hi, "interlacing on the exact row", "zero rows and the kernel vector 1", True, certificate)
-
-
-def claimed_rank(built: Built, statement: str, exact_row: bool = False) -> int:
-    """The right side: V for the mutant, else |supp p| − 1 of the computed row, or of the exact row
-    (where every entry of the softmax of finite logits is positive)."""
-    if statement == "V":
-        return built.V
-    if exact_row and built.form == "logits":
-        return built.V - 1
-    return int(scalar(sj.support_size(built.rows))) - 1
-
-
-def measure_rank(case: SoftmaxRow, backend: Backend, factor: Fraction, statement: str = "support") -> Measurement:
-    """rank J of the computed row (:func:`rank_enclosure`) against |supp p| − 1 (or V)."""
-    built = build(case, backend)
-    return rank_enclosure(built, backend).sides(planted_side(claimed_rank(built, statement), factor), "equal")[0]
-
-
-def judge_rank(case: SoftmaxRow, factor: Fraction, statement: str = "support") -> Judgement:
-    """rank J(p̂) of the exact row (:func:`exact_rank_enclosure`) against |supp p̂| − 1 (or V)."""
-    value = planted_side(claimed_rank(rebuilt(case), statement, exact_row=True), factor)
-    return exact_rank_enclosure(case).sides(value, "equal")[1]
-
-
-# --------------------------------------------------------------------------- quantities (the public API)
-#
-# Each quantity of a row is measured in the backend with a bound on its distance from the same
-# quantity of the exact instance (the built row read exactly and normalised exactly, or the softmax of
-# the built logits), and evaluated exactly on the float64 instance, in rationals or balls. A user states
-# a claim with them (``rankwall.declare``): ``norm <= 2 * top * complement``.
-
-
-def built_in(ctx: Context) -> Built:
-    """The case built once per context (both sides of a claim share it)."""
-    return ctx.once("built", lambda: build(ctx.case, ctx.backend))
-
-
-def exact_row_of(ctx: Context) -> exact_softmax.ExactRow:
-    return ctx.once("exact row", lambda: rebuilt(ctx.case).exact_row)
-
-
-def exact_probabilities(ctx: Context) -> tuple[list[Any], bool]:
-    """The exact row p̂ (rationals, or balls at the working precision) and whether it is rational."""
-    return ctx.once(("exact p", flint.ctx.prec), lambda: exact_entries(rebuilt(ctx.case)))
-
-
-def exact_direction(ctx: Context) -> list[Any]:
-    """The test direction u of the float64 instance, exactly (rationals, or balls beside a ball row)."""
-    built = rebuilt(ctx.case)
-    if built.direction is None:
-        raise InputError(f"{ctx.case.KIND}: this quantity needs a test direction u (use rows_with_direction)")
-    _, is_exact = exact_probabilities(ctx)
-    return [exact.rational(x) if is_exact else exact.ball(x) for x in to_numpy(built.direction)[0]]
-
-
-def entry_error(built: Built) -> float:
-    """Relative error of each computed p_i against p̂_i: a division by a sum of V terms (and, from logits,
-    an exponential): gamma_{V+4}."""
-    return tolerance.gamma(built.V + 4, built.u)
-
-
-def _relative(value: float, relative_error: float, built: Built, *, tiny_is_exact: bool = False) -> Measured:
-    """``value`` within ``relative_error`` of itself, unless it fell below the dtype's normal range (the
-    relative model no longer holds there: the exact route decides)."""
-    if subnormal(built, value) and not tiny_is_exact:
-        return Measured(value, math.inf)
-    return Measured(value, relative_error * abs(value))
-
-
-def _second_moment_of(built: Built) -> float:
-    return scalar(built.backend.xp.sum(built.rows.p * built.direction**2))
-
-
-def _exact_sum(ctx: Context, term: Callable[[Any, Any], Any]) -> Any:
-    p, is_exact = exact_probabilities(ctx)
-    zero = flint.fmpq(0) if is_exact else flint.arb(0)
-    return sum((term(pi, ui) for pi, ui in zip(p, exact_direction(ctx), strict=True)), start=zero)
-
-
-def _exact_mean(ctx: Context) -> Any:
-    return _exact_sum(ctx, lambda pi, ui: pi * ui)
-
-
-def _exact_norm(ctx: Context) -> Any:
-    """‖J(p̂)‖₂ exactly where the structure gives it (one-hot 0, a tied top m, two atoms 2m(1 − m)),
-    else a ball from the certified enclosure of the secular equation's largest root."""
-    row = exact_row_of(ctx)
-    positive = [(v, c) for v, c in zip(row.values[::-1], row.counts[::-1], strict=True) if row.logits or v > 0]
-    m, s, _, _ = row.parts(row.use_exact())
-    if len(positive) == 1 and positive[0][1] == 1:
-        return 0 * m
-    if positive[0][1] >= 2:
-        return m
-    if len(positive) == 2 and positive[1][1] == 1:
-        return 2 * m * s
-    estimate = scalar(sj.spectral_norm(rebuilt_rows(rebuilt(ctx.case))))
-    lo, hi, _ = exact_softmax.certified_norm(row, estimate)
-    return flint.arb(exact.rational(lo)).union(flint.arb(exact.rational(hi)))
-
-
-def norm_bound_of(expression: Quantity) -> exact_softmax.Bound | None:
-    """The structure of a bound t on ‖J‖₂ written with this family's quantities, where it has one:
-    c·m·(1 − m) (``"ms"``), c·min(m, 2m(1 − m)) (``"envelope"``) or a constant c. Known structure lets
-    the exact comparison use the tie and two-atom lemmas, which decide equalities no ball can."""
-    constant, factors = _product_of(expression)
-    if constant is None:
-        return None
-    if not factors:
-        return exact_softmax.Bound("constant", constant)
-    if sorted(map(id, factors)) == sorted((id(top), id(complement))):
-        return exact_softmax.Bound("ms", constant)
-    if len(factors) == 1 and isinstance(factors[0], Combination) and factors[0].op == "min":
-        a, b = factors[0].operands
-        inner = [norm_bound_of(x) for x in (a, b)]
-        if {(x.kind, x.coefficient) for x in inner if x is not None} == {("ms", Fraction(2))} and any(
-            x is top for x in (a, b)
-        ):
-            return exact_softmax.Bound("envelope", constant)
-    return None
-
-
-def _product_of(expression: Quantity) -> tuple[Fraction | None, list[Quantity]]:
-    """``(c, factors)`` with expression = c · Π factors, for a product of constants and quantities."""
-    if isinstance(expression, Constant):
-        return expression.value, []
-    if isinstance(expression, Combination) and expression.op == "*":
-        (c1, f1), (c2, f2) = (_product_of(x) for x in expression.operands)
-        return (None, []) if c1 is None or c2 is None else (c1 * c2, f1 + f2)
-    return Fraction(1), [expression]
-
-
-def _compare_norm(ctx: Context, t: Any, expression: Quantity) -> Compared | None:
-    """sign(‖J(p̂)‖₂ − t), from the sign of the secular function at t: against a bound of known structure
-    (:func:`norm_bound_of`) through :func:`rankwall.checks.exact_softmax.decide_norm_at_most` and its
-    lemmas, else against a rational t."""
-    bound = norm_bound_of(expression)
-    if bound is None and isinstance(t, flint.fmpq):
-        bound = exact_softmax.Bound("constant", Fraction(int(t.p), int(t.q)))
-    if bound is None:
-        return None
-    outcome, method = exact_softmax.decide_norm_at_most(exact_row_of(ctx), bound)
-    if outcome is None:
-        return None
-    return Compared(-outcome, method, norm_certification(method, bound) is Certification.EXACT)
-
-
-def _measure_norm(ctx: Context) -> Measured:
-    built = built_in(ctx)
-    norm = scalar(sj.spectral_norm(built.rows))
-    if subnormal(built, norm, scalar(built.rows.complement)):
-        return Measured(norm, math.inf)
-    return Measured(norm, tolerance.spectral_norm_tolerance(built.V, built.u, norm))
-
-
-def _support_interval(built: Built) -> RankInterval:
-    """|supp p̂|: the positive entries of the built row (every entry of a softmax of finite logits is
-    positive, whatever underflowed in floating point)."""
-    n = built.V if built.form == "logits" else int(np.count_nonzero(built.raw > 0))
-    return RankInterval(n, n, "the positive entries", "the positive entries", exact=True)
-
-
-def _top(ctx: Context) -> Measured:
-    built = built_in(ctx)
-    return _relative(scalar(built.rows.top), entry_error(built), built)
-
-
-def _exact_parts(ctx: Context) -> tuple[Any, Any, list[Any], list[int]]:
-    """(m, s, tail values, tail counts) of p̂, rational where the row is (:meth:`ExactRow.parts`)."""
-    row = exact_row_of(ctx)
-    return ctx.once(("parts", flint.ctx.prec), lambda: row.parts(row.use_exact()))
-
-
-def _complement(ctx: Context) -> Measured:
-    built = built_in(ctx)
-    return _relative(scalar(built.rows.complement), tolerance.gamma(2 * built.V + 4, built.u), built)
-
-
-def _trace(ctx: Context) -> Measured:
-    built = built_in(ctx)
-    value = scalar(sj.trace(built.rows))
-    return _relative(value, tolerance.gamma(3 * built.V + 16, built.u), built, tiny_is_exact=True)
-
-
-def _exact_trace(ctx: Context) -> Any:
-    p, _ = exact_probabilities(ctx)
-    return sum((pi * (1 - pi) for pi in p), start=0 * p[0])
-
-
-def _collision_complement(ctx: Context) -> Measured:
-    """1 − Σ p² ≥ s (see :func:`rankwall.theory.softmax_jacobian.collision_complement`), so the errors of
-    s(1 + m) and of Σ_{i≠k} p_i², each at most gamma·s, stay within 3·gamma of the result."""
-    built = built_in(ctx)
-    value = scalar(sj.collision_complement(built.rows))
-    return _relative(value, 3 * tolerance.gamma(3 * built.V + 16, built.u), built, tiny_is_exact=True)
-
-
-def _exact_collision_complement(ctx: Context) -> Any:
-    p, _ = exact_probabilities(ctx)
-    return 1 - sum((pi * pi for pi in p), start=0 * p[0])
-
-
-def _entropy(ctx: Context) -> Measured:
-    """H(p): each p_i off by gamma_{V+4} moves p_i log p_i by at most that times p_i(|log p_i| + 1), and
-    the logarithms, products and the sum add gamma_{V+4} of H: within gamma_{3V+16}(2H + 1)."""
-    built = built_in(ctx)
-    value = scalar(sj.entropy(built.rows))
-    return Measured(value, tolerance.gamma(3 * built.V + 16, built.u) * (2 * value + 1))
-
-
-def _exact_entropy(ctx: Context) -> Any:
-    p, _ = exact_probabilities(ctx)
-    return -sum((flint.arb(pi) * flint.arb(pi).log() for pi in p if pi > 0), start=flint.arb(0))
-
-
-def _kernel_residual(ctx: Context) -> Measured:
-    """max_i |(J·1)_i| of the O(V) product: its exact value is 0, and each entry p_i(1 − Σ_j p_j) of the
-    computed row carries at most gamma_{V+4}·m of rounding."""
-    built = built_in(ctx)
-    xp = built.backend.xp
-    value = scalar(xp.max(xp.abs(sj.jvp(built.rows, xp.ones_like(built.rows.p)))))
-    return Measured(value, tolerance.gamma(built.V + 4, built.u) * scalar(built.rows.top))
-
-
-def _exact_kernel_residual(ctx: Context) -> Any:
-    p, _ = exact_probabilities(ctx)
-    ones = [1 + 0 * pi for pi in p]
-    return max((abs(x) for x in exact_jvp(p, ones, 0 * p[0])), key=exact.to_float)
-
-
-def _with_direction(ctx: Context) -> Built:
-    built = built_in(ctx)
-    if built.direction is None:
-        raise InputError(f"{ctx.case.KIND}: this quantity needs a test direction u (use rows_with_direction)")
-    return built
-
-
-def _mean(ctx: Context) -> Measured:
-    """E_p u: the entries of p (gamma_{V+4} each) and the sum (gamma_V) give gamma_{2V+6}·E_p|u|."""
-    built = _with_direction(ctx)
-    xp, p, u = built.backend.xp, built.rows.p, built.direction
-    value = scalar(xp.sum(p * u))
-    return Measured(value, tolerance.gamma(2 * built.V + 6, built.u) * scalar(xp.sum(p * xp.abs(u))))
-
-
-def _second_moment(ctx: Context) -> Measured:
-    built = _with_direction(ctx)
-    value = _second_moment_of(built)
-    return Measured(value, tolerance.gamma(2 * built.V + 8, built.u) * value)
-
-
-def _form(ctx: Context, computed: Callable[[Built], Any], own: float) -> Measured:
-    """A quadratic form in u computed two ways: its rounding (gamma_{V+5} of 2E_p[u²], as in
-    :func:`rankwall.checks.tolerance.quadratic_form_tolerance`) and the error of the entries of p
-    (at most 3·gamma_{V+4}·E_p[u²]) stay within 6·gamma_{V+5}·E_p[u²], plus ``own`` of the value."""
-    built = _with_direction(ctx)
-    value = scalar(computed(built))
-    error = 6 * tolerance.gamma(built.V + 5, built.u) * _second_moment_of(built)
-    return Measured(value, error + own * abs(value))
-
-
-def _quadratic_form(ctx: Context) -> Measured:
-    return _form(ctx, lambda b: sj.quadratic_form(b.rows, b.direction), 0.0)
-
-
-def _variance(ctx: Context) -> Measured:
-    built = _with_direction(ctx)
-    return _form(ctx, lambda b: sj.variance(b.rows, b.direction), tolerance.gamma(built.V + 6, built.u))
-
-
-def _exact_second_moment(ctx: Context) -> Any:
-    return _exact_sum(ctx, lambda pi, ui: pi * ui * ui)
-
-
-def _exact_variance(ctx: Context) -> Any:
-    mu = _exact_mean(ctx)
-    return _exact_sum(ctx, lambda pi, ui: pi * (ui - mu) ** 2)
-
-
-def _vocabulary(ctx: Context) -> RankInterval:
-    return RankInterval(ctx.case.V, ctx.case.V, "the case", "the case", exact=True)
-
-
-norm = quantity("‖J‖₂", _measure_norm, _exact_norm, compare=_compare_norm, doc="the spectral norm of J = diag(p) − ppᵀ")
-top = quantity("m", _top, lambda ctx: _exact_parts(ctx)[0], doc="m = max_i p_i")
-complement = quantity(
-    "(1 − m)", _complement, lambda ctx: _exact_parts(ctx)[1], doc="1 − m, as the sum of the other entries"
-)
-trace = quantity("tr J", _trace, _exact_trace, doc="tr J = Σ_i p_i(1 − p_i), from the diagonal")
-collision_complement = quantity("(1 − Σ p_i²)", _collision_complement, _exact_collision_complement, doc="1 − Σ p_i²")
-entropy = quantity("H(p)", _entropy, _exact_entropy, doc="the Shannon entropy −Σ p_i log p_i, in nats")
-kernel_residual = quantity(
-    "max_i |(J·1)_i|", _kernel_residual, _exact_kernel_residual, doc="the largest entry of the product J·1"
-)
-mean = quantity("E_p u", _mean, _exact_mean, doc="the mean of the test direction u under p")
-second_moment = quantity("E_p[u²]", _second_moment, _exact_second_moment, doc="E_p[u²] of the test direction u")
-quadratic_form = quantity(
-    "uᵀJu", _quadratic_form, lambda ctx: _exact_second_moment(ctx) - _exact_mean(ctx) ** 2, doc="uᵀJu, matrix form"
-)
-variance = quantity("Var_p(u)", _variance, _exact_variance, doc="Var_p(u), two-pass")
-support = quantity(
-    "|supp p|",
-    lambda ctx: _support_interval(built_in(ctx)),
-    lambda ctx: _support_interval(rebuilt(ctx.case)),
-    integer=True,
-    doc="the number of positive entries",
-)
-vocabulary = quantity("V", _vocabulary, _vocabulary, integer=True, doc="the vocabulary size V")
-rank = quantity(
-    "rank J",
-    lambda ctx: rank_enclosure(built_in(ctx), ctx.backend),
-    lambda ctx: exact_rank_enclosure(ctx.case),
-    integer=True,
-    doc="rank J, enclosed from J itself (eigenvalues above a Weyl threshold, interlacing)",
-)
 
 # --------------------------------------------------------------------------- boundary classes (issue 18)
 #
@@ -1143,12 +1124,13 @@ ENVELOPE_BOUNDARY = {
 
 #: Where the claims of this family range: every row; every row with a test direction u; the witnesses
 #: of the envelope; spread tails (V >= 3).
-rows = Cases(any_row, witness_rows, random_rows, ROW_BOUNDARY)
+rows = Cases(any_row, witness_rows, random_rows, ROW_BOUNDARY, family=FAMILY)
 rows_with_direction = Cases(
     lambda: with_direction(any_row()),
     lambda V: _add_direction(witness_rows(V)),
     lambda V, n, seed: _add_direction(random_rows(V, n, seed), seed),
     {**ROW_BOUNDARY, "a direction offset by >= 10^4": large_offset},
+    family=FAMILY,
 )
 runner_ups = Cases(
     lambda: runner_up_instances(exact_witness=True),
@@ -1156,6 +1138,7 @@ runner_ups = Cases(
     boundary={
         k: ENVELOPE_BOUNDARY[k] for k in ("V = 2 or 3", "V >= 1024", "m = 1/2 (the envelope's corner)", "one-hot")
     },
+    family=FAMILY,
 )
 tied_atoms = Cases(
     tied_instances,
@@ -1163,11 +1146,13 @@ tied_atoms = Cases(
     boundary={
         k: ENVELOPE_BOUNDARY[k] for k in ("V = 2 or 3", "V >= 1024", "m = 1/2 (the envelope's corner)", "m = 1/V")
     },
+    family=FAMILY,
 )
 envelope_witnesses = Cases(
     lambda: st.one_of(runner_ups.strategy(), tied_atoms.strategy()),
     lambda V: runner_ups.witnesses(V) + tied_atoms.witnesses(V),
     boundary=ENVELOPE_BOUNDARY,
+    family=FAMILY,
 )
 spread_tails = Cases(
     lambda: spread_instances(low_vocabulary=3),
@@ -1178,56 +1163,68 @@ spread_tails = Cases(
         "one-hot": one_hot,
         "m = 1/V": smallest_top,
     },
+    family=FAMILY,
 )
 
 
-# --------------------------------------------------------------------------- references (issue 18)
+# --------------------------------------------------------------------------- references
 #
-# Both sides of every claim the slow, obviously right way, sharing nothing with the measures but the
-# instance: the row as the backend built it, read exactly; p̂ as Python Fractions (or, from logits, its
-# softmax in 200-bit mpmath); the dense V x V matrix J = diag(p̂) − p̂p̂ᵀ; its eigenvalues from mpmath's
-# symmetric eigensolver at 200 bits; its rank exactly over the rationals (python-flint's fmpq_mat) or,
-# from logits, as the eigenvalues above 2^-100. Small V only (the tests run them at V <= 64).
+# Every quantity the slow, obviously right way, sharing nothing with the float and exact routes but the
+# built instance: p̂ as Python Fractions (probabilities) or, from logits, as mpmath numbers at a
+# precision that spans the row's dynamic range (REFERENCE_BITS beyond the ratio of its largest to its
+# smallest entry, so an entry of e^-800 keeps its digits); the dense V x V matrix J = diag(p̂) − p̂p̂ᵀ;
+# its eigenvalues from Arb's eigensolver (mpmath's Jacobi eigsy where Arb cannot isolate them); its
+# rank exactly over the rationals, or, from logits, as the eigenvalues beyond the row's dynamic range.
+# Small V only (the tests run them at V <= 64).
 
 
 @dataclass(frozen=True)
 class DenseRow:
-    """The exact row, its dense J, and the test direction (if any), for the references."""
+    """The exact row, its dense J, the test direction (if any), and the precision (bits) it was built at."""
 
     p: list[Any]
     J: Any
     u: list[Any] | None
     exact: bool
     others: list[Any]
+    bits: int
 
 
-def dense_row(case: SoftmaxRow, backend: Backend, computed: bool = False) -> DenseRow:
-    """The case as ``backend`` built it, p̂ exactly (Fractions) or in 200-bit mpmath (from logits);
-    with ``computed``, the computed probability row itself read exactly (the instance ``rank``'s float
-    route measures, zeros from underflow included)."""
-    built = build(case, backend)
-    if computed:
-        built = replace(built, raw=to_numpy(built.rows.p)[0].astype(np.float64), form="probabilities")
+def dense_row(ctx: Context) -> DenseRow:
+    """The context's instance as dense data (see above)."""
+    return ctx.once("dense row", lambda: _dense(built_in(ctx)))
+
+
+def _dense(built: Built) -> DenseRow:
     if built.form == "logits":
-        z = [mpmath.mpf(float(x)) for x in built.raw]
-        top = max(z)
-        weights = [mpmath.exp(x - top) for x in z]
-        total = mpmath.fsum(weights)
-        p: list[Any] = [w / total for w in weights]
-        exact_row = False
+        span = float(built.raw.max() - built.raw.min()) / math.log(2)
+        bits = mpmath.mp.prec + 2 * math.ceil(span) + 2 * built.V.bit_length() + 64
+        with mpmath.workprec(bits):
+            z = [mpmath.mpf(float(x)) for x in built.raw]
+            weights = [mpmath.exp(x - max(z)) for x in z]
+            total = mpmath.fsum(weights)
+            p: list[Any] = [w / total for w in weights]
     else:
+        bits = mpmath.mp.prec
         values = [Fraction(float(x)) for x in built.raw]
         total_q = sum(values, Fraction(0))
         p = [x / total_q for x in values]
-        exact_row = True
     n = len(p)
-    # J_ii = p_i (1 − p_i) as p_i Σ_{j≠i} p_j: 1 − p_i cancels for a near-one-hot row from logits.
-    others = [sum((p[j] for j in range(n) if j != i), 0 * p[0]) for i in range(n)]
-    J = [[p[i] * others[i] if i == j else -p[i] * p[j] for j in range(n)] for i in range(n)]
+    with mpmath.workprec(bits):
+        # J_ii = p_i (1 − p_i) as p_i Σ_{j≠i} p_j: 1 − p_i cancels for a near-one-hot row from logits.
+        others = [sum((p[j] for j in range(n) if j != i), 0 * p[0]) for i in range(n)]
+        J = [[p[i] * others[i] if i == j else -p[i] * p[j] for j in range(n)] for i in range(n)]
     u = None
     if built.direction is not None:
+        exact_row = built.form != "logits"
         u = [Fraction(float(x)) if exact_row else mpmath.mpf(float(x)) for x in to_numpy(built.direction)[0]]
-    return DenseRow(p, J, u, exact_row, others)
+    return DenseRow(p, J, u, built.form != "logits", others, bits)
+
+
+def _at(row: DenseRow, compute: Callable[[], Any]) -> Any:
+    """``compute()`` at the row's precision (an exact result is returned as it is)."""
+    with mpmath.workprec(row.bits):
+        return compute()
 
 
 def _mp(x: Any) -> Any:
@@ -1242,314 +1239,481 @@ def _arb(x: Any) -> flint.arb:
     return flint.arb(int(man)) * flint.arb(2) ** int(exp)
 
 
-@functools.lru_cache(maxsize=512)
-def _dense_eigenvalues(p: tuple[Any, ...], prec: int) -> tuple[Any, ...]:
-    """The eigenvalues of the dense J = diag(p) − ppᵀ (entries as :func:`dense_row` forms them), to
-    ``prec`` bits: Arb's eigensolver (clusters allowed), mpmath's Jacobi ``eigsy`` where Arb cannot
-    isolate them. Cached on p: the claims of the family and the float64 backends share rows."""
+@functools.lru_cache(maxsize=256)
+def _dense_eigenvalues(p: tuple[Any, ...], bits: int) -> tuple[Any, ...]:
+    """The eigenvalues of the dense J = diag(p) − ppᵀ, to ``bits`` bits: Arb's eigensolver (clusters
+    allowed), mpmath's Jacobi ``eigsy`` where Arb cannot isolate them. Cached on p."""
     n = len(p)
-    others = [sum((p[j] for j in range(n) if j != i), 0 * p[0]) for i in range(n)]
-    J = [[p[i] * others[i] if i == j else -p[i] * p[j] for j in range(n)] for i in range(n)]
+    with mpmath.workprec(bits):
+        others = [sum((p[j] for j in range(n) if j != i), 0 * p[0]) for i in range(n)]
+        J = [[p[i] * others[i] if i == j else -p[i] * p[j] for j in range(n)] for i in range(n)]
     try:
-        with exact.precision(prec):
+        with exact.precision(bits):
             matrix = flint.acb_mat([[flint.acb(_arb(x)) for x in r] for r in J])
             midpoints = [e.real.mid().man_exp() for e in matrix.eig(multiple=True)]
-        with mpmath.workprec(prec):
+        with mpmath.workprec(bits):
             return tuple(mpmath.mpf((int(m), int(e))) for m, e in midpoints)
     except ValueError:  # Arb failed to isolate a near-cluster
-        with mpmath.workprec(prec):
+        with mpmath.workprec(bits):
             return tuple(mpmath.eigsy(mpmath.matrix([[_mp(x) for x in r] for r in J]), eigvals_only=True))
 
 
-def dense_norm(row: DenseRow) -> Any:
-    """‖J‖₂ = λ_max(J), from a dense eigensolver on J at the working precision."""
-    return max(_dense_eigenvalues(tuple(row.p), mpmath.mp.prec))
+def reference_norm(ctx: Context) -> Any:
+    """λ_max(J) from a dense eigensolver."""
+    row = dense_row(ctx)
+    return max(_dense_eigenvalues(tuple(row.p), row.bits))
 
 
-def dense_rank(row: DenseRow) -> int:
-    """rank J: exactly over the rationals, or (from logits) the eigenvalues above 2^-100."""
+def reference_rank(ctx: Context) -> int:
+    """rank J: exactly over the rationals; from logits (p > 0), the rank of the congruent
+    D^{-1/2} J D^{-1/2} = I − √p √pᵀ (D = diag p, a nonsingular scaling, which keeps the rank), whose
+    eigenvalues are well separated from 0 or are 0: those above 2^-100 at the row's precision."""
+    row = dense_row(ctx)
+    n = len(row.p)
     if row.exact:
-        n = len(row.p)
         entries = [flint.fmpq(x.numerator, x.denominator) for r in row.J for x in r]
         return int(flint.fmpq_mat(n, n, entries).rank())
-    eigenvalues = _dense_eigenvalues(tuple(row.p), mpmath.mp.prec)
-    return sum(1 for e in eigenvalues if abs(e) > mpmath.mpf(2) ** -100)
+    with mpmath.workprec(row.bits):
+        scaled = mpmath.matrix([[row.J[i][j] / mpmath.sqrt(row.p[i] * row.p[j]) for j in range(n)] for i in range(n)])
+        eigenvalues = mpmath.eigsy(scaled, eigvals_only=True)
+        return sum(1 for e in eigenvalues if abs(e) > mpmath.mpf(2) ** -100)
 
 
-def _top(row: DenseRow) -> tuple[Any, Any]:
-    """m and 1 − m, the latter as the sum of the other entries (no cancellation)."""
-    k = max(range(len(row.p)), key=lambda i: row.p[i])
-    return row.p[k], row.others[k]
+def _top_index(row: DenseRow) -> int:
+    return max(range(len(row.p)), key=lambda i: row.p[i])
 
 
-def _reference(
-    sides: Callable[[DenseRow], tuple[Any, Any]], what: str, computed: bool = False
-) -> Callable[[SoftmaxRow, Backend], Reference]:
-    def reference(case: SoftmaxRow, backend: Backend) -> Reference:
-        row = dense_row(case, backend, computed)
-        lhs, rhs = sides(row)
-        method = f"dense J, {what}, p̂ {'in Fractions' if row.exact else 'in 200-bit mpmath'}"
-        return Reference(lhs, rhs, method)
+def _reference_moments(ctx: Context) -> tuple[Any, Any, Any, Any]:
+    """(E_p u, E_p[u²], uᵀJu as a double sum, Var_p(u) two-pass)."""
+    row = dense_row(ctx)
+    if row.u is None:
+        raise InputError(f"{ctx.case.KIND}: this quantity needs a test direction u (use rows_with_direction)")
+    u, p, n = row.u, row.p, len(row.p)
+
+    def compute() -> tuple[Any, Any, Any, Any]:
+        mean = sum((pi * ui for pi, ui in zip(p, u, strict=True)), 0 * p[0])
+        second = sum((pi * ui * ui for pi, ui in zip(p, u, strict=True)), 0 * p[0])
+        form = sum((u[i] * row.J[i][j] * u[j] for i in range(n) for j in range(n)), 0 * p[0])
+        variance = sum((pi * (ui - mean) ** 2 for pi, ui in zip(p, u, strict=True)), 0 * p[0])
+        return mean, second, form, variance
+
+    values = ctx.once("reference moments", lambda: _at(row, compute))
+    if row.exact:
+        return values
+    scale = max(abs(_mp(x)) for x in u) ** 2 + 1
+    error = mpmath.mpf(n) ** 2 * scale * mpmath.mpf(2) ** (16 - row.bits)
+    return tuple(Approximately(v, error) for v in values)
+
+
+def _reference(compute: Callable[[DenseRow], Any]) -> Callable[[Context], Any]:
+    """A reference from the dense row: exact on a row of probabilities; from logits, within the rounding
+    of sums of at most V² terms of size at most 1 at the row's precision (an :class:`Approximately`)."""
+
+    def reference(ctx: Context) -> Any:
+        row = dense_row(ctx)
+        value = _at(row, lambda: compute(row))
+        if row.exact or isinstance(value, int):
+            return value
+        return Approximately(value, mpmath.mpf(len(row.p)) ** 2 * mpmath.mpf(2) ** (16 - row.bits))
 
     return reference
 
 
-def _quadratic_form_and_variance(row: DenseRow) -> tuple[Any, Any]:
-    u = row.u
-    form = sum((u[i] * row.J[i][j] * u[j] for i in range(len(u)) for j in range(len(u))), 0 * u[0])
-    mean = sum((pi * ui for pi, ui in zip(row.p, u, strict=True)), 0 * u[0])
-    return form, sum((pi * (ui - mean) ** 2 for pi, ui in zip(row.p, u, strict=True)), 0 * u[0])
+def _row_sums(row: DenseRow, v: list[Any]) -> Any:
+    """max_i |Σ_j J_ij v_j|."""
+    n = len(row.p)
+    return max(abs(sum((row.J[i][j] * v[j] for j in range(n)), 0 * row.p[0])) for i in range(n))
 
 
-REFERENCES: dict[str, Callable[[SoftmaxRow, Backend], Reference]] = {
-    "variance-form": _reference(_quadratic_form_and_variance, "uᵀJu as a double sum, Var_p(u) two-pass"),
-    "psd": _reference(lambda r: (0, _quadratic_form_and_variance(r)[0]), "0 against uᵀJu as a double sum"),
-    "kernel": _reference(lambda r: (max(abs(sum(row, 0 * row[0])) for row in r.J), 0), "the row sums of J (J·1)"),
-    "trace": _reference(
-        lambda r: (
-            sum((r.J[i][i] for i in range(len(r.p))), 0 * r.p[0]),
-            sum((x * (x + o) for x, o in zip(r.p, r.others, strict=True)), 0 * r.p[0]) - sum(x * x for x in r.p),
-        ),
-        "the diagonal of J against 1 − Σ p̂² (with 1 = Σ p̂)",
-    ),
-    "rank": _reference(
-        lambda r: (dense_rank(r), sum(1 for x in r.p if x > 0) - 1),
-        "the rank of J against |supp p̂| − 1, on the computed row",
-        computed=True,
-    ),
-    "lower-bound": _reference(lambda r: (_top(r)[0] * _top(r)[1], dense_norm(r)), "m(1 − m) against λ_max(J)"),
-    "upper-bound": _reference(lambda r: (dense_norm(r), 2 * _top(r)[0] * _top(r)[1]), "λ_max(J) against 2m(1 − m)"),
-    "envelope": _reference(
-        lambda r: (dense_norm(r), min(_top(r)[0], 2 * _top(r)[0] * _top(r)[1])), "λ_max(J) against min(m, 2m(1 − m))"
-    ),
-    "lower-bound-approached": _reference(
-        lambda r: (dense_norm(r), _top(r)[0] * _top(r)[1] * Fraction(len(r.p) - 1, len(r.p) - 2)),
-        "λ_max(J) against m(1 − m) n/(n − 1)",
-    ),
-}
-REFERENCES["envelope-attained"] = REFERENCES["envelope"]
+# --------------------------------------------------------------------------- the quantities
 
 
-# --------------------------------------------------------------------------- registration
+def _quantity(name: str, measure: Callable[[Context], Any], exact_fn: Callable[[Context], Any], **options: Any) -> Any:
+    return quantity(name, measure, exact_fn, family=FAMILY, **options)
 
 
-FAMILY = Family("softmax-jacobian", rows)
+norm = _quantity(
+    "‖J‖₂",
+    _measure_norm,
+    _exact_norm,
+    compare=_compare_norm,
+    reference=reference_norm,
+    doc="the spectral norm of J = diag(p) − ppᵀ",
+    exact_doc="the secular equation's largest root, compared with a bound by the sign of the secular function "
+    "at it (the tie and two-atom lemmas where the bound is attained)",
+)
+top = _quantity(
+    "m",
+    _measure_top,
+    _exact_top,
+    reference=_reference(lambda r: r.p[_top_index(r)]),
+    doc="m = max_i p_i",
+    exact_doc="the largest entry of p̂",
+)
+complement = _quantity(
+    "(1 − m)",
+    _measure_complement,
+    _exact_complement,
+    reference=_reference(lambda r: r.others[_top_index(r)]),
+    doc="1 − m, as the sum of the other entries",
+    exact_doc="the sum of the other entries of p̂",
+)
+trace = _quantity(
+    "tr J",
+    _measure_trace,
+    _exact_trace,
+    reference=_reference(lambda r: sum((r.J[i][i] for i in range(len(r.p))), 0 * r.p[0])),
+    doc="tr J = Σ_i p_i(1 − p_i), from the diagonal",
+    exact_doc="Σ_i p̂_i(1 − p̂_i) in rationals, or in the weights of the logits",
+)
+collision_complement = _quantity(
+    "(1 − Σ p_i²)",
+    _measure_collision_complement,
+    _exact_collision_complement,
+    reference=_reference(lambda r: 1 - sum((x * x for x in r.p), 0 * r.p[0])),
+    doc="1 − Σ p_i², the probability that two draws from p differ",
+    exact_doc="1 − Σ_i p̂_i² in rationals, or in the weights of the logits",
+)
+entropy = _quantity(
+    "H(p)",
+    _measure_entropy,
+    _exact_entropy,
+    reference=_reference(lambda r: -sum((_mp(x) * mpmath.log(_mp(x)) for x in r.p if x > 0), mpmath.mpf(0))),
+    doc="the Shannon entropy −Σ p_i log p_i, in nats",
+    exact_doc="balls, one term per distinct entry",
+)
+kernel_residual = _quantity(
+    "max_i |(J·1)_i|",
+    functools.partial(_measure_product, direction="ones"),
+    _exact_kernel_residual,
+    reference=_reference(lambda r: _row_sums(r, [1] * len(r.p))),
+    doc="the largest entry of the product J·1 (the logit gradients of a row summed)",
+    exact_doc="the product J·1 on p̂: p̂_i (1 − Σ_j p̂_j), exactly",
+)
+product_with_p = _quantity(
+    "max_i |(J·p)_i|",
+    functools.partial(_measure_product, direction="p"),
+    _exact_product_with_p,
+    reference=_reference(lambda r: _row_sums(r, r.p)),
+    doc="the largest entry of the product J·p",
+    exact_doc="p̂_i (p̂_i − Σ_j p̂_j²), exactly",
+)
+mean = _quantity(
+    "(E_p u)",
+    _measure_mean,
+    lambda ctx: _exact_moments(ctx)[0],
+    reference=lambda ctx: _reference_moments(ctx)[0],
+    doc="the mean of the test direction u under p",
+    exact_doc="Σ_i p̂_i u_i, exactly (rationals, or group sums of u in the weights of the logits)",
+)
+second_moment = _quantity(
+    "E_p[u²]",
+    _measure_second_moment,
+    lambda ctx: _exact_moments(ctx)[1],
+    reference=lambda ctx: _reference_moments(ctx)[1],
+    doc="E_p[u²] of the test direction u",
+    exact_doc="Σ_i p̂_i u_i², exactly",
+)
+quadratic_form = _quantity(
+    "uᵀJu",
+    _measure_quadratic_form,
+    lambda ctx: _exact_moments(ctx)[2],
+    reference=lambda ctx: _reference_moments(ctx)[2],
+    doc="uᵀJu in the matrix form Σ_i u_i (Ju)_i",
+    exact_doc="Σ_i u_i p̂_i (u_i − E u), exactly",
+)
+variance = _quantity(
+    "Var_p(u)",
+    _measure_variance,
+    lambda ctx: _exact_moments(ctx)[3],
+    reference=lambda ctx: _reference_moments(ctx)[3],
+    doc="Var_p(u), two-pass",
+    exact_doc="Σ_i p̂_i (u_i − E u)², exactly",
+)
+frobenius = _quantity(
+    "‖J‖_F",
+    _measure_frobenius,
+    _exact_frobenius,
+    reference=_reference(lambda r: mpmath.sqrt(_mp(sum((x * x for row in r.J for x in row), 0 * r.p[0])))),
+    doc="the Frobenius norm of J, (Σ_ij J_ij²)^{1/2}",
+    exact_doc="the square root of Σ p̂² − 2Σ p̂³ + (Σ p̂²)², kept as a root (its square is exact)",
+)
+p_norm = _quantity(
+    "‖p‖₂",
+    _measure_p_norm,
+    _exact_p_norm,
+    reference=_reference(lambda r: mpmath.sqrt(_mp(sum((x * x for x in r.p), 0 * r.p[0])))),
+    doc="the Euclidean norm of the row p",
+    exact_doc="the square root of Σ p̂², kept as a root",
+)
+support = _quantity(
+    "|supp p|",
+    _support_interval,
+    _support_interval,
+    reference=_reference(lambda r: sum(1 for x in r.p if x > 0)),
+    integer=True,
+    doc="the number of positive entries",
+    exact_doc="the nonzero entries of the built row (all V for a softmax of logits)",
+)
+vocabulary = _quantity(
+    "V",
+    _vocabulary,
+    _vocabulary,
+    reference=lambda ctx: ctx.case.V,
+    integer=True,
+    doc="the vocabulary size V",
+    exact_doc="the case's V",
+)
+rank = _quantity(
+    "rank J",
+    _measure_rank,
+    _exact_rank,
+    reference=reference_rank,
+    integer=True,
+    doc="rank J, enclosed from J itself (eigenvalues above a Weyl threshold, interlacing), never from |supp p|",
+    exact_doc="python-flint's rank over the rationals (V ≤ 48), else interlacing on the exact row",
+)
 
 
-def _with_factor(
-    measure: Callable[..., Measurement], judge: Callable[..., Judgement], extra: Fraction
-) -> dict[str, Any]:
-    return {
-        "measure": lambda i, b, f: measure(i, b, f * extra),
-        "judge_exactly": lambda i, f: judge(i, f * extra),
-    }
+# --------------------------------------------------------------------------- the claims
+#
+# Seed 002 is "Gradients 2: A Confident Attention Head Passes Almost No Gradient"; each claim names the
+# section of it that states the result, or "rankwall" where we reconstructed it.
 
-
-variance_form_claim = FAMILY.claim(
-    "variance-form",
-    reference=REFERENCES["variance-form"],
+variance_form_claim = declare(
+    "softmax-jacobian.variance-form",
     source="seed 002, 'The gradient is a variance' (displayed identity)",
     title="The quadratic form of J is a variance",
     statement="uᵀ J u = Var_p(u) = Σ p_i (u_i − E_p u)²  for every u",
     domain="every probability vector p, every real u",
-    relation=Relation.EQUAL,
-    measure=measure_variance,
-    judge_exactly=judge_variance,
+    lhs=quadratic_form,
+    relation="==",
+    rhs=variance,
     cases=rows_with_direction,
 )
-psd_claim = FAMILY.claim(
-    "psd",
-    reference=REFERENCES["psd"],
+psd_claim = declare(
+    "softmax-jacobian.psd",
     source="seed 002, 'The gradient is a variance'",
     title="J is symmetric positive semidefinite",
     statement="uᵀ J u ≥ 0 for every u, i.e. (E_p u)² ≤ E_p[u²] (J = diag(p) − ppᵀ is symmetric by construction)",
     domain="every probability vector p, every real u",
-    relation=Relation.AT_MOST,
-    direction="upper",
-    measure=measure_psd,
-    judge_exactly=judge_psd,
+    lhs=mean**2,
+    relation="<=",
+    rhs=second_moment,
     cases=rows_with_direction,
 )
-kernel_claim = FAMILY.claim(
-    "kernel",
-    reference=REFERENCES["kernel"],
+kernel_claim = declare(
+    "softmax-jacobian.kernel",
     source="seed 002, 'How tight that is' (smallest eigenvalue); 'What to keep' 3",
     title="J annihilates the constant direction",
     statement="J·1 = 0 (the logit gradients of a softmax row sum to zero)",
     domain="every probability vector p",
-    relation=Relation.EQUAL,
-    measure=measure_kernel,
-    judge_exactly=judge_kernel,
+    lhs=kernel_residual,
+    relation="==",
+    rhs=0,
+    cases=rows,
 )
-trace_claim = FAMILY.claim(
-    "trace",
-    reference=REFERENCES["trace"],
+trace_claim = declare(
+    "softmax-jacobian.trace",
     source="seed 002, 'How tight that is' (trace line); 'What to keep' 3",
     title="The trace of J is a collision complement",
     statement="tr J = 1 − Σ p_i²",
     domain="every probability vector p",
-    relation=Relation.EQUAL,
-    measure=measure_trace,
-    judge_exactly=judge_trace,
+    lhs=trace,
+    relation="==",
+    rhs=collision_complement,
+    cases=rows,
 )
-rank_claim = FAMILY.claim(
-    "rank",
-    reference=REFERENCES["rank"],
+rank_claim = declare(
+    "softmax-jacobian.rank",
     source="rankwall (reconstructed; seed 002 shows only the zero eigenvalue)",
     title="The rank of J is the support size minus one",
     statement="rank J = |supp p| − 1",
     domain="every probability vector p",
-    relation=Relation.EQUAL,
-    measure=measure_rank,
-    judge_exactly=judge_rank,
+    lhs=rank,
+    relation="==",
+    rhs=support - 1,
+    cases=rows,
 )
-lower_bound_claim = FAMILY.claim(
-    "lower-bound",
-    reference=REFERENCES["lower-bound"],
+lower_bound_claim = declare(
+    "softmax-jacobian.lower-bound",
     source="seed 002, 'How tight that is' (displayed bound, lower half)",
     title="Lower bound on the spectral norm",
     statement="m(1 − m) ≤ ‖J‖₂,  m = max_i p_i",
     domain="every probability vector p (the seed states it for m ≥ 1/2)",
-    relation=Relation.AT_MOST,
-    direction="lower",
-    measure=_measure_norm_bound("lower", norm_on_left=False),
-    judge_exactly=_judge_norm_bound("lower", norm_on_left=False),
+    lhs=norm,
+    relation=">=",
+    rhs=top * complement,
+    cases=rows,
 )
-upper_bound_claim = FAMILY.claim(
-    "upper-bound",
-    reference=REFERENCES["upper-bound"],
+upper_bound_claim = declare(
+    "softmax-jacobian.upper-bound",
     source="seed 002, 'How tight that is' (displayed bound, upper half)",
     title="Upper bound on the spectral norm",
     statement="‖J‖₂ ≤ 2m(1 − m),  m = max_i p_i",
     domain="every probability vector p (the seed states it for m ≥ 1/2; sharp exactly there)",
-    relation=Relation.AT_MOST,
-    direction="upper",
-    measure=_measure_norm_bound("upper", norm_on_left=True),
-    judge_exactly=_judge_norm_bound("upper", norm_on_left=True),
+    lhs=norm,
+    relation="<=",
+    rhs=2 * top * complement,
+    cases=rows,
 )
-envelope_claim = FAMILY.claim(
-    "envelope",
-    reference=REFERENCES["envelope"],
+envelope_claim = declare(
+    "softmax-jacobian.envelope",
     source="rankwall (exact envelope; sharpens seed 002's upper bound for m < 1/2)",
     title="The exact envelope of the spectral norm",
     statement="‖J‖₂ ≤ min(m, 2m(1 − m))",
     domain="every probability vector p",
-    relation=Relation.AT_MOST,
-    direction="upper",
-    measure=_measure_norm_bound("envelope", norm_on_left=True),
-    judge_exactly=_judge_norm_bound("envelope", norm_on_left=True),
+    lhs=norm,
+    relation="<=",
+    rhs=minimum(top, 2 * top * complement),
+    cases=rows,
 )
-
-
-envelope_attained_claim = FAMILY.claim(
-    "envelope-attained",
-    reference=REFERENCES["envelope-attained"],
+envelope_attained_claim = declare(
+    "softmax-jacobian.envelope-attained",
     source="rankwall (witnesses for the envelope)",
     title="The envelope is attained",
     statement="‖J‖₂ = min(m, 2m(1 − m)) for the runner-up row (m, 1 − m) when m ≥ 1/2 "
     "and for two atoms tied at m ≤ 1/2",
     domain="the two constructed witnesses",
-    relation=Relation.EQUAL,
-    measure=_measure_norm_bound("envelope", norm_on_left=True),
-    judge_exactly=_judge_norm_bound("envelope", norm_on_left=True),
+    lhs=norm,
+    relation="==",
+    rhs=minimum(top, 2 * top * complement),
     cases=envelope_witnesses,
 )
-lower_bound_approached_claim = FAMILY.claim(
-    "lower-bound-approached",
-    reference=REFERENCES["lower-bound-approached"],
+lower_bound_approached_claim = declare(
+    "softmax-jacobian.lower-bound-approached",
     source="rankwall (seed 002's 64-position row, generalised)",
     title="The lower bound is approached by spreading the tail",
-    statement="‖J‖₂ ≤ m(1 − m)·n/(n − 1) for (m, (1−m)/n, …, (1−m)/n) with n = V − 1 ≥ 2 tail atoms, "
-    "so inf{‖J‖₂ : max p = m} = m(1 − m) over all V",
+    statement="‖J‖₂ ≤ m(1 − m)·n/(n − 1) for (m, (1−m)/n, …, (1−m)/n) with n = V − 1 ≥ 2 tail atoms and "
+    "m ≥ 1/(n + 1), so inf{‖J‖₂ : max p = m} = m(1 − m) over all V",
     domain="the spread-tail witness, V ≥ 3",
-    relation=Relation.AT_MOST,
-    direction="upper",
-    measure=measure_spread,
-    judge_exactly=judge_spread,
+    lhs=norm,
+    relation="<=",
+    rhs=top * complement * (vocabulary - 1) / (vocabulary - 2),
     cases=spread_tails,
 )
 
 upper_bound_claim.with_mutant(
     "constant-1.9",
     statement="‖J‖₂ ≤ 1.9·m(1 − m)  (false: the runner-up row attains 2m(1 − m))",
-    **_with_factor(upper_bound_claim.measure, upper_bound_claim.judge_exactly, Fraction(19, 20)),
+    rhs=1.9 * top * complement,
 )
 lower_bound_claim.with_mutant(
     "factor-1.1",
     statement="1.1·m(1 − m) ≤ ‖J‖₂  (false: a spread tail comes within a factor n/(n−1))",
-    **_with_factor(lower_bound_claim.measure, lower_bound_claim.judge_exactly, Fraction(11, 10)),
+    rhs=1.1 * top * complement,
 )
 trace_claim.with_mutant(
     "equals-entropy",
     statement="tr J = −Σ p_i log p_i  (false: the trace is a collision complement)",
-    measure=measure_trace_entropy,
-    judge_exactly=judge_trace_entropy,
+    rhs=entropy,
 )
 variance_form_claim.with_mutant(
     "second-moment",
     statement="uᵀ J u = E_p[u²]  (false: the mean is not removed; J = diag(p) − ppᵀ)",
-    measure=lambda i, b, f: measure_variance(i, b, f, centred=False),
-    judge_exactly=lambda i, f: judge_variance(i, f, centred=False),
+    rhs=second_moment,
 )
 psd_claim.with_mutant(
     "dominates-diag-p",
     statement="uᵀ J u ≥ E_p[u²], i.e. J ⪰ diag(p)  (false: J = diag(p) − ppᵀ ⪯ diag(p))",
-    measure=lambda i, b, f: measure_psd(i, b, f, allowed=Fraction(0)),
-    judge_exactly=lambda i, f: judge_psd(i, f, allowed=Fraction(0)),
+    lhs=quadratic_form,
+    relation=">=",
+    rhs=second_moment,
 )
 kernel_claim.with_mutant(
     "annihilates-p",
     statement="J·p = 0  (false: (Jp)_i = p_i(p_i − Σ_j p_j²), zero only for a row uniform on its support)",
-    measure=lambda i, b, f: measure_kernel(i, b, f, direction="p"),
-    judge_exactly=lambda i, f: judge_kernel(i, f, direction="p"),
+    lhs=product_with_p,
 )
 envelope_claim.with_mutant(
     "at-most-m(1-m)",
     statement="‖J‖₂ ≤ m(1 − m)  (false: the runner-up row has ‖J‖₂ = 2m(1 − m))",
-    measure=_measure_norm_bound("lower", norm_on_left=True),
-    judge_exactly=_judge_norm_bound("lower", norm_on_left=True),
+    rhs=top * complement,
 )
 envelope_attained_claim.with_mutant(
     "always-2m(1-m)",
     statement="‖J‖₂ = 2m(1 − m) on both witnesses  (false: two atoms tied at m < 1/2 give ‖J‖₂ = m)",
-    measure=_measure_norm_bound("upper", norm_on_left=True),
-    judge_exactly=_judge_norm_bound("upper", norm_on_left=True),
+    rhs=2 * top * complement,
 )
 lower_bound_approached_claim.with_mutant(
     "attained",
     statement="‖J‖₂ ≤ m(1 − m) for the spread tail  (false: the infimum m(1 − m) is not attained for m < 1)",
-    measure=_measure_norm_bound("lower", norm_on_left=True),
-    judge_exactly=_judge_norm_bound("lower", norm_on_left=True),
+    rhs=top * complement,
 )
 rank_claim.with_mutant(
     "equals-V",
     statement="rank J = V  (false: J·1 = 0 always)",
-    measure=lambda i, b, f: measure_rank(i, b, f, "V"),
-    judge_exactly=lambda i, f: judge_rank(i, f, "V"),
+    rhs=vocabulary,
 )
+
 
 #: The theorems and lemmas of ``docs/softmax_jacobian.md`` (collected by ``checks/fidelity.py``).
 _TESTS = "tests/test_softmax_jacobian.py::"
 STATEMENTS: tuple[Statement, ...] = (
-    Statement("thm-variance", "SJ.1", "softmax_jacobian", "seed 002, \"The gradient is a variance\"", Kind.SEED,
-              ("softmax-jacobian.variance-form", "softmax-jacobian.psd", "softmax-jacobian.kernel"),
-              (_TESTS + "TestIdentitiesAreProvedSymbolically", _TESTS + "TestKernelIsMeasuredThroughTheProduct")),
-    Statement("thm-trace", "SJ.2", "softmax_jacobian", "seed 002, \"The other two lines\" (trace and kernel)",
-              Kind.SEED, ("softmax-jacobian.trace",), (_TESTS + "TestIdentitiesAreProvedSymbolically",),
-              "the seed gives no proof; 'not a function of the entropy' is proved here"),
-    Statement("thm-rank", "SJ.3", "softmax_jacobian", "seed 002 shows one zero eigenvalue; no rank statement",
-              Kind.RECONSTRUCTED, ("softmax-jacobian.rank",), (_TESTS + "TestRankIsMeasuredFromJ",)),
-    Statement("thm-secular", "SJ.4", "softmax_jacobian", "none (Golub 1973)", Kind.NEW,
-              ("softmax-jacobian.upper-bound",),
-              (_TESTS + "TestSpectralNormIsAccurate", _TESTS + "TestAccuracyAgainstTheRoundingModel")),
-    Statement("thm-bounds", "SJ.5", "softmax_jacobian", "seed 002, \"How tight that is\" (for m >= 1/2)",
-              Kind.SEED, ("softmax-jacobian.lower-bound", "softmax-jacobian.upper-bound"),
-              (_TESTS + "TestSeedFigures", _TESTS + "test_tightened_bounds_are_refuted_by_search"),
-              "extended to every p, and to m = 1, with the case of equality"),
-    Statement("thm-envelope", "SJ.6", "softmax_jacobian", "none", Kind.NEW,
-              ("softmax-jacobian.envelope", "softmax-jacobian.envelope-attained"),
-              (_TESTS + "test_each_mutant_is_refuted_with_a_certificate",)),
-    Statement("thm-infimum", "SJ.7", "softmax_jacobian", "none", Kind.NEW,
-              ("softmax-jacobian.lower-bound-approached",), (_TESTS + "test_tightened_bounds_are_refuted_by_search",),
-              "needs m >= 1/(n + 1); m = 1 separately"),
+    Statement(
+        "thm-variance",
+        "SJ.1",
+        "softmax_jacobian",
+        'seed 002, "The gradient is a variance"',
+        Kind.SEED,
+        ("softmax-jacobian.variance-form", "softmax-jacobian.psd", "softmax-jacobian.kernel"),
+        (_TESTS + "TestIdentitiesAreProvedSymbolically", _TESTS + "TestKernelIsMeasuredThroughTheProduct"),
+    ),
+    Statement(
+        "thm-trace",
+        "SJ.2",
+        "softmax_jacobian",
+        'seed 002, "The other two lines" (trace and kernel)',
+        Kind.SEED,
+        ("softmax-jacobian.trace",),
+        (_TESTS + "TestIdentitiesAreProvedSymbolically",),
+        "the seed gives no proof; that neither the trace nor the entropy determines the other is proved here",
+    ),
+    Statement(
+        "thm-rank",
+        "SJ.3",
+        "softmax_jacobian",
+        "none (seed 002 shows one zero eigenvalue; it states no rank)",
+        Kind.NEW,
+        ("softmax-jacobian.rank",),
+        (_TESTS + "TestRankIsMeasuredFromJ",),
+    ),
+    Statement(
+        "thm-secular",
+        "SJ.4",
+        "softmax_jacobian",
+        "none (Golub 1973)",
+        Kind.NEW,
+        ("softmax-jacobian.upper-bound",),
+        (_TESTS + "TestSpectralNormIsAccurate", _TESTS + "TestAccuracyAgainstTheRoundingModel"),
+    ),
+    Statement(
+        "thm-bounds",
+        "SJ.5",
+        "softmax_jacobian",
+        'seed 002, "How tight that is" (for m >= 1/2)',
+        Kind.SEED,
+        ("softmax-jacobian.lower-bound", "softmax-jacobian.upper-bound"),
+        (_TESTS + "TestSeedFigures", _TESTS + "test_tightened_bounds_are_refuted_by_search"),
+        "extended to every p, and to m = 1, with the case of equality",
+    ),
+    Statement(
+        "thm-envelope",
+        "SJ.6",
+        "softmax_jacobian",
+        "none",
+        Kind.NEW,
+        ("softmax-jacobian.envelope", "softmax-jacobian.envelope-attained"),
+        (_TESTS + "test_each_mutant_is_refuted_with_a_certificate",),
+    ),
+    Statement(
+        "thm-infimum",
+        "SJ.7",
+        "softmax_jacobian",
+        "none",
+        Kind.NEW,
+        ("softmax-jacobian.lower-bound-approached",),
+        (_TESTS + "test_tightened_bounds_are_refuted_by_search",),
+        "needs m >= 1/(n + 1); m = 1 separately",
+    ),
 )

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import dataclasses
 import json
 import time
 from collections import Counter
@@ -11,10 +13,11 @@ from typing import Any
 
 import numpy as np
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from rankwall.checks.commands.common import EXIT_OK, UsageError
-from rankwall.checks.outputs import progress_bar, writable_folder, write_array, write_text
+from rankwall.checks.outputs import output_folder, progress_bar, write_array, write_text
 
 NAME = "argmax"
 HELP = "the tokens of a head that no hidden state can make the strict argmax, each with a certificate"
@@ -30,6 +33,10 @@ no answer.
 the model's final RMSNorm gain g (R = max|g| sqrt(D), or |g_i| sqrt(D), times 1 + gamma_{2D+8} for the
 float32 norm; docs/models.md proves it). Both answers stay exact: a winning h inside the region, or
 convex weights whose support-function inequality rules the region out.
+
+Where the head comes with a tokenizer (smollm2, a .gguf file, a model folder with tokenizer.json or
+vocab.json), each never-argmax token's string is printed beside its id, escaped ("\\n", "\\xNN" for a
+byte that is not UTF-8), in the table and in --json (never_strings).
 
 --json carries the never-certificates, exact (weights as "p/q"); --certificates DIR writes them to
 DIR/never.json and the winning h of every argmaxable token to DIR/winning_h.npy (V x D float64, exact
@@ -97,6 +104,10 @@ class ArgmaxSummary:
     never_certificates: dict[int, dict[str, Any]] = field(default_factory=dict)
     #: A winning h per token (V x D float64, NaN rows where the token is not argmaxable).
     winning_h: Any = None
+    #: Per never token, its string escaped (:func:`escaped_text`); None where the head has no tokenizer.
+    never_strings: dict[int, str] | None = None
+    #: Where the strings come from (the tokenizer's file and encoding); None without a tokenizer.
+    tokenizer: str | None = None
 
     @property
     def argmaxable(self) -> int:
@@ -114,6 +125,10 @@ class ArgmaxSummary:
             "methods": self.methods,
             "seconds": round(self.seconds, 3),
             "never_certificates": {str(token): c for token, c in sorted(self.never_certificates.items())},
+            "never_strings": None
+            if self.never_strings is None
+            else {str(token): text for token, text in sorted(self.never_strings.items())},
+            "tokenizer": self.tokenizer,
         } | (
             {}
             if self.region is None
@@ -195,17 +210,61 @@ def region_of(args: argparse.Namespace, D: int) -> tuple[Any, dict[str, Any] | N
     return region, {"kind": kind, **extent, "from": source}
 
 
-def run(args: argparse.Namespace, out: Console, err: Console) -> int:
-    from rankwall.checks.models.loading import load_head
+def escaped_text(data: bytes) -> str:
+    """``data`` as UTF-8 text in which every character shows, in Python's escapes: a backslash, a
+    double quote, a newline, a tab and a carriage return as ``\\\\``, ``\\"``, ``\\n``, ``\\t``, ``\\r``;
+    a byte that is not UTF-8 (a piece of a longer character, 0x80 to 0xff) as ``\\xNN``; any other
+    character that does not print as ``\\xNN`` below 0x80 (ASCII controls), else ``\\uNNNN`` or
+    ``\\UNNNNNNNN`` (a non-breaking space, a format character). So ``\\xNN`` with NN >= 80 is always a
+    raw byte, and the bytes can be read back from the text."""
+    shown = []
+    for character in data.decode("utf-8", "surrogateescape"):
+        code = ord(character)
+        if 0xDC80 <= code <= 0xDCFF:  # surrogateescape's stand-in for the byte code - 0xDC00
+            shown.append(f"\\x{code - 0xDC00:02x}")
+        elif character in _ESCAPES:
+            shown.append(_ESCAPES[character])
+        elif character.isprintable():
+            shown.append(character)
+        elif code < 0x80:
+            shown.append(f"\\x{code:02x}")
+        else:  # never \\xNN, which stands for a byte that is not UTF-8
+            shown.append(f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}")
+    return "".join(shown)
 
-    folder = writable_folder(args.certificates, "--certificates") if args.certificates is not None else None
+
+_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r"}
+
+
+def token_strings(vocabulary: Any, tokens: list[int]) -> dict[int, str]:
+    """Each token's string, escaped (:func:`escaped_text`); a token the vocabulary has no entry for is
+    left out."""
+    found = {token: vocabulary.bytes_of(token) for token in tokens}
+    return {token: escaped_text(data) for token, data in found.items() if data is not None}
+
+
+def run(args: argparse.Namespace, out: Console, err: Console) -> int:
+    with contextlib.ExitStack() as stack:  # a failed run leaves no --certificates folder it created
+        folder = None
+        if args.certificates is not None:
+            folder = stack.enter_context(output_folder(args.certificates, "--certificates"))
+        return _decide_and_print(args, folder, out, err)
+
+
+def _decide_and_print(args: argparse.Namespace, folder: Any, out: Console, err: Console) -> int:
+    from rankwall.checks.models.loading import load_head, load_vocabulary
+
     W, b, name = load_head(args.head)
+    vocabulary = load_vocabulary(args.head)  # before the tokens are decided: a bad tokenizer file is refused first
     region, region_record = region_of(args, int(np.shape(W)[1]))
     with progress_bar(err) as progress:
         task = progress.add_task("deciding argmaxable tokens", total=int(np.shape(W)[0]))
         summary = summarize(
             W, b, name, on_progress=lambda n: progress.advance(task, n), region=region, region_record=region_record
         )
+    if vocabulary is not None:
+        strings = token_strings(vocabulary, summary.never)
+        summary = dataclasses.replace(summary, never_strings=strings, tokenizer=vocabulary.source)
     if folder is not None:
         write_array(folder / "winning_h.npy", np.asarray(summary.winning_h, dtype=np.float64))
         record = {"head": name, "V": summary.V, "D": summary.D, "bias": summary.bias, "region": region_record}
@@ -219,12 +278,14 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     table.add_column("tokens", justify="right")
     table.add_column("ids", overflow="fold")
     table.add_row("[green]argmaxable[/]", f"{summary.argmaxable:,}", "")
-    table.add_row("[red]never the argmax[/]", f"{len(summary.never):,}", _ids(summary.never))
+    table.add_row("[red]never the argmax[/]", f"{len(summary.never):,}", _ids(summary.never, summary.never_strings))
     table.add_row("[yellow]undecided[/]", f"{len(summary.undecided):,}", _ids(summary.undecided))
     if region_record is not None:
         only = summary.never_within_the_bound_only
         table.add_row("[red]  of them: only within the bound[/]", f"{len(only):,}", _ids(only))
     out.print(table)
+    if summary.tokenizer is not None:
+        out.print(f"token strings (escaped) from {escape(summary.tokenizer)}", soft_wrap=True)
     methods = Table(title=f"decided by ({summary.seconds:.1f} s)")
     methods.add_column("method")
     methods.add_column("tokens", justify="right")
@@ -234,7 +295,9 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     return EXIT_OK
 
 
-def _ids(ids: list[int], shown: int = 20) -> str:
-    """At most ``shown`` token ids, with the count of the rest."""
-    text = ", ".join(str(i) for i in ids[:shown])
-    return text + (f", ... ({len(ids) - shown} more)" if len(ids) > shown else "")
+def _ids(ids: list[int], strings: dict[int, str] | None = None, shown: int = 20) -> str:
+    """At most ``shown`` token ids, each with its string in quotes where ``strings`` has one, and the
+    count of the rest (rich markup, escaped)."""
+    strings = strings or {}
+    text = ", ".join(f'{i} "{strings[i]}"' if i in strings else str(i) for i in ids[:shown])
+    return escape(text + (f", ... ({len(ids) - shown} more)" if len(ids) > shown else ""))

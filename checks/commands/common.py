@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
+import re
+import sys
 from collections.abc import Iterator, Sequence
 from fractions import Fraction
 from typing import Any
 
+from rich.console import Console
 from rich.markup import escape
 
 from rankwall.checks.arguments import integer_in
 from rankwall.checks.backends import BACKENDS, DTYPES
-from rankwall.checks.verdict import REGISTRY, Claim, Status
+from rankwall.checks.verdict import REGISTRY, Claim, Status, Verdict
 from rankwall.theory.validation import InputError
 
 EXIT_OK, EXIT_VIOLATED, EXIT_USAGE, EXIT_INCONCLUSIVE, EXIT_INTERNAL = 0, 1, 2, 3, 4
@@ -31,12 +35,41 @@ NUMPY_ONLY = ("numpy", None, "float64")
 STYLE = {Status.HOLDS: "green", Status.VIOLATED: "bold red", Status.INCONCLUSIVE: "yellow"}
 
 
+#: The width a console for a pipe or a file lays out at: wider than any line rankwall prints, so
+#: nothing is wrapped or cut and every table takes its natural width.
+UNBOUNDED_WIDTH = 1 << 16
+
+
+def people_console(stderr: bool = False) -> Console:
+    """A console for the output people read. At a terminal, rich's own (its width, colour, tables
+    fitted to the window). Elsewhere (a pipe, a file, CI) nothing is wrapped or truncated: lines are
+    soft-wrapped (left whole) and tables laid out at their natural width, whatever ``COLUMNS`` says.
+    The stream's ``isatty`` decides, not rich's ``is_terminal``, which ``FORCE_COLOR`` turns on."""
+    stream = sys.stderr if stderr else sys.stdout
+    try:
+        terminal = bool(stream.isatty())
+    except (AttributeError, ValueError):  # no isatty, or a closed stream
+        terminal = False
+    if terminal:
+        return Console(stderr=stderr)
+    return Console(stderr=stderr, soft_wrap=True, width=UNBOUNDED_WIDTH)
+
+
 class UsageError(InputError):
     """A command-line argument that cannot be used, with the reason."""
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
-    """Descriptions kept as written, and every option's default after its help."""
+    """Descriptions kept as written, and each option's default after its help, once: not where the help
+    already says its default (``(default: each claim's default_V)``), and not for an option whose default
+    is nothing at all (None, False, an empty list)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        nothing = action.default is None or action.default is False or action.default == []
+        if nothing or action.default == argparse.SUPPRESS or re.search(r"\bdefault", text, re.IGNORECASE):
+            return action.help
+        return super()._get_help_string(action)
 
 
 #: ``--tighten`` factors outside this range are refused: the bound times F must stay a normal float64.
@@ -136,6 +169,17 @@ def described(claim: Claim) -> str:
         parent, _, name = claim.id.partition("[")
         return f"{escape(claim.id)} (the planted false variant {escape(name[:-1])!r} of {parent})"
     return escape(claim.id)
+
+
+def verdict_lines(verdict: Verdict) -> list[str]:
+    """A verdict for people, in rich markup: the instance (as JSON, enough to rebuild it), the two sides
+    and the margin, and what certified it."""
+    certified = f"{verdict.certified_by.value}: " if verdict.certified_by is not None else ""
+    return [
+        f"instance  {escape(json.dumps(verdict.instance.to_json()))}",
+        f"lhs {verdict.lhs!r}  rhs {verdict.rhs!r}  margin {verdict.margin!r}",
+        f"certified by {escape(certified + verdict.method)}",
+    ]
 
 
 def on_cluster(args: argparse.Namespace) -> bool:

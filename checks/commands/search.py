@@ -1,11 +1,14 @@
-"""``rankwall search CLAIM``: hunt a counterexample with Hypothesis, shrink it, say what was undecided."""
+"""``rankwall search CLAIM [CLAIM ...]``: hunt a counterexample with Hypothesis, shrink it, say what was
+undecided; one search per claim that the arguments name (ids, mutant ids or shell patterns)."""
 
 from __future__ import annotations
 
 import argparse
+import difflib
 import functools
 import json
 import tempfile
+import time
 from fractions import Fraction
 from typing import Any
 
@@ -18,6 +21,7 @@ from rankwall.checks.commands.common import (
     EXIT_INCONCLUSIVE,
     EXIT_OK,
     EXIT_VIOLATED,
+    UsageError,
     backend_options,
     backend_spec,
     claim_named,
@@ -29,25 +33,35 @@ from rankwall.checks.commands.common import (
     load_user_claims,
     on_cluster,
     sources,
+    verdict_lines,
 )
 from rankwall.checks.outputs import progress_bar, writable_folder
 from rankwall.checks.search import SearchResult, search
 from rankwall.checks.strategies import CI_SEARCH_BUDGET
-from rankwall.checks.verdict import Claim
+from rankwall.checks.verdict import REGISTRY, Claim
 
 NAME = "search"
-HELP = "hunt a counterexample to a claim (or a sharper one, or a mutant) with Hypothesis"
+HELP = "hunt a counterexample to claims (or sharper ones, or a mutant) with Hypothesis"
 ORDER = 2
 DESCRIPTION = """\
 Draw instances from the claim's Hypothesis strategy, steer them towards a violation with target() on
 the margin, and shrink the first counterexample to a minimal one. Every counterexample is certified
 (exactly, in balls, or by a two-sided rounding-model margin). Instances the claim could not decide are
 counted and named: a search with none found but some undecided exits 3.
+
+Several claims, or shell patterns ('softmax-jacobian.*'), get one search each, with the same flags,
+then a summary line; the exit code is the worst of them (a counterexample, then undecided). --json
+prints one object for a single claim id, and a list of them for several claims or a pattern.
 """
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("claim", metavar="CLAIM", help="a claim id (a mutant as id[name], or with --mutant)")
+    parser.add_argument(
+        "targets",
+        nargs="+",
+        metavar="CLAIM",
+        help="claim ids (a mutant as id[name], or with --mutant) or shell patterns, one search each",
+    )
     parser.add_argument(
         "--tighten",
         type=factor,
@@ -55,13 +69,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="F",
         help="multiply the bound by F (F < 1 sharpens an upper bound, F > 1 a lower one; identities refuse it)",
     )
-    parser.add_argument("--mutant", default=None, metavar="NAME", help="search a planted false variant instead")
+    parser.add_argument(
+        "--mutant", default=None, metavar="NAME", help="search a planted false variant of the one claim named instead"
+    )
     parser.add_argument(
         "--budget",
         type=integer_in(1, 10_000_000),
         default=CI_SEARCH_BUDGET,
         metavar="N",
-        help="examples to try (the CI budget by default)",
+        help=f"examples to try (default: {CI_SEARCH_BUDGET}, the CI budget)",
     )
     parser.add_argument(
         "--database",
@@ -84,14 +100,86 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     claims_option(parser)
 
 
+def names_one_claim(argument: str) -> bool:
+    """Whether ``argument`` is a claim id or a mutant id (``id[name]``) rather than a shell pattern."""
+    return argument in REGISTRY or (argument.endswith("]") and argument.partition("[")[0] in REGISTRY)
+
+
+def searched_claims(arguments: list[str], mutant: str | None) -> list[Claim]:
+    """The claims that ``CLAIM ...`` names, each once, in the order given (a pattern's matches in
+    registry order): an exact id or mutant id (``id[name]``) first, else a shell pattern."""
+    found: dict[str, Claim] = {}
+    for argument in arguments:
+        if names_one_claim(argument):
+            claims = [claim_named(argument)]
+        elif any(c in argument for c in "*?["):
+            claims = REGISTRY.match([argument])
+            if not claims:
+                raise UsageError(f"CLAIM: no claim matches {argument!r}; see `rankwall list`")
+        else:
+            close = difflib.get_close_matches(argument, [c.id for c in REGISTRY], n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise UsageError(f"CLAIM: unknown claim {argument!r}{hint} (`rankwall list` names them all)")
+        found.update((claim.id, claim) for claim in claims)
+    if mutant is not None:
+        if len(found) != 1:
+            raise UsageError(f"--mutant: applies to one claim, and CLAIM names {len(found)} ({', '.join(found)})")
+        return [claim_named(next(iter(found)), mutant)]
+    return list(found.values())
+
+
+def require_bounds(claims: list[Claim], tighten: Fraction) -> None:
+    """Refuse ``--tighten`` when a claim named is an identity (it has no bound to tighten)."""
+    identities = [c.id for c in claims if c.direction is None]
+    if tighten != 1 and len(claims) == 1:
+        claims[0].require_bound(tighten)
+    elif tighten != 1 and identities:
+        raise UsageError(
+            f"--tighten: {', '.join(identities)} {'is an identity' if len(identities) == 1 else 'are identities'}, "
+            "with no bound to tighten; name bounds only (`rankwall list` gives each claim's kind)"
+        )
+
+
 def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     load_user_claims(args)
-    claim = claim_named(args.claim, args.mutant)
-    claim.require_bound(args.tighten)
+    claims = searched_claims(args.targets, args.mutant)
+    require_bounds(claims, args.tighten)
     backend = resolve(args.backend, args.device, args.dtype)
     if args.database is not None:
         args.database = str(writable_folder(args.database, "--database"))
     save_to = None if args.save is None else writable_folder(args.save, "--save")
+    one = len(args.targets) == 1 and names_one_claim(args.targets[0])
+    records, codes, started = [], [], time.perf_counter()
+    results: list[SearchResult] = []
+    for claim in claims:
+        record, code, result = _search_one(args, claim, backend, save_to, out, err)
+        records.append(record)
+        codes.append(code)
+        results.append(result)
+    worst = EXIT_VIOLATED if EXIT_VIOLATED in codes else EXIT_INCONCLUSIVE if EXIT_INCONCLUSIVE in codes else EXIT_OK
+    if args.json:
+        print(json.dumps(records[0] if one else records, indent=2))
+    elif not one:
+        out.print(search_summary(results, time.perf_counter() - started), soft_wrap=True)
+    return worst
+
+
+def search_summary(results: list[SearchResult], seconds: float) -> str:
+    """One line for people after several searches: counterexamples, undecided, none; examples and time."""
+    found = sum(r.found for r in results)
+    undecided = sum(not r.found and r.undecided > 0 for r in results)
+    clean = len(results) - found - undecided
+    examples = sum(r.examples for r in results)
+    return (
+        f"{len(results)} searches: {found} found a counterexample, {undecided} undecided, {clean} found none; "
+        f"{examples} examples in {seconds:.1f} s"
+    )
+
+
+def _search_one(
+    args: argparse.Namespace, claim: Claim, backend: Any, save_to: Any, out: Console, err: Console
+) -> tuple[dict[str, Any], int, SearchResult]:
+    """One claim's search: its JSON record, its exit code and its result (printed for people unless --json)."""
     searches: list[SearchResult] = []
     replayed: dict[int, bool] = {}
     if on_cluster(args):
@@ -116,18 +204,16 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
         used = backend if claim.array_api else resolve("numpy")
         saved = save(result.counterexample, claim, used, args.tighten, save_to)
     code = EXIT_VIOLATED if result.found else EXIT_INCONCLUSIVE if result.undecided else EXIT_OK
-    if args.json:
-        record = result.to_json()
-        record["mutant"] = claim.is_mutant
-        record["saved"] = None if saved is None else str(saved)
-        if searches:
-            record["searches"] = [{**_search_summary(r), "replayed": replayed.get(r.seed)} for r in searches]
-        print(json.dumps(record, indent=2))
-        return code
-    print_result(claim, result, searches, replayed, out)
-    if saved is not None:
-        out.print(f"  saved     {escape(str(saved))}  (re-check it: rankwall replay {escape(str(saved))})")
-    return code
+    record = result.to_json()
+    record["mutant"] = claim.is_mutant
+    record["saved"] = None if saved is None else str(saved)
+    if searches:
+        record["searches"] = [{**_search_summary(r), "replayed": replayed.get(r.seed)} for r in searches]
+    if not args.json:
+        print_result(claim, result, searches, replayed, out)
+        if saved is not None:
+            out.print(f"  saved     {escape(str(saved))}  (re-check it: rankwall replay {escape(str(saved))})")
+    return record, code, result
 
 
 def print_result(
@@ -160,10 +246,8 @@ def print_result(
         return
     v = result.counterexample
     out.print(f"[bold red]counterexample[/] to {what} after {tried}, shrunk in {result.shrink_steps} steps:")
-    out.print(f"  instance  {escape(json.dumps(v.instance.to_json()))}")
-    out.print(f"  lhs {v.lhs!r}  rhs {v.rhs!r}  margin {v.margin!r}")
-    certified = f"{v.certified_by.value}: " if v.certified_by is not None else ""
-    out.print(f"  certified by {escape(certified + v.method)}")
+    for line in verdict_lines(v):
+        out.print(f"  {line}")
     if result.undecided:
         out.print(f"  ({result.undecided} other instances were undecided)")
 

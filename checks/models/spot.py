@@ -26,6 +26,7 @@ its head W and the next tokens t:
 from __future__ import annotations
 
 import contextlib
+import math
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -37,7 +38,10 @@ from rankwall.checks import exact, tolerance
 from rankwall.checks.experiments.batch_rank import components_for
 from rankwall.checks.models import logprob_rank
 from rankwall.checks.models.loading import LoadedModel
-from rankwall.checks.outputs import peak_memory_mb, writable_folder, write_outputs
+
+# output_folder moved to outputs (argmax's --certificates uses it too); spot.output_folder stays its name here.
+from rankwall.checks.outputs import output_folder as output_folder
+from rankwall.checks.outputs import peak_memory_mb, write_outputs
 from rankwall.theory import compression as cp
 from rankwall.theory import expressivity as ex
 from rankwall.theory import softmax_jacobian as sj
@@ -59,12 +63,37 @@ F64 = tolerance.unit_roundoff(np.float64)
 
 def read_tokens(loaded: LoadedModel, text: str, label: str, tokens: int) -> np.ndarray:
     """The first ``tokens + 1`` token ids of ``text`` (N predictions need N + 1 ids)."""
+    return token_ids(loaded.tokenizer, text, label, tokens)
+
+
+def token_ids(tokenizer: Any, text: str, label: str, tokens: int) -> np.ndarray:
+    """The first ``tokens + 1`` ids of ``text`` under ``tokenizer`` (N predictions need N + 1 ids); a
+    text that holds fewer is an :class:`InputError` naming ``--text``."""
     # Tokenize a prefix that is long enough (a token is rarely more than 16 characters here).
     length = min(len(text), 16 * (tokens + 1) + 1024)
-    ids = np.asarray(loaded.tokenizer(text[:length])["input_ids"], dtype=np.int64)
+    ids = np.asarray(tokenizer(text[:length])["input_ids"], dtype=np.int64)
     if len(ids) < tokens + 1:
         raise InputError(f"--text: {label} holds {len(ids)} tokens, fewer than --tokens {tokens} + 1")
     return ids[: tokens + 1]
+
+
+#: What :func:`spot` does, in order, as it names each step to ``on_step`` (the two optional ones last
+#: in their place: the rank of log P and the unargmaxable tokens).
+STEPS = (
+    "forward and backward passes",
+    "rank of the model's log-probabilities",
+    "Eq. 1: projecting the logit gradient",
+    "Figure 7: rank of the logit gradient",
+    "Figure 6: update efficiency",
+    "unargmaxable tokens of the head",
+)
+
+
+def steps(*, argmax: bool = True, log_probability_rank: bool = True) -> list[str]:
+    """The steps :func:`spot` announces with these options, in order."""
+    skipped = {STEPS[1]} if not log_probability_rank else set()
+    skipped |= {STEPS[5]} if not argmax else set()
+    return [step for step in STEPS if step not in skipped]
 
 
 @contextlib.contextmanager
@@ -227,32 +256,36 @@ def spot(
     text_label: str = "text",
     on_step: Callable[[str], None] | None = None,
     log_probability_rank: bool = True,
+    ids: np.ndarray | None = None,
 ) -> dict[str, Any]:
     """Every spot check on ``tokens`` predictions of ``text`` (named ``text_label`` in the
     record); returns a JSON-ready record. ``log_probability_rank`` certifies the rank of the model's
-    log P (:mod:`rankwall.checks.models.logprob_rank`; a minute and a half at 1,024 tokens)."""
+    log P (:mod:`rankwall.checks.models.logprob_rank`; a minute and a half at 1,024 tokens).
+    ``on_step`` hears the name of each step of :func:`steps` as it starts; ``ids`` are the text's
+    :func:`token_ids` when the caller has them already."""
     step = on_step or (lambda description: None)
     started = time.perf_counter()
-    ids = read_tokens(loaded, text, text_label, tokens)
-    step("forward and backward passes")
+    if ids is None:
+        ids = read_tokens(loaded, text, text_label, tokens)
+    step(STEPS[0])
     logits: list[np.ndarray] = []
     H, attention, model_loss = forward_backward(loaded, ids, context, on_logits=logits.append)
     W = loaded.head
     ranks = None
     if log_probability_rank:  # first, while the memory the later steps take is still free
-        step("rank of the model's log-probabilities")
+        step(STEPS[1])
         ranks = logprob_rank.log_probability_rank(H, W, loaded.head_bias, np.concatenate(logits)).to_json()
     del logits
     targets = ids[1:]
-    step("Eq. 1: projecting the logit gradient")
+    step(STEPS[2])
     Q, rank = cp.column_basis(W)
     G = np.concatenate(list(cp.logit_gradient_blocks(H, W, targets)))
     eq1 = cp.compression([G], Q)
-    step("Figure 7: rank of the logit gradient")
+    step(STEPS[3])
     sizes = sorted({min(tokens, 1 << k) for k in range(4, 1 + int(np.log2(max(tokens, 16))) + 1)} | {tokens})
     rank_rows = gradient_rank(G, sizes)
     del G
-    step("Figure 6: update efficiency")
+    step(STEPS[4])
     curves = cp.loss_change_along(H, W, targets, UPDATE_FRACTIONS)
     record: dict[str, Any] = {
         "model": loaded.source.name,
@@ -280,7 +313,7 @@ def spot(
     if ranks is not None:
         record["log_probability_rank"] = ranks
     if argmax:
-        step("unargmaxable tokens of the head")
+        step(STEPS[5])
         argmax_started = time.perf_counter()
         decided = ex.argmaxable(W)
         record["unargmaxable"] = np.flatnonzero(decided["never"]).tolist()
@@ -298,6 +331,7 @@ def plot(record: dict[str, Any], path: Path) -> None:
     """Four panels: Figure 7 (rank and components), Figure 6 (loss change), Eq. 1 beside the
     paper's range, and each attention head's median gain against its capacity 2m(1 - m)."""
     import matplotlib
+    import matplotlib.ticker
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -305,11 +339,15 @@ def plot(record: dict[str, Any], path: Path) -> None:
     fig, axes = plt.subplots(1, 4, figsize=(19, 4.2))
     ranks = record["gradient_rank"]
     n = [r["tokens"] for r in ranks]
+    # The reference first, wide and pale, under the data: a full-rank curve runs along it, visibly.
+    axes[0].plot(n, n, "-", color="grey", linewidth=7, alpha=0.3, solid_capstyle="butt", label="rank = tokens")
     axes[0].plot(n, [r["certified_rank"] for r in ranks], "o-", label="certified rank")
     axes[0].plot(n, [r["components_99.9"] for r in ranks], "s--", label="components for 99.9%")
     axes[0].plot(n, [r["components_70"] for r in ranks], "^--", label="components for 70%")
-    axes[0].plot(n, n, ":", color="grey", label="rank = tokens")
     axes[0].set(xscale="log", yscale="log", xlabel="tokens", title="logit gradient (Fig. 7)")
+    ticks = token_ticks(n)
+    axes[0].set_xticks(ticks, [str(t) for t in ticks])
+    axes[0].xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
     axes[0].legend(fontsize=8)
     eff = record["update_efficiency"]
     for name in ("logit gradient", "hidden-state update"):
@@ -318,11 +356,26 @@ def plot(record: dict[str, Any], path: Path) -> None:
     axes[1].set_title("update efficiency (Fig. 6)")
     axes[1].legend(fontsize=8)
     eq1 = record["eq1"]
-    axes[2].bar(["destroyed", "cosine"], [eq1["destroyed"], eq1["cosine"]], color=["tab:red", "tab:green"])
-    axes[2].axhspan(*PAPER_DESTROYED, color="tab:red", alpha=0.15, label="paper: destroyed")
-    axes[2].axhspan(*PAPER_COSINE, color="tab:green", alpha=0.15, label="paper: cosine")
-    axes[2].set(ylim=(0, 1), title=f"Eq. 1, D = {record['D']}, V = {record['V']}")
-    axes[2].legend(fontsize=8)
+    # The model's shares beside the paper's ranges, each a bar of its own: nothing drawn over anything.
+    where = np.arange(2)
+    measured = [eq1["destroyed"], eq1["cosine"]]
+    axes[2].bar(where - 0.2, measured, width=0.38, color=["tab:red", "tab:green"], label=record["model"].split()[0])
+    low, high = zip(PAPER_DESTROYED, PAPER_COSINE, strict=True)
+    axes[2].bar(
+        where + 0.2,
+        np.subtract(high, low),
+        bottom=low,
+        width=0.38,
+        color="none",
+        edgecolor=["tab:red", "tab:green"],
+        hatch="///",
+        label="paper's range (Fig. 4)",
+    )
+    for x, value in zip(where - 0.2, measured, strict=True):
+        axes[2].annotate(f"{value:.3f}", (x, value), ha="center", va="bottom", fontsize=8)
+    axes[2].set_xticks(where, ["destroyed", "cosine"])
+    axes[2].set(ylim=(0, 1.12), title=f"Eq. 1, D = {record['D']}, V = {record['V']}")
+    axes[2].legend(fontsize=8, loc="upper right")
     heads = record["attention"]["heads"]
     capacity = [2 * h["median_m"] * (1 - h["median_m"]) for h in heads]
     axes[3].scatter(capacity, [h["median_gain"] for h in heads], s=10)
@@ -336,24 +389,16 @@ def plot(record: dict[str, Any], path: Path) -> None:
     plt.close(fig)
 
 
+def token_ticks(sizes: list[int]) -> list[int]:
+    """Where to label the tokens axis of Figure 7: the sizes measured (powers of two, then the run's
+    own size), less a power of two that sits within half an octave below the last size, whose label
+    would run into it."""
+    ticks = sorted(set(sizes))
+    if len(ticks) >= 2 and math.log2(ticks[-1] / ticks[-2]) < 0.5:
+        del ticks[-2]
+    return ticks
+
+
 def write(record: dict[str, Any], out: Path) -> tuple[Path, Path]:
     """``spot.json`` and ``spot.png`` in ``out``."""
     return write_outputs(record, out, "spot", plot)
-
-
-@contextlib.contextmanager
-def output_folder(out: str | Path, argument: str = "--out") -> Iterator[Path]:
-    """The folder ``out``, created if needed and checked writable before the run (so that a long run
-    does not fail at its end); if the block fails, the folders this call created are removed again,
-    deepest first, each only while it is still empty (a failed run leaves no folder behind, and never
-    deletes a file)."""
-    path = Path(out).absolute()
-    missing = [p for p in (path, *path.parents) if not p.exists()]
-    folder = writable_folder(out, argument)
-    try:
-        yield folder
-    except BaseException:
-        for created in missing:
-            with contextlib.suppress(OSError):  # not empty, or already gone: leave it
-                created.rmdir()
-        raise
