@@ -1059,32 +1059,36 @@ def _active_frequencies(ctx: Context) -> np.ndarray:
 
 def rationals(X: Any) -> Any:
     """A float array (any backend) read exactly as a python-flint rational matrix."""
-    X = float64_copy(X) if not isinstance(X, np.ndarray) or X.dtype != object else X
+    X = float64_copy(X)
     rows, columns = X.shape
-    return flint.fmpq_mat(rows, columns, [flint.fmpq(*Fraction(v).as_integer_ratio()) for v in X.ravel().tolist()])
+    return flint.fmpq_mat(rows, columns, [flint.fmpq(*v.as_integer_ratio()) for v in X.ravel().tolist()])
 
 
 #: References already computed, by what they read: the case and the bytes of its built arrays.
 _REFERENCES: dict[Hashable, Any] = {}
 
 
-def _reference_key(ctx: Context, what: Hashable) -> Hashable:
+def _reference_key(ctx: Context, what: Hashable, of_G: bool) -> Hashable:
+    """What a reference reads: G as built (``of_G``: the spectrum, whatever else the case says), or the
+    case and its built arrays."""
     if isinstance(ctx.case, Step):
         b = step_in(ctx)
-        arrays = [b.H, b.W, b.G]
+        arrays = [b.G] if of_G else [b.H, b.W, b.G]
     else:
         arrays = [gradient_in(ctx).raw]
-    return (what, ctx.case, b"|".join(float64_copy(m).tobytes() for m in arrays), mpmath.mp.prec)
+    case = None if of_G else ctx.case
+    return (what, case, b"|".join(float64_copy(m).tobytes() for m in arrays), mpmath.mp.prec)
 
 
-def _cached_reference(ctx: Context, what: Hashable, compute: Callable[[], Any]) -> Any:
-    return _remembered(_REFERENCES, _reference_key(ctx, what), compute)
+def _cached_reference(ctx: Context, what: Hashable, compute: Callable[[], Any], of_G: bool = False) -> Any:
+    return _remembered(_REFERENCES, _reference_key(ctx, what, of_G), compute)
 
 
 def reference_inputs(ctx: Context) -> tuple[Any, Any, Any, Any]:
     """(H, W, G, η) as exact rationals: the backend's built arrays, and η = p/q."""
     b = step_in(ctx)
-    return rationals(b.H), rationals(b.W), rationals(b.G), flint.fmpq(ctx.case.eta_num, ctx.case.eta_den)
+    eta = flint.fmpq(ctx.case.eta_num, ctx.case.eta_den)
+    return ctx.once("reference inputs", lambda: (rationals(b.H), rationals(b.W), rationals(b.G), eta))
 
 
 def reference_update(ctx: Context, kind: str) -> Any:
@@ -1102,7 +1106,7 @@ def reference_rank(ctx: Context, kind: str) -> int:
 
 
 def _reference_bits() -> int:
-    return 2 * mpmath.mp.prec + 64
+    return mpmath.mp.prec + 64
 
 
 def _mpf(x: Any) -> Any:
@@ -1128,7 +1132,7 @@ def _reference_gram(ctx: Context) -> Any:
 def reference_spectrum(ctx: Context) -> list[Any]:
     """The eigenvalues of G's smaller Gram matrix (:func:`reference_eigenvalues`)."""
     _step_case(ctx)
-    return _cached_reference(ctx, "spectrum", lambda: reference_eigenvalues(_reference_gram(ctx)))
+    return _cached_reference(ctx, "spectrum", lambda: reference_eigenvalues(_reference_gram(ctx)), of_G=True)
 
 
 def reference_tail(ctx: Context, r: int) -> Any:
@@ -1160,7 +1164,7 @@ def reference_vectors(gram_q: Any, r: int) -> Any:
             start = np.random.default_rng(len(basis)).standard_normal((n, need))
             X = flint.arb_mat(start.tolist())
             for _ in range(2):
-                X = A.solve(X).mid()
+                X = A.solve(X, algorithm="approx").mid()
             for j in range(need):
                 v = [X[i, j] for i in range(n)]
                 for w in basis:
@@ -1184,7 +1188,7 @@ def _reference_residual(ctx: Context, case: Step, kind: DeltaKind) -> Any:
     rank = truncation_rank(case, kind) if kind in TRUNCATIONS else 0
     if kind in TRUNCATIONS and rank < n:
         with exact.precision(_reference_bits()):
-            U = reference_vectors(_reference_gram(ctx), rank)
+            U = _cached_reference(ctx, ("vectors", rank), lambda: reference_vectors(_reference_gram(ctx), rank), True)
             P = U * U.transpose()
             if kind == "near-truncated-svd":
                 eps = flint.arb(flint.fmpq(1, 2**-NEAR_SVD_EXPONENT))
@@ -1210,11 +1214,18 @@ def _reference_residual(ctx: Context, case: Step, kind: DeltaKind) -> Any:
 
 
 def _rational_residual(delta: Any, G: Any) -> Any:
-    pairs = list(zip(delta.entries(), G.entries(), strict=True))
-    size = sum((d * d for d, _ in pairs), flint.fmpq(0))
-    c = sum((d * g for d, g in pairs), flint.fmpq(0)) / size if size != 0 else flint.fmpq(0)
-    square = sum(((c * d - g) ** 2 for d, g in pairs), flint.fmpq(0))
-    value = Fraction(int(square.p), int(square.q))
+    """Σ (cΔ − G)² at c = ⟨Δ, G⟩/‖Δ‖², exactly: with Δ = A/a and G = B/b over common denominators,
+    cΔ_i − G_i = (s A_i − t B_i)/(b t) for s = Σ A_i B_i and t = Σ A_i² (Python integers)."""
+    A, _ = delta.numer_denom()
+    B, b = G.numer_denom()
+    A = np.array([int(x) for x in A.entries()], dtype=object)
+    B = np.array([int(x) for x in B.entries()], dtype=object)
+    s, t = int((A * B).sum()), int((A * A).sum())
+    if t == 0:
+        value = Fraction(int((B * B).sum()), int(b) ** 2)
+    else:
+        terms = s * A - t * B
+        value = Fraction(int((terms * terms).sum()), (int(b) * t) ** 2)
     root = _rational_root(value)
     return root if root is not None else mpmath.sqrt(mpmath.mpf(value.numerator) / value.denominator)
 
@@ -1265,7 +1276,8 @@ def refined_eigenvalues(gram_q: Any) -> list[Any]:
             for _ in range(3):
                 shift = ((v.transpose() * M * v)[0, 0] / (v.transpose() * v)[0, 0]).mid()
                 try:
-                    w = (M - flint.arb_mat(n, n, [shift if i == k else 0 for i in range(n) for k in range(n)])).solve(v)
+                    identity = flint.arb_mat(n, n, [shift if i == k else 0 for i in range(n) for k in range(n)])
+                    w = (M - identity).solve(v, algorithm="approx")
                 except (ValueError, ZeroDivisionError):
                     break
                 length = sum((w[i, 0] ** 2 for i in range(n)), flint.arb(0)).sqrt()
