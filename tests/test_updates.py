@@ -447,6 +447,18 @@ class TestEckartYoungClaims:
         )
 
 
+def test_a_truncation_reference_where_an_entry_of_the_residual_vanishes():
+    """Found by the certifier (tests/test_certifier.py, --runslow): G = [[-1, 1], [-2, -2]] has a diagonal
+    Gram matrix, so an entry of cG_1 − G is 0 up to the ball's radius, where python-flint's x ** 2 is NaN;
+    the reference squares by a product and agrees with the exact value."""
+    import mpmath
+
+    case = uc.Step(contexts=2, V=2, D=1, seed=47666, integers=True, eta_num=1, eta_den=1, delta="first-order")
+    assert not quantity_disagreements(uc.rank_D_residual, [case], NUMPY)
+    with mpmath.workprec(256):
+        assert abs(uc.rank_D_residual.reference(Context(case, NUMPY)) - mpmath.sqrt(2)) < mpmath.mpf(2) ** -250
+
+
 @pytest.mark.parametrize(
     ("claim_id", "delta"),
     [("updates.first-order-rank", "first-order"), ("updates.eckart-young", "exact-step")],

@@ -1198,7 +1198,7 @@ def _reference_residual(ctx: Context, case: Step, kind: DeltaKind) -> Any:
             pairs = list(zip(delta.entries(), Gb.entries(), strict=True))
             size = sum((d * d for d, _ in pairs), flint.arb(0))
             c = sum((d * g for d, g in pairs), flint.arb(0)) / size
-            square = sum(((c * d - g) ** 2 for d, g in pairs), flint.arb(0))
+            square = sum(((c * d - g) * (c * d - g) for d, g in pairs), flint.arb(0))
             return mpmath.sqrt(max(_mpf(square), mpmath.mpf(0)))
     if kind in TRUNCATIONS:
         P = flint.fmpq_mat(n, n, [int(i == j) for i in range(n) for j in range(n)])
@@ -1280,11 +1280,11 @@ def refined_eigenvalues(gram_q: Any) -> list[Any]:
                     w = (M - identity).solve(v, algorithm="approx")
                 except (ValueError, ZeroDivisionError):
                     break
-                length = sum((w[i, 0] ** 2 for i in range(n)), flint.arb(0)).sqrt()
+                length = sum((w[i, 0] * w[i, 0] for i in range(n)), flint.arb(0)).sqrt()
                 v = flint.arb_mat([[(w[i, 0] / length).mid()] for i in range(n)])
             values.append(((v.transpose() * M * v)[0, 0] / (v.transpose() * v)[0, 0]).mid())
         trace = sum((flint.arb(gram_q[i, i]) for i in range(n)), flint.arb(0))
-        squares = sum((flint.arb(x) ** 2 for x in gram_q.entries()), flint.arb(0))
+        squares = sum((flint.arb(x) * flint.arb(x) for x in gram_q.entries()), flint.arb(0))
         scale = squares.sqrt() + 1
         slack = scale * flint.arb(2) ** -(bits // 2)
         found = sum(values, flint.arb(0)), sum((x * x for x in values), flint.arb(0))
