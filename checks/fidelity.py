@@ -158,6 +158,10 @@ SIGNS = EXPERIMENTS + "sign_agreement.json"
 LOWRANK = EXPERIMENTS + "lowrank_heads.json"
 ANATOMY = EXPERIMENTS + "efficiency_anatomy.json"
 GRADIENT_TAIL = EXPERIMENTS + "gradient_tail.json"
+TRAJECTORY = EXPERIMENTS + "attention_trajectory.json"
+GENERATIONS = EXPERIMENTS + "spamlang_generations.json"
+DEPTH = EXPERIMENTS + "efficiency_depth.json"
+MOS_LM = EXPERIMENTS + "mos_lm.json"
 TRAINED, RANDOM = "model head", "random Gaussian head"
 
 
@@ -487,6 +491,61 @@ def _essential(head: dict) -> str:
             f"± {iv['shift']['standard_error']:.3f}")
 
 
+def _commitment(c: dict, steps: int) -> str:
+    """Seed 002's commitment, from a fresh run of its model (``rankwall experiment attention-trajectory``)."""
+    reached = (f"reaches m >= 0.9 at step {c['window'][1]}" if c["committed"]
+               else f"never reaches m = 0.9 in {steps:,} steps")
+    return (f"fresh run: head {c['head']} (previous token on {c['final_previous']:.0%} of rows at the end) crosses "
+            f"m = 0.2 at step {c['window'][0]} and {reached}, ending at m = {c['final_m']:.2f}; within 0.01 of that "
+            f"from step {c['hold_from']} ({c['hold_steps']} steps), held-out loss "
+            f"{c['valid_loss_over_hold'][0]:.2f} -> {c['valid_loss_over_hold'][1]:.2f}; control head "
+            f"{c['control']['head']} ends at m = "
+            f"{c['control']['final_m']:.2f}, previous token on {c['control']['final_previous']:.0%}")
+
+
+def _turnover(c: dict) -> str:
+    return (f"fresh run, head {c['head']}: median gain peaks at {c['peak_gain']:.4f} at step {c['peak_step']}, where "
+            f"m = {c['m_at_peak']:.2f}; {c['final_gain']:.4f} at the end (m = {c['final_m']:.2f})")
+
+
+def _trajectory_fit(final: dict) -> str:
+    fit = final["fit"]
+    return (f"seed 002's architecture trained afresh: exponent {fit['slope']:.2f}, constant {fit['constant']:.3f} "
+            f"({fit['rows']:,} held-out rows)")
+
+
+def _trajectory_ablations(final: dict) -> str:
+    a = final["ablations"]
+    return (f"fresh run, head {final['committed']}: zeroed {a['zero']['delta']:+.3f} (sd {a['zero']['sd']:.3f}), "
+            f"shift-by-one {a['shift']['delta']:+.4f} (sd {a['shift']['sd']:.4f}), a same-layer head zeroed "
+            f"{a['zero_same_layer_head']['delta']:+.4f} ({a['draws']} draws)")
+
+
+def _generations(records: list[dict]) -> str:
+    """Table 1 in miniature: how long each tied SpamLang miniature repeats its seed token."""
+    parts = [f"V = {r['V']:,}: {r['mean_run']:.1f} of {r['length']} steps ({r['never_stops']:.0%} never stop)"
+             for r in records if r["tied"]]
+    head = f"tied miniatures at temperature {records[0]['temperature']}, mean run of the seed token: "
+    return head + ", ".join(parts)
+
+
+def _depth_collapse(result: dict) -> str:
+    last = result["collapse"][-1]
+    return (f"after {last['step']} steps, largest |log ratio| of the loss-decrease curves: {last['within_pair']:.3f} "
+            f"between the two D = 128 models (2 and 4 blocks), {last['to_control']:.3f} to the D = 64 model")
+
+
+def _mos_lm(records: list[dict], key: str, spec: str) -> str:
+    main = {r["head"]: r for r in records if r["head"] != "mos" or r["K"] == records[2]["K"]}
+    return ", ".join(f"{head} {format(main[head][key], spec)}" for head in ("softmax", "moc", "mos"))
+
+
+def _mos_sweep(records: list[dict]) -> str:
+    mos = sorted((r for r in records if r["head"] == "mos"), key=lambda r: r["K"])
+    return "MoS by K: " + ", ".join(f"K = {r['K']}: perplexity {r['perplexity']:.1f}, numerical rank "
+                                    f"{r['numerical_rank']['1e-03']}" for r in mos)
+
+
 def _gap(sweep: dict) -> float:
     return sweep["runs"][0]["valid_loss"][-1] - sweep["runs"][-1]["valid_loss"][-1]
 
@@ -656,8 +715,9 @@ ROWS: tuple[Row, ...] = (
         "thm-compression"),
     Row("000", "§3.4, Fig. 6", "models that share D (Pythia 1B and 1.4B) give the same curve, whatever "
         "their size",
-        Status.OUT_OF_REACH, "experiments", "none",
-        (), "needs two trained models of different size sharing D; SmolLM2 is the only real model here"),
+        Status.OUT_OF_REACH, "experiments", "rankwall experiment efficiency-depth",
+        (), "rankwall experiment efficiency-depth trains two models sharing D = 128 at two depths beside one at "
+        "D = 64 and compares their curves; it has no recorded run yet (it did not fit the shared machine's time)"),
     Row("000", "§2.4, App. A.3.1, Fig. 7(a)", "the logit gradient's rank grows with the batch and "
         "approaches V",
         Status.IN_MINIATURE, "error_rank", "rankwall experiment batch-rank",
@@ -705,8 +765,10 @@ ROWS: tuple[Row, ...] = (
         (), "the miniature uses one learning rate; a sweep of rates at every V is beyond two cores"),
     Row("000", "§3.2, Table 1", "the repetition mechanism is only partially learned: models repeat a token for "
         "a few steps only",
-        Status.OUT_OF_REACH, "experiments", "none",
-        (), "our runs log losses, not generations"),
+        Status.IN_MINIATURE, "experiments", "rankwall experiment spamlang-generations",
+        (Recorded((Pointer(GENERATIONS, ("records",)),), _generations),),
+        "context-free SpamLang miniatures at D = 64, V up to 16,384 (the larger V did not fit the recorded run), "
+        "sampled at the seed's temperature 0.9"),
     Row("000", "App. G.1", "weight decay had minimal impact; D = 32,768 at learning rate 1e-4 ends with losses "
         "0.2-0.4",
         Status.OUT_OF_REACH, "experiments", "rankwall experiment spamlang",
@@ -790,11 +852,10 @@ ROWS: tuple[Row, ...] = (
         "for generic heads the certified rank jumps to min(N, V) at K = 2; the climb is about trained models"),
     Row("001", "the evidence (PTB)", "perplexity is best at K = 15 and worse at K = 20, where rank has "
         "saturated",
-        Status.OUT_OF_REACH, "experiments", "rankwall experiment lowrank-heads",
-        (Recorded((Pointer(EXPERIMENTS + "lowrank_heads.json", ("bpe", "runs")),),
-                  lambda runs: "nearest run: last validation loss at most "
-                  f"{max(r['valid_loss'][-1] - min(r['valid_loss']) for r in runs):.4f} nats above the best"),),
-        "needs a K sweep trained past its validation minimum on a binding vocabulary; our CPU runs still improve"),
+        Status.OUT_OF_REACH, "experiments", "rankwall experiment mos-lm",
+        (Recorded((Pointer(MOS_LM, ("records",)),), _mos_sweep),),
+        "the miniature K sweep (400 steps, V = 1,024, d = 32, K up to 8) has undertrained mixtures whose log P has "
+        "a numerical rank of a few: it neither shows nor tests the turn at K = 15"),
     Row("001", "the evidence (spectra)", "softmax and MoC put about 96% of normalized singular values "
         "below 1e-9; MoS's are spread from 1e-5 upward",
         Status.QUALIFIED, "experiments", "rankwall experiment mos-rank",
@@ -851,8 +912,11 @@ ROWS: tuple[Row, ...] = (
         "one model; every unargmaxable token ties an identical row of the quantized head", "thm-argmaxable"),
     Row("001", "the evidence (appendix)", "expected pairwise KL between contexts: softmax 4.763, MoC 4.864, "
         "MoS 5.284",
-        Status.OUT_OF_REACH, "experiments", "none",
-        (), "needs the trained PTB models"),
+        Status.OUT_OF_REACH, "experiments", "rankwall experiment mos-lm",
+        (Recorded((Pointer(MOS_LM, ("records",)),),
+                  lambda rec: "miniature, expected pairwise KL: " + _mos_lm(rec, "expected_pairwise_kl", ".3f")),),
+        "the miniature reverses the order: its mixture heads are undertrained (their contexts' distributions barely "
+        "differ), so it does not bear on the trained PTB models"),
     Row("001", "Corollary 1", "if d < rank(A) - 1, then for any function family and any parameter some "
         "context has P_theta != P*",
         Status.QUALIFIED, "models", "rankwall spot --tokens 1024 --json",
@@ -873,8 +937,11 @@ ROWS: tuple[Row, ...] = (
         "needs word-level language models trained at d in the hundreds; our largest binding D is 128, and "
         "every larger D still helped"),
     Row("001", "what it won", "MoS improves perplexity over softmax (PTB, WikiText-2, 1B Word: 5.67 points)",
-        Status.OUT_OF_REACH, "experiments", "none",
-        (), "needs trained MoS and softmax language models on those corpora"),
+        Status.OUT_OF_REACH, "experiments", "rankwall experiment mos-lm",
+        (Recorded((Pointer(MOS_LM, ("records",)),),
+                  lambda rec: "miniature at matched parameters, perplexity: " + _mos_lm(rec, "perplexity", ".1f")),),
+        "in the miniature (400 CPU steps) softmax at matched parameters wins: the mixtures are undertrained; trained "
+        "MoS and softmax models on those corpora are still needed"),
     Row("001", "what it won (Switchboard)", "MoS in a Seq2Seq decoder wins on perplexity and every BLEU figure",
         Status.OUT_OF_REACH, "experiments", "none",
         (), "needs trained dialogue models"),
@@ -923,8 +990,10 @@ ROWS: tuple[Row, ...] = (
         (Recorded((Pointer(SPOT, ("attention", "gain_vs_capacity_log_slope")),
                    Pointer(SPOT, ("attention", "gain_vs_capacity_constant")),
                    Pointer(SPOT, ("attention", "rows"))),
-                  lambda s, c, n: f"SmolLM2: exponent {s:.2f}, constant {c:.3f} ({n:,} rows)"),),
-        "another model: the exponent is again near one, the constant about ten times smaller", "thm-bounds"),
+                  lambda s, c, n: f"SmolLM2: exponent {s:.2f}, constant {c:.3f} ({n:,} rows)"),
+         Recorded((Pointer(TRAJECTORY, ("final",)),), _trajectory_fit)),
+        "on SmolLM2 and on the seed's architecture trained afresh the exponent is again near one; the constants "
+        "differ", "thm-bounds"),
     Row("002", "a bound that predicts", "as a rate, a head at m = 0.98 changes its routing about 13x slower "
         "than at m = 0.5, at m = 0.9999 about 2,500x",
         Status.REPRODUCED, "softmax_jacobian", "none (a formula)",
@@ -943,13 +1012,17 @@ ROWS: tuple[Row, ...] = (
     Row("002", "the part that changes the story", "the saturated head is essential (zeroing it costs "
         "1.125 nats) yet replaceable (a fixed shift-by-one costs 0.0013)",
         Status.QUALIFIED, "experiments", "rankwall experiment attention-heads",
-        (Recorded((Pointer(ATTENTION, ("chosen", 0)),), _essential),),
+        (Recorded((Pointer(ATTENTION, ("chosen", 0)),), _essential),
+         Recorded((Pointer(TRAJECTORY, ("final",)),), _trajectory_ablations)),
         "essential and replaceable on SmolLM2, by a tenth of a nat, but that head is not saturated (its median m "
-        "is in the figure), so the claim about a saturated head is untested here"),
+        "is in the figure), so the claim about a saturated head is untested there; on the seed's architecture "
+        "trained afresh, see the figure"),
     Row("002", "when the commitment happened", "the head commits between steps 200 and 400, then holds for "
         "800 steps while the loss falls from 2.03 to 1.68",
-        Status.OUT_OF_REACH, "models", "none",
-        (), "needs a training run of an attention model with per-head logging"),
+        Status.QUALIFIED, "experiments", "rankwall experiment attention-trajectory",
+        (Recorded((Pointer(TRAJECTORY, ("commitment",)), Pointer(TRAJECTORY, ("steps",))), _commitment),),
+        "our fresh run of the seed's architecture (its learning rate and batch are not given; ours: AdamW 1e-3, "
+        "32 x 64 characters) grows a previous-token head that does not commit"),
     Row("002", "one head of sixteen", "head (0,3) at m = 0.046, where 2m(1 - m) = 0.088",
         Status.QUALIFIED, "softmax_jacobian", "rankwall verify softmax-jacobian.envelope",
         (Computed(_envelope_below_half), Checked(("softmax-jacobian.envelope",))),
@@ -962,8 +1035,9 @@ ROWS: tuple[Row, ...] = (
         "another model; a log-slope below one means the fraction changes with m", "thm-bounds"),
     Row("002", "when the commitment happened", "the realised gradient turns over at m = 0.21, peaking at 0.0358 "
         "around step 200",
-        Status.OUT_OF_REACH, "models", "none",
-        (), "needs a training run of an attention model with per-head logging"),
+        Status.QUALIFIED, "experiments", "rankwall experiment attention-trajectory",
+        (Recorded((Pointer(TRAJECTORY, ("commitment",)),), _turnover),),
+        "the same reading on our fresh run: the gain rises and turns over before the capacity 2m(1 - m) peaks"),
     Row("002", "the other two lines", "the trace identity holds on the model's rows to 1.9e-7",
         Status.REPRODUCED, "softmax_jacobian", "rankwall verify softmax-jacobian.trace",
         (Computed(_trace_in_float32), Checked(("softmax-jacobian.trace",))),

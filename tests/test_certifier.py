@@ -33,6 +33,7 @@ from rankwall.checks.backends import resolve
 from rankwall.checks.claims import FAMILY_MODULES
 from rankwall.checks.quantities import (
     REFERENCE_BITS,
+    Approximately,
     Base,
     Combination,
     Constant,
@@ -188,7 +189,9 @@ def interval_of(q: Any, ctx: Context) -> Any:
         if isinstance(value, int | Fraction):
             value = Fraction(value)
             return iv.mpf(value.numerator) / value.denominator
-        radius = abs(value) * REFERENCE_RELATIVE_ERROR + mpmath.mpf(2) ** -20000
+        error = value.error if isinstance(value, Approximately) else 0
+        value = value.value if isinstance(value, Approximately) else value
+        radius = abs(value) * REFERENCE_RELATIVE_ERROR + error + mpmath.mpf(2) ** -20000
         return iv.mpf([value - radius, value + radius])
     parts = [interval_of(x, ctx) for x in q.operands]
     if any(p is None for p in parts):
