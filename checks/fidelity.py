@@ -594,7 +594,7 @@ ROWS: tuple[Row, ...] = (
         (Checked(("updates.exact-step-rank", "updates.first-order-rank")),), "", "thm-update-rank"),
     Row("000", "§2.2, Result 1", "the logit gradient has full rank V",
         Status.REFUTED, "updates", "rankwall verify error-rank.unique-continuation",
-        (Computed(_rank_v_minus_one), Checked(("error-rank.unique-continuation",))),
+        (Computed(_rank_v_minus_one), Checked(("error-rank.unique-continuation", "updates.gradient-rank"))),
         "false as written, for every P: every row of P - Ñ sums to zero, so the rank is at most V - 1; an "
         "erratum in an informal summary, since the seed's own next paragraph, Result 2 and the proof of A.7 "
         "(B.3) say V - 1 (the next row)",
