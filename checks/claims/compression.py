@@ -1060,7 +1060,8 @@ def dense_instance(built: Built) -> Dense:
         if built.aligned:
             share = dense_share(built, built.k)
             kept = share * total if isinstance(share, Fraction) else share * _number(total)
-            return Dense(total, kept, total - kept, _root(kept), built.W.shape[1])
+            lost = total - kept if isinstance(kept, Fraction) else _number(total) - kept
+            return Dense(total, kept, lost, _root(kept), built.W.shape[1])
         if built.factors is None:
             head = _rational_matrix(built.span)
         else:
@@ -1070,15 +1071,17 @@ def dense_instance(built: Built) -> Dense:
         with exact.precision(mpmath.mp.prec + REFERENCE_GUARD):
             Gm = ball_matrix(G)
             Wm = flint.arb_mat([[flint.arb(head[i, j]) for j in range(head.ncols())] for i in range(head.nrows())])
+            induced = Gm * Wm * Wm.transpose()
+            inner = sum((a * b for a, b in zip(Gm.entries(), induced.entries(), strict=True)), flint.arb(0))
+            size = _squares(induced)
+            rate = _mp(inner / size.sqrt()) if size != 0 else Fraction(0)
+            if rank == head.nrows():  # col W* is all of R^V: Π = I
+                return Dense(total, total, Fraction(0), rate, rank)
             B = flint.arb_mat([[Wm[i, j] for j in pivots] for i in range(Wm.nrows())])
             projector = B * (B.transpose() * B).inv() * B.transpose()
             kept_part = Gm * projector
             kept, lost = _squares(kept_part), _squares(Gm - kept_part)
-            induced = Gm * Wm * Wm.transpose()
-            inner = sum((a * b for a, b in zip(Gm.entries(), induced.entries(), strict=True)), flint.arb(0))
-            size = _squares(induced)
-            rate = inner / size.sqrt() if size != 0 else flint.arb(0)
-            return Dense(total, _mp(kept), _mp(lost), _mp(rate), rank)
+            return Dense(total, _mp(kept), _mp(lost), rate, rank)
 
     return remembered(built, ("dense", mpmath.mp.prec), compute)
 
