@@ -669,13 +669,38 @@ def approximate_gram(built: Built) -> np.ndarray:
 
 
 def exact_total(built: Built) -> flint.fmpq:
-    """g = ‖G‖_F² = ‖Z_G‖_F² 4^e, exactly."""
+    """g = ‖G‖_F², exactly (:func:`square_sum`)."""
+    return remembered(built, "g", lambda: square_sum(float64_gradient(built)))
 
-    def compute() -> flint.fmpq:
-        ZG, e = integer_gradient(built)
-        return dyadic(sum((x * x for x in ZG.entries()), flint.fmpz(0)), 2 * e)
 
-    return remembered(built, "g", compute)
+#: Entries summed in one int64 block by :func:`square_sum` (each product below 2^37: sums below 2^61).
+SQUARE_BLOCK = 1 << 24
+
+
+def square_sum(X: np.ndarray) -> flint.fmpq:
+    """Σ x² over the entries of a float64 array, exactly: each x = m 2^t with |m| < 2^53 split as
+    m = a 2^36 + b 2^18 + c (a < 2^17, b, c < 2^18, so each product below is under 2^37 and a block of
+    :data:`SQUARE_BLOCK` of them sums within int64); the products summed in int64 for each exponent t, and
+    those sums combined in Python integers, m² = a² 2^72 + 2ab 2^54 + (2ac + b²) 2^36 + 2bc 2^18 + c²."""
+    mantissa, exponent = np.frexp(np.asarray(X, dtype=np.float64).ravel())
+    m = np.abs((mantissa * 2.0**53).astype(np.int64))
+    keep = m != 0
+    m, t = m[keep], exponent[keep].astype(np.int64) - 53
+    if m.size == 0:
+        return flint.fmpq(0)
+    low, total, mask = int(t.min()), 0, (1 << 18) - 1
+    for begin in range(0, m.size, SQUARE_BLOCK):
+        mb, tb = m[begin : begin + SQUARE_BLOCK], t[begin : begin + SQUARE_BLOCK]
+        order = np.argsort(tb, kind="stable")
+        mb, tb = mb[order], tb[order]
+        starts = np.flatnonzero(np.r_[True, tb[1:] != tb[:-1]])
+        a, b, c = mb >> 36, (mb >> 18) & mask, mb & mask
+        parts = [a * a, 2 * a * b, 2 * a * c + b * b, 2 * b * c, c * c]
+        sums = [np.add.reduceat(part, starts) for part in parts]
+        for j, start in enumerate(starts):
+            square = sum(int(s[j]) << (18 * (4 - i)) for i, s in enumerate(sums))
+            total += square << (2 * (int(tb[start]) - low))
+    return dyadic(total, 2 * low)
 
 
 def _atom(ring: Any, ball: Any) -> Real:
@@ -733,13 +758,22 @@ def projected_energy(built: Built) -> Real | None:
 WEYL_BITS = 128
 
 
-def weyl_sum(G: np.ndarray, k: int, total: flint.fmpq) -> Any:
-    """A ball holding S_k = Σ_{i ≤ k} σ_i(G)² for the float64 matrix G (read exactly): its singular values from
-    a float64 SVD, each within m = svd_rank_margin (the backward error, with σ₁ ≤ ‖G‖_F = √``total``) of the
-    exact one (Weyl), squared and summed in float64 (gamma_{k+2} of the sum)."""
-    sigma = np.linalg.svd(G, compute_uv=False)[:k]
-    norm = math.sqrt(float(total)) * (1 + 4 * U64)
-    margin = tolerance.svd_rank_margin(tuple(G.shape), U64, 0.0, norm)
+def float64_singular_values(built: Built) -> np.ndarray:
+    """The singular values of the built G read into float64, from a float64 SVD (largest first)."""
+    return remembered(built, "sigma64", lambda: np.linalg.svd(float64_gradient(built), compute_uv=False))
+
+
+def weyl_margin(built: Built) -> float:
+    """m ≥ |σ̂_i − σ_i(G)| for :func:`float64_singular_values` (Weyl: svd_rank_margin, the SVD's backward error
+    at float64's u, with σ₁ ≤ ‖G‖_F = √g)."""
+    norm = math.sqrt(float(exact_total(built))) * (1 + 4 * U64)
+    return tolerance.svd_rank_margin(tuple(built.G.shape), U64, 0.0, norm)
+
+
+def weyl_sum(built: Built, k: int) -> Any:
+    """A ball holding S_k = Σ_{i ≤ k} σ_i(G)², from the float64 singular values of G, each within the Weyl
+    margin m (:func:`weyl_margin`) of the exact one, squared and summed in float64 (gamma_{k+2} of the sum)."""
+    sigma, margin = float64_singular_values(built)[:k], weyl_margin(built)
     g = tolerance.gamma(k + 2, U64)
     low = float(np.sum(np.maximum(sigma - margin, 0.0) ** 2)) * (1 - g)
     high = float(np.sum((sigma + margin) ** 2)) / (1 - g)
@@ -747,10 +781,13 @@ def weyl_sum(G: np.ndarray, k: int, total: flint.fmpq) -> Any:
 
 
 def rank_exceeds(built: Built, k: int) -> bool:
-    """Whether rank G > k, exactly: a rank of Z_G mod a prime above k proves it (reduction only loses rank),
-    else the rank over the integers (fraction-free elimination) decides."""
+    """Whether rank G > k: more than k float64 singular values above the Weyl margin prove it (two-sided), as
+    does a rank of Z_G mod a prime above k (reduction only loses rank); else the rank over the integers
+    (fraction-free elimination) decides."""
 
     def compute() -> bool:
+        if int(np.sum(float64_singular_values(built) > weyl_margin(built))) > k:  # certified nonzero (Weyl)
+            return True
         ZG = integer_gradient(built)[0]
         if flint.nmod_mat(ZG, exact.RANK_PRIME).rank() > k:
             return True
@@ -778,7 +815,7 @@ def spectral_sum(built: Built, k: int) -> Real | None:
             return Real.of(g)
         weyl = flint.ctx.prec <= WEYL_BITS and not _underflows(float64_gradient(built))
         if weyl:
-            ball = weyl_sum(float64_gradient(built), k, exact_total(built))
+            ball = weyl_sum(built, k)
         else:
             ball = eigenvalue_sum(integer_gram(built), approximate_gram(built), k)
         if ball is None:
@@ -1180,8 +1217,10 @@ def singular_share(count: Quantity) -> Any:
     (:func:`top_share`), exactly as S_n/g (:func:`spectral_sum`; an atom for n = rank W*)."""
 
     def measure(ctx: Context) -> Measured:
-        n = _pinned(count.measure(ctx))
-        return Measured(math.nan, math.inf) if n is None else top_share(built_in(ctx).G, n).measured()
+        n, built = _pinned(count.measure(ctx)), built_in(ctx)
+        if n is None:
+            return Measured(math.nan, math.inf)
+        return remembered(built, ("top share", n), lambda: top_share(built.G, n)).measured()
 
     def exact_value(ctx: Context) -> Real | None:
         n, built = _pinned(count.exact(ctx)), built_in(ctx)
