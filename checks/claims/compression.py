@@ -460,8 +460,8 @@ def residual_bound(S: Any, Q: Any, eta: float) -> float:
 
 def subspace_gap(built: Built) -> float:
     """delta >= ||Pi_Q - Pi||_2 for the projectors on span Q and on col W* = col B (B = ``span``, of the same
-    dimension k): ||(I - Pi_Q) Pi||_2 <= ||(I - Pi_Q) B||_F / sigma_k(B), with sigma_k(B) above the singular
-    value of the backend's copy less its Weyl margin and its distance from B; infinite where no bound holds
+    dimension k): ||(I - Pi_Q) Pi||_2 <= ||(I - Pi_Q) B||_F / sigma_k(B), with sigma_k(B) above that of the
+    backend's copy (:func:`smallest_singular_value`) less its distance from B; infinite where no bound holds
     (a basis of another dimension, a defect eta >= 1, sigma_k(B) not bounded away from 0)."""
     Q, S, k = built.Q, built.span_b, built.k
     if Q.shape[1] != k or S.shape[1] != k:
@@ -470,11 +470,22 @@ def subspace_gap(built: Built) -> float:
     if eta >= 1:
         return math.inf
     rho = residual_bound(S, Q, eta) + built.span_error
-    sigma = singular_values(S)
-    margin = tolerance.svd_rank_margin(tuple(S.shape), unit(S), 0.0, float(sigma[0])) + built.span_error
-    low = float(sigma[k - 1]) - margin
+    low = smallest_singular_value(S) - built.span_error
     gap = rho / low * (1 + ENDPOINT) if low > 0 else math.inf
     return gap if gap < 1 else math.inf
+
+
+def smallest_singular_value(S: Any) -> float:
+    """A lower bound on σ_min(S) for a tall S (V x k, its entries read exactly), in S's namespace: the least
+    eigenvalue of the computed Gram matrix fl(SᵀS) less its error (Weyl:
+    :func:`rankwall.checks.tolerance.gram_eigenvalue_error`, and k V λ for products below the normal range),
+    square-rooted. Cheaper than an SVD of S (V k² flops, then a k x k eigenproblem)."""
+    xp = array_api_compat.array_namespace(S)
+    V, k = S.shape
+    least = float(xp.min(xp.linalg.eigvalsh(S.T @ S)))
+    squared = frobenius(S).hi ** 2
+    error = tolerance.gram_eigenvalue_error((k, V), unit(S), squared) + k * V * underflow(S)
+    return math.sqrt(least - error) * (1 - ENDPOINT) if least > error else 0.0
 
 
 def top_share(G: Any, k: int) -> Enclosure:
@@ -730,16 +741,17 @@ def projected_energy(built: Built) -> Real | None:
     """K = ‖GΠ‖_F² = tr(GΠGᵀ) on the exact object at the working precision: an atom (ring :data:`PROJECTED`)
     whose ball is tr(A⁻¹ MᵀM) 4^e (:func:`head_integers`; Π = Z_B A⁻¹ Z_Bᵀ), solved in balls; S_k for an
     aligned head (tr(P_k GᵀG) = S_k); g exactly where Π = I (rank W* = V), 0 where GB = 0. ``None`` beyond
-    :data:`EXACT_V`, or where the balls cannot show A invertible."""
+    :data:`EXACT_V` (a head of rank V included), or where the balls cannot show A invertible."""
 
     def compute() -> Real | None:
         if built.aligned:
             return spectral_sum(built, built.k)
-        V, g = built.G.shape[1], exact_total(built)
-        if built.k == V:
-            return Real.of(g)
+        V = built.G.shape[1]
         if V > EXACT_V:
             return None
+        g = exact_total(built)
+        if built.k == V:
+            return Real.of(g)
         A, M = head_integers(built)
         C = M.transpose() * M
         if C.is_zero():
@@ -804,12 +816,15 @@ def spectral_sum(built: Built, k: int) -> Real | None:
     it the certificate of :func:`eigenvalue_sum` in integers (Ostrowski, Ky Fan, the block bound)."""
 
     def compute() -> Real | None:
-        (T, V), g = built.G.shape, exact_total(built)
+        T, V = built.G.shape
         if k <= 0:
             return Real.of(0)
+        if V > EXACT_V:
+            return None
+        g = exact_total(built)
         if k >= min(T, V):
             return Real.of(g)
-        if V > EXACT_V or min(T, V) > GRAM_LIMIT:
+        if min(T, V) > GRAM_LIMIT:
             return None
         if not rank_exceeds(built, k):  # the k largest eigenvalues are all there are
             return Real.of(g)
