@@ -1060,26 +1060,16 @@ def _compare_rates(base: Any) -> Callable[[Context, Real, Quantity], Compared | 
 # --------------------------------------------------------------------------- references
 #
 # Every quantity the slow, obviously right way on the context's exact object, sharing nothing with the float
-# and exact routes but the built arrays (small V only: the tests run them at V <= 64): ‖G‖_F² in Python
-# Fractions; the exact head as a dense rational matrix (W, or the product A·B), its rank and a column basis
-# from its reduced row echelon form; the V x V projector Π = B(BᵀB)⁻¹Bᵀ formed in balls at
+# and exact routes but the built arrays (small V only: the tests run them at V <= 64): ‖G‖_F² summed entry by
+# entry in rationals; the exact head as a dense rational matrix (W, or the product A·B), its rank and a column
+# basis from its reduced row echelon form; the V x V projector Π = B(BᵀB)⁻¹Bᵀ formed in balls at
 # REFERENCE_BITS + 64 bits, and GΠ, G − GΠ and GW*W*ᵀ summed entry by entry; the eigenvalues of the smaller
-# Gram matrix of G from Arb's certified eigensolver (the exact characteristic polynomial's roots where it
-# cannot isolate them), for the Ky Fan shares and an aligned head (whose projector is the top-k spectral one).
+# Gram matrix of G from Arb's certified eigensolver at REFERENCE_BITS (the exact characteristic polynomial's
+# roots where it cannot isolate them), for the Ky Fan shares and an aligned head (whose projector is the
+# top-k spectral one).
 
-#: Guard bits of the reference's ball arithmetic beyond mpmath's working precision.
+#: Guard bits of the reference's ball products beyond mpmath's working precision.
 REFERENCE_GUARD = 64
-
-
-@dataclass(frozen=True)
-class Dense:
-    """The reference's numbers of a context (mpmath at the working precision, the total a Fraction)."""
-
-    total: Fraction  # ‖G‖_F²
-    kept: Any  # ‖GΠ‖_F²
-    lost: Any  # ‖G − GΠ‖_F²
-    rate: Any  # ⟨G, GW*W*ᵀ⟩/‖GW*W*ᵀ‖_F
-    rank: int  # rank W*
 
 
 def _mp(x: Any) -> Any:
@@ -1099,43 +1089,78 @@ def _squares(M: Any) -> Any:
 
 
 def dense_total(built: Built) -> Fraction:
-    """‖G‖_F² in Python Fractions, entry by entry."""
-    G = float64_gradient(built)
-    return remembered(built, "dense total", lambda: sum((Fraction(x) ** 2 for x in G.ravel().tolist()), Fraction(0)))
+    """‖G‖_F², entry by entry in rationals."""
+
+    def compute() -> Fraction:
+        total = sum(
+            (flint.fmpq(*x.as_integer_ratio()) ** 2 for x in float64_gradient(built).ravel().tolist()), flint.fmpq(0)
+        )
+        return Fraction(int(total.p), int(total.q))
+
+    return remembered(built, "dense total", compute)
 
 
-def dense_instance(built: Built) -> Dense:
-    """The reference's numbers of the case (see the section's comment)."""
+def dense_head(built: Built) -> tuple[Any, int, list[int]]:
+    """The exact head of a random or low-rank case as a dense rational matrix (W, or the product A·B), its
+    rank and the pivot columns of its reduced row echelon form (a basis of its column space)."""
 
-    def compute() -> Dense:
-        G, total = float64_gradient(built), dense_total(built)
-        if built.aligned:
-            share = dense_share(built, built.k)
-            kept = share * total if isinstance(share, Fraction) else share * _number(total)
-            lost = total - kept if isinstance(kept, Fraction) else _number(total) - kept
-            return Dense(total, kept, lost, _root(kept), built.W.shape[1])
+    def compute() -> tuple[Any, int, list[int]]:
         if built.factors is None:
             head = _rational_matrix(built.span)
         else:
             head = _rational_matrix(built.factors[0]) * _rational_matrix(built.factors[1])
         echelon, rank = head.rref()
         pivots = [next(j for j in range(head.ncols()) if echelon[i, j] != 0) for i in range(rank)]
+        return head, rank, pivots
+
+    return remembered(built, "dense head", compute)
+
+
+def dense_shares(built: Built) -> tuple[Any, Any]:
+    """(‖GΠ‖_F², ‖G − GΠ‖_F²): for an aligned head S_k and ‖G‖_F² − S_k (the reference's eigenvalues); else
+    the V x V projector Π = B(BᵀB)⁻¹Bᵀ on the pivot columns B of the dense head, formed in balls, and GΠ,
+    G − GΠ summed entry by entry (Π = I where the head has rank V)."""
+
+    def compute() -> tuple[Any, Any]:
+        total = dense_total(built)
+        if built.aligned:
+            share = dense_share(built, built.k)
+            kept = share * total if isinstance(share, Fraction) else share * _number(total)
+            return kept, total - kept if isinstance(kept, Fraction) else _number(total) - kept
+        head, rank, pivots = dense_head(built)
+        if rank == head.nrows():  # col W* is all of R^V: Π = I
+            return total, Fraction(0)
         with exact.precision(mpmath.mp.prec + REFERENCE_GUARD):
-            Gm = ball_matrix(G)
+            Gm = ball_matrix(float64_gradient(built))
+            B = flint.arb_mat([[flint.arb(head[i, j]) for j in pivots] for i in range(head.nrows())])
+            kept_part = Gm * (B * (B.transpose() * B).inv() * B.transpose())
+            return _mp(_squares(kept_part)), _mp(_squares(Gm - kept_part))
+
+    return remembered(built, ("dense shares", mpmath.mp.prec), compute)
+
+
+def dense_rate(built: Built) -> Any:
+    """⟨G, GW*W*ᵀ⟩/‖GW*W*ᵀ‖_F: √S_k for an aligned head (W*W*ᵀ = P_k), else from the dense GW*W*ᵀ in balls,
+    entry by entry (0 where GW* = 0)."""
+
+    def compute() -> Any:
+        if built.aligned:
+            return _root(dense_shares(built)[0])
+        head = dense_head(built)[0]
+        with exact.precision(mpmath.mp.prec + REFERENCE_GUARD):
+            Gm = ball_matrix(float64_gradient(built))
             Wm = flint.arb_mat([[flint.arb(head[i, j]) for j in range(head.ncols())] for i in range(head.nrows())])
             induced = Gm * Wm * Wm.transpose()
             inner = sum((a * b for a, b in zip(Gm.entries(), induced.entries(), strict=True)), flint.arb(0))
             size = _squares(induced)
-            rate = _mp(inner / size.sqrt()) if size != 0 else Fraction(0)
-            if rank == head.nrows():  # col W* is all of R^V: Π = I
-                return Dense(total, total, Fraction(0), rate, rank)
-            B = flint.arb_mat([[Wm[i, j] for j in pivots] for i in range(Wm.nrows())])
-            projector = B * (B.transpose() * B).inv() * B.transpose()
-            kept_part = Gm * projector
-            kept, lost = _squares(kept_part), _squares(Gm - kept_part)
-            return Dense(total, _mp(kept), _mp(lost), rate, rank)
+            return _mp(inner / size.sqrt()) if size != 0 else Fraction(0)
 
-    return remembered(built, ("dense", mpmath.mp.prec), compute)
+    return remembered(built, ("dense rate", mpmath.mp.prec), compute)
+
+
+def dense_rank(built: Built) -> int:
+    """rank W*: the dense head's (k for an aligned head, the ideal head's k orthonormal columns)."""
+    return built.W.shape[1] if built.aligned else dense_head(built)[1]
 
 
 def ball_matrix(X: np.ndarray) -> Any:
@@ -1169,7 +1194,7 @@ def dense_share(built: Built, k: int) -> Any:
         return Fraction(1)
     if k <= 0:
         return Fraction(0)
-    eigenvalues = _gram_eigenvalues(G.tobytes(), G.shape, mpmath.mp.prec + REFERENCE_GUARD)
+    eigenvalues = _gram_eigenvalues(G.tobytes(), G.shape, mpmath.mp.prec)
     return mpmath.fsum(eigenvalues[:k]) / _number(dense_total(built))
 
 
@@ -1256,7 +1281,7 @@ surviving = _quantity(
     "c",
     lambda ctx: _shares(ctx)[0].measured(),
     lambda ctx: _exact_share(ctx, kept=True),
-    reference=lambda ctx: _root(_ratio(dense_instance(built_in(ctx)).kept, dense_total(built_in(ctx)))),
+    reference=lambda ctx: _root(_ratio(dense_shares(built_in(ctx))[0], dense_total(built_in(ctx)))),
     doc="c = ‖GΠ‖_F/‖G‖_F, the share of the logit gradient kept (Π the projector on col W)",
     exact_doc="√(K/g), K = ‖GΠ‖_F² an atom (S_k for an aligned head)",
 )
@@ -1264,7 +1289,7 @@ destroyed = _quantity(
     "r",
     lambda ctx: _shares(ctx)[1].measured(),
     lambda ctx: _exact_share(ctx, kept=False),
-    reference=lambda ctx: _root(_ratio(dense_instance(built_in(ctx)).lost, dense_total(built_in(ctx)))),
+    reference=lambda ctx: _root(_ratio(dense_shares(built_in(ctx))[1], dense_total(built_in(ctx)))),
     doc="r = ‖G − GΠ‖_F/‖G‖_F, the share destroyed in ker Wᵀ",
     exact_doc="√((g − K)/g): ‖G − GΠ‖_F² = tr(G(I − Π)Gᵀ) = g − K",
 )
@@ -1272,7 +1297,7 @@ rank_W = _quantity(
     "rank W",
     lambda ctx: built_in(ctx).rank,
     lambda ctx: built_in(ctx).rank,
-    reference=lambda ctx: dense_instance(built_in(ctx)).rank,
+    reference=lambda ctx: dense_rank(built_in(ctx)),
     integer=True,
     doc="the dimension of col W",
     exact_doc="certified when the case is built: singular values above a Weyl margin, or structure",
@@ -1291,7 +1316,7 @@ descent_along_update = _quantity(
     "⟨G, GWWᵀ⟩/‖GWWᵀ‖_F",
     lambda ctx: _rates(ctx)[0].measured(),
     lambda ctx: None if exact_rates(built_in(ctx)) is None else exact_rates(built_in(ctx))[0],
-    reference=lambda ctx: dense_instance(built_in(ctx)).rate,
+    reference=lambda ctx: dense_rate(built_in(ctx)),
     doc="the first-order loss decrease per unit of logit-update norm along the H-update's direction −GWWᵀ",
     exact_doc="√(a²/b · 4^e) in integers of G and W (√S_k for an aligned head)",
 )
