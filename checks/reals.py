@@ -236,11 +236,11 @@ class Real:
             raise Undefined("the square root of a quantity that is negative on the instance")
         if decided == 0:
             return Real.of(0)
-        if self.rational:  # a rational square root where numerator and denominator are squares
-            p, q = int(self.value.p), int(self.value.q)
-            root_p, root_q = math.isqrt(p), math.isqrt(q)
-            if root_p * root_p == p and root_q * root_q == q:
-                return Real(flint.fmpq(root_p, root_q))
+        if self.rational:
+            try:
+                return Real(self.value.sqrt())
+            except Exception:  # python-flint's DomainError: not a rational square
+                pass
         b = self.ball
         root = b.sqrt() if b > 0 else flint.arb(0).union(flint.arb(b.upper()).sqrt()) if b.upper() > 0 else flint.arb(0)
         return Real(root, radicand=self)

@@ -10,7 +10,7 @@ import pytest
 import torch
 from reference_check import disagreements
 
-from rankwall.checks import exact
+from rankwall.checks import exact, tolerance
 from rankwall.checks.backends import resolve
 from rankwall.checks.claims import updates as uc
 from rankwall.checks.search import search
@@ -84,6 +84,63 @@ class TestEckartYoung:
     def test_zero_update_leaves_the_whole_gradient(self):
         _, _, G = up.construct_step(5, 6, 1, seed=5)
         assert up.residual(np.zeros_like(G), G) == pytest.approx(np.linalg.norm(G), rel=4 * U)
+
+
+def exact_integer_rank(G_exact: np.ndarray) -> int:
+    """The rank of an object array of Fractions, over the rationals (cleared to integers, python-flint)."""
+    from math import lcm
+
+    scale = lcm(*(x.denominator for x in G_exact.ravel()))
+    return exact.exact_rank(np.array([[int(x * scale) for x in row] for row in G_exact], dtype=object))[0]
+
+
+class TestTheLogitGradient:
+    """Theorem UP.2 (1) and (3), on logit gradients diag(f)(P - Ñ) with idle contexts (f_c = 0)."""
+
+    @pytest.mark.parametrize(("C", "V", "idle"), [(12, 8, 0), (12, 8, 3), (5, 9, 2), (9, 9, 0), (2, 2, 0), (4, 3, 4)])
+    def test_the_rank_is_at_most_the_active_contexts_and_v_minus_one_and_attains_it(self, C, V, idle):
+        """(1) exactly, over the rationals: every row sums to 0, the idle rows vanish, and generic
+        softmax rows attain min(C_+, V - 1)."""
+        P, counts, f = up.construct_logit_gradient(C, V, seed=C + V + idle, idle=idle)
+        G = up.logit_gradient(P, counts, f, exact=True)
+        assert all(sum(row) == 0 for row in G) and not G[f == 0].any()
+        active = int((f > 0).sum())
+        assert exact_integer_rank(G) == min(active, V - 1)
+
+    def test_full_rank_v_never_happens_even_with_more_contexts_than_tokens(self):
+        """Result 1's "full rank V" is false for every P and Ñ: rank <= V - 1 however many contexts."""
+        P, counts, f = up.construct_logit_gradient(40, 6, seed=1)
+        assert exact_integer_rank(up.logit_gradient(P, counts, f, exact=True)) == 5
+
+    @pytest.mark.parametrize("seed", range(4))
+    def test_singular_values_scale_between_the_least_and_the_largest_frequency(self, seed):
+        """(3): f_min sigma_i(X_+) <= sigma_i(G) <= f_max sigma_i(X_+), each float SVD within its
+        backward error gamma_{V+2} sqrt(min(C, V)) sigma_1 (Weyl)."""
+        P, counts, f = up.construct_logit_gradient(30, 20, seed=seed, idle=4, scale=2.0)
+        G, X = up.logit_gradient(P, counts, f), up.logit_gradient(P, counts, np.ones_like(f))[f > 0]
+        s_G, s_X = np.linalg.svd(G, compute_uv=False), np.linalg.svd(X, compute_uv=False)
+        slack = tolerance.svd_rank_margin(G.shape, U, 0.0, s_G[0]) + f.max() * tolerance.svd_rank_margin(
+            X.shape, U, 0.0, s_X[0]
+        )
+        f_min, f_max = f[f > 0].min(), f.max()
+        assert np.all(f_min * s_X - slack <= s_G[: len(s_X)]) and np.all(s_G[: len(s_X)] <= f_max * s_X + slack)
+        low, high = up.frequency_ratios(G[f > 0], X)
+        assert f_min < f_max and low < high  # frequencies spread: G is no multiple of X
+
+    def test_constant_frequencies_are_the_equality_case_and_the_largest_frequency_is_no_lower_bound(self):
+        """f constant: G = f X and sigma_i(G) = f sigma_i(X) exactly. With f spread, f_max sigma_i(X) is
+        not a lower bound (the mutant of (3) that would make ER.5 stronger)."""
+        P, counts, f = up.construct_logit_gradient(20, 12, seed=7, spread=1)
+        G = up.logit_gradient(P, counts, 3 * f, exact=True)
+        X = up.logit_gradient(P, counts, f, exact=True)
+        assert (G == 3 * X).all()
+        P, counts, f = up.construct_logit_gradient(20, 12, seed=7, spread=5)
+        G, X = up.logit_gradient(P, counts, f), up.logit_gradient(P, counts, np.ones_like(f))
+        s_G, s_X = np.linalg.svd(G, compute_uv=False), np.linalg.svd(X, compute_uv=False)
+        margin = tolerance.svd_rank_margin(G.shape, U, 0.0, s_G[0]) + f.max() * tolerance.svd_rank_margin(
+            X.shape, U, 0.0, s_X[0]
+        )
+        assert np.any(s_G[:11] < f.max() * s_X[:11] - margin)
 
 
 @pytest.mark.parametrize(

@@ -1627,7 +1627,7 @@ mini_batch = ERROR_RANK.claim(
     "mini-batch",
     title="Mini-batch prediction errors stay high-rank near convergence",
     source=f"{SEED_000}, Prop. A.7 and Cor. A.8 (App. A.3.1; proof in B.3)",
-    statement="if max|P − Ñ| < ε_B (the smallest positive entry of Ñ on C^u_B) and P > 0, then (i) the sign "
+    statement="if max|P − Ñ| < ν_B (the smallest positive entry of Ñ on C^u_B) and P > 0, then (i) the sign "
     "pattern of P − Ñ^B where Ñ > 0 is that of Ñ − Ñ^B, (ii) rank(P − Ñ^B) ≥ min(|C^u_B|, V − 1), and (iii) a "
     "weakly chained diagonally dominant limit (Ñ − Ñ^B)[C^u_B, T_B] is nonsingular",
     domain="Zipfian languages, batches drawn without replacement, P = (1 − δ)Ñ + δ/V with δ > 0 (exact rationals)",

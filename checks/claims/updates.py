@@ -944,7 +944,7 @@ STATEMENTS: tuple[Statement, ...] = (
               ("updates.first-order-rank", "updates.exact-step-rank"),
               (_TESTS + "TestRankAtMost2D", _TESTS + "TestRankClaimsAreCertified")),
     Statement("thm-logit-gradient", "UP.2", "updates", "seed 000, §2.2 (\"may have a rank up to V\"), Result 1",
-              Kind.CORRECTED, ("error-rank.unique-continuation",), (),
+              Kind.CORRECTED, ("error-rank.unique-continuation",), (_TESTS + "TestTheLogitGradient",),
               "rank <= min(C, V - 1); the bridge from P - Ñ to diag(f)(P - Ñ)"),
     Statement("thm-eckart-young", "UP.3", "updates", "seed 000, Prop. A.6 (statement lost, proof kept)",
               Kind.RECONSTRUCTED, ("updates.eckart-young", "updates.eckart-young-attained"),
