@@ -78,6 +78,7 @@ from hypothesis import strategies as st
 from rankwall.checks import exact, tolerance, toolkit
 from rankwall.checks.backends import Backend, float64_copy, singular_values
 from rankwall.checks.quantities import (
+    Approximately,
     Combination,
     Compared,
     Constant,
@@ -1123,10 +1124,10 @@ def dense_shares(built: Built) -> tuple[Any, Any]:
 
     def compute() -> tuple[Any, Any]:
         total = dense_total(built)
-        if built.aligned:
-            share = dense_share(built, built.k)
-            kept = share * total if isinstance(share, Fraction) else share * _number(total)
-            return kept, total - kept if isinstance(kept, Fraction) else _number(total) - kept
+        if built.aligned:  # Π = P_k: GΠ keeps the k largest eigenvalues of GᵀG, G − GΠ the others
+            if built.k >= min(built.G.shape):
+                return total, Fraction(0)
+            return _eigenvalue_sum(built, slice(0, built.k)), _eigenvalue_sum(built, slice(built.k, None))
         head, rank, pivots = dense_head(built)
         if rank == head.nrows():  # col W* is all of R^V: Π = I
             return total, Fraction(0)
@@ -1169,10 +1170,10 @@ def ball_matrix(X: np.ndarray) -> Any:
 
 
 @functools.lru_cache(maxsize=64)
-def _gram_eigenvalues(data: bytes, shape: tuple[int, int], bits: int) -> tuple[Any, ...]:
-    """The eigenvalues of the smaller Gram matrix of G (GGᵀ or GᵀG) at ``bits``, largest first: Arb's certified
-    eigensolver, or, where it cannot isolate them (tied singular values), the real roots of the exact
-    characteristic polynomial with their multiplicities."""
+def _gram_eigenvalues(data: bytes, shape: tuple[int, int], bits: int) -> tuple[tuple[Any, Any], ...]:
+    """The eigenvalues of the smaller Gram matrix of G (GGᵀ or GᵀG) at ``bits``, largest first, each as its
+    ball's (midpoint, radius): Arb's certified eigensolver, or, where it cannot isolate them (tied singular
+    values), the real roots of the exact characteristic polynomial with their multiplicities."""
     G = np.frombuffer(data, dtype=np.float64).reshape(shape)
     T, V = shape
     with exact.precision(bits):
@@ -1184,7 +1185,18 @@ def _gram_eigenvalues(data: bytes, shape: tuple[int, int], bits: int) -> tuple[A
             Gq = _rational_matrix(G)
             polynomial = (Gq.transpose() * Gq if V <= T else Gq * Gq.transpose()).charpoly()
             values = [root.real for root, multiplicity in polynomial.complex_roots() for _ in range(multiplicity)]
-        return tuple(sorted((_mp(v) for v in values), reverse=True))
+        pairs = [(_mp(v), _mp(flint.arb(v.rad()))) for v in values]
+        return tuple(sorted(pairs, key=lambda pair: pair[0], reverse=True))
+
+
+def _eigenvalue_sum(built: Built, indices: slice) -> Any:
+    """The sum of the reference's eigenvalues in ``indices`` (largest first), with the sum of their radii:
+    an :class:`~rankwall.checks.quantities.Approximately` (exact zeros come out as balls around 0)."""
+    G = float64_gradient(built)
+    chosen = _gram_eigenvalues(G.tobytes(), G.shape, mpmath.mp.prec)[indices]
+    value = mpmath.fsum(mid for mid, _ in chosen)
+    error = mpmath.fsum(rad for _, rad in chosen) + abs(value) * mpmath.mpf(2) ** (8 - mpmath.mp.prec)
+    return Approximately(max(value, mpmath.mpf(0)), error)
 
 
 def dense_share(built: Built, k: int) -> Any:
@@ -1194,8 +1206,7 @@ def dense_share(built: Built, k: int) -> Any:
         return Fraction(1)
     if k <= 0:
         return Fraction(0)
-    eigenvalues = _gram_eigenvalues(G.tobytes(), G.shape, mpmath.mp.prec)
-    return mpmath.fsum(eigenvalues[:k]) / _number(dense_total(built))
+    return _ratio(_eigenvalue_sum(built, slice(0, k)), dense_total(built))
 
 
 def _number(x: Any) -> Any:
@@ -1204,12 +1215,19 @@ def _number(x: Any) -> Any:
 
 
 def _root(x: Any) -> Any:
-    """√x at mpmath's working precision (a Fraction read exactly)."""
+    """√x at mpmath's working precision (a Fraction read exactly); for x known within e, √x within
+    max(√(x + e) − √x, √x − √(max(x − e, 0)))."""
+    if isinstance(x, Approximately):
+        value, error = _number(x.value), _number(x.error)
+        root = mpmath.sqrt(value)
+        return Approximately(root, max(mpmath.sqrt(value + error) - root, root - mpmath.sqrt(max(value - error, 0))))
     return mpmath.sqrt(_number(x))
 
 
 def _ratio(a: Any, b: Any) -> Any:
-    """a/b: a Fraction where both are, else at mpmath's working precision."""
+    """a/b for b > 0 exact: a Fraction where both are, else at mpmath's working precision (a's error over b)."""
+    if isinstance(a, Approximately):
+        return Approximately(_number(a.value) / _number(b), _number(a.error) / _number(b))
     if isinstance(a, Fraction) and isinstance(b, Fraction):
         return a / b
     return _number(a) / _number(b)
