@@ -170,7 +170,8 @@ def quantity_disagreement(quantity: Any, case: Any, backend: Any) -> str | None:
                 ball = value.ball
                 if not ball.is_finite():
                     return None  # an unbounded ball holds every reference
-                ends = (ball.lower(), ball.upper())
+                with exact.precision(REFERENCE_BITS):  # read the ends without rounding them to the default 53 bits
+                    ends = (ball.lower(), ball.upper())
                 low, high = (mpmath.mpf(tuple(int(x) for x in end.mid().man_exp())) for end in ends)
                 if not low - slack <= ref <= high + slack:
                     return f"{quantity}: reference {mpmath.nstr(ref, 17)} outside the exact ball {ball}"

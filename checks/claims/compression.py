@@ -1,27 +1,47 @@
-"""Claims ``compression.*``: Eq. 1 (the share of the logit gradient destroyed by the head), its
-Ky Fan ceiling, and the first-order efficiency of the update that reaches the logits (§3.4).
+r"""Claims ``compression.*``: Eq. 1 (the share of the logit gradient destroyed by the head), its Ky Fan
+ceiling, and the first-order efficiency of the update that reaches the logits (§3.4), declared over this
+family's quantities.
 
-Every side is measured on its own, never through the statement or its hypotheses, and comes
-with an :class:`Enclosure`: the value computed in the backend and an interval that holds the exact
-quantity, built from the rounding model of ``checks/tolerance.py`` (Higham's gamma for sums and
-products, the backward error of a dense SVD with Weyl's inequality for singular values) at the unit
-roundoff of the backend's dtype; the endpoints themselves are computed in Python floats, so their
-own outward push (``ENDPOINT``) is float64's. The tolerance of
-a measurement is the sum of the two radii, so a margin beyond it decides in either direction:
-``rhs - lhs > tol`` holds, ``rhs - lhs < -tol`` is a certified violation (the exact sides lie in
-disjoint intervals), anything in between is undecided. The exact quantities are those of the
-stored G (computed in float64, rounded to the backend's dtype) and of the projector Pi on the span
-of the computed basis Q (of dimension ``rank W``), which is orthonormal only up to a measured defect eta.
+The exact object. A case is a batch gradient through a head, :class:`BatchGradient`. The context's backend
+builds G (T x V, the frequency-weighted cross-entropy logit gradient, computed in float64 and rounded to the
+backend's dtype) and a head, and every quantity of the context measures, evaluates exactly and references the
+same pair (G, W*): G is the built G read exactly (a matrix of dyadic rationals), and W* is the head the case
+names, which for two of the three kinds of head is an ideal object that the built floats only approximate:
 
-Backends: every claim follows ``--backend``. G and W are rounded to the backend's dtype, and the
-projection, norms, singular values and products are computed in its namespace. The basis of col W
-is the pivoted QR of :func:`rankwall.theory.compression.column_basis` on NumPy float64 and the SVD's
-left singular vectors above a Weyl margin (:func:`rankwall.theory.compression.svd_column_basis`)
-elsewhere, since the array API's QR has no pivoting; no enclosure assumes more of Q than its measured
-defect eta, and Ky Fan's principle holds for every subspace, so the substitute changes no bound.
-Underflow (float32's normal range ends at 2^-126) is outside the relative model: each bound adds an
-absolute lambda per product that may underflow (:func:`underflow`). A
-margin inside its tolerance is re-decided by the judges from a NumPy float64 measurement.
+- a *random* head: W* is the built head W (V x D, a float64 Gaussian draw rounded to the backend's dtype),
+  read exactly, of rank D (certified when the case is built);
+- a *low-rank* head W = AB (``rank`` r < D): W* = A B / √(rD), the product of the constructor's float64
+  factors A (V x r) and B (r x D) read exactly, of rank r (both factors certified of rank r when the case
+  is built), not the float product the backend holds; col W* = col A;
+- an *aligned* head: W* is an orthonormal basis of the top-k right singular subspace of G, k = min(D, T, V)
+  (any such basis: every quantity below depends on W* through W*W*ᵀ = P_k, the spectral projector of GᵀG on
+  its k largest eigenvalues), not the float singular vectors the backend's SVD returns.
+
+Π is the orthogonal projector on col W* (Π = P_k for an aligned head). With g = ‖G‖_F² (a rational):
+
+- c² = ‖GΠ‖_F²/g and r² = ‖G − GΠ‖_F²/g. For a random or low-rank head, ‖GΠ‖_F² = tr(GΠGᵀ) = K, one *atom*
+  of the instance (a symbol in a :class:`~rankwall.checks.reals.Form`, its ball tr(M(BᵀB)⁻¹Mᵀ) at the working
+  precision, B the exact columns spanning col W*, M = GB), and ‖G − GΠ‖_F² = tr(G(I − Π)Gᵀ) = g − K (I − Π
+  is the orthogonal projector on ker W*ᵀ); for an aligned head K = S_k, the sum of the k largest
+  eigenvalues of GᵀG (tr(P_k GᵀG) = S_k). So r² + c² = 1 is an identity in the atoms: exact;
+- the Ky Fan share Σ_{i ≤ k} σ_i(G)²/g = S_k/g, S_k an atom for k = rank W* (the same atom as an aligned
+  head's K, so c² equals the share exactly there), its ball certified from float64 eigenvectors refined in
+  balls (:func:`eigenvalue_sum`); S_k = g exactly for k ≥ min(T, V);
+- the rates ⟨G, GW*W*ᵀ⟩/‖GW*W*ᵀ‖_F (invariant under W* → sW*) and ‖G‖_F: square roots of exact rationals
+  (integers of G and W* read exactly, :func:`exact_rates`), or √S_k for an aligned head, compared through
+  their radicands.
+
+A float measurement counts only where its error bound covers the distance to that object. The backend
+computes Eq. 1 through a basis Q of its float head (the pivoted QR of
+:func:`rankwall.theory.compression.column_basis` on NumPy float64, the SVD basis of
+:func:`rankwall.theory.compression.svd_column_basis` elsewhere), so c and r are measured on span Q with the
+rounding model (:func:`eq1_shares`) and then moved to col W*: by ‖Π_Q − Π‖₂ ≤ ‖(I − Π_Q)B‖₂/σ_min(B) for
+a random or low-rank head (:func:`subspace_gap`), by the alignment slack for an aligned one
+(:func:`alignment_slack`); the rates add the distance of the float head from W* (:func:`descent_rates`,
+:func:`aligned_rate`). A float route that cannot bound that distance (a basis of another dimension, a
+defect η ≥ 1) returns an infinite error and leaves the decision to the exact route. Underflow (float32's
+normal range ends at 2^-126) is outside the relative model: each bound adds an absolute λ per product that
+may underflow (:func:`underflow`).
 """
 
 from __future__ import annotations
@@ -37,13 +57,15 @@ __all__ = [
     "descent_along_update",
     "destroyed",
     "rank_W",
+    "singular_share",
     "surviving",
+    "vocabulary",
 ]
 
 import functools
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, ClassVar
 
@@ -53,22 +75,27 @@ import mpmath
 import numpy as np
 from hypothesis import strategies as st
 
-from rankwall.checks import exact, tolerance
+from rankwall.checks import exact, tolerance, toolkit
 from rankwall.checks.backends import Backend, float64_copy, singular_values
-from rankwall.checks.quantities import Context, Measured, quantity
-from rankwall.checks.statements import Kind, Statement
-from rankwall.checks.toolkit import Cases, Family, Reference, numpy_float64, planted_exactly, planted_side, two_sided
-from rankwall.checks.verdict import (
-    EXACT_IDENTITY_V,
-    Case,
-    Certification,
-    Judgement,
-    Measurement,
-    OutsideDomain,
-    RankInterval,
-    Relation,
+from rankwall.checks.quantities import (
+    Approximately,
+    Combination,
+    Compared,
+    Constant,
+    Context,
+    Measured,
+    Quantity,
+    declare,
+    quantity,
 )
+from rankwall.checks.reals import EXACT_HOWS, Form, Real, difference_sign
+from rankwall.checks.statements import Kind, Statement
+from rankwall.checks.toolkit import Cases, numpy_float64
+from rankwall.checks.verdict import Case, OutsideDomain, RankInterval
 from rankwall.theory import compression as cp
+
+#: The family's name: the prefix of its claim ids, and what its quantities and cases belong to.
+FAMILY = "compression"
 
 # --------------------------------------------------------------------------- cases and strategies
 
@@ -134,6 +161,171 @@ SEED_000 = "seed 000"  # "Lost in Backpropagation: The LM Head is a Gradient Bot
 U64 = tolerance.unit_roundoff(np.float64)
 #: Each endpoint of an enclosure is computed in at most two float64 roundings, pushed outwards by gamma_2.
 ENDPOINT = tolerance.gamma(2, U64)
+#: The largest vocabulary at which the exact routes run (dense products of G and the head over V in balls,
+#: and integers for the rates); beyond it a quantity has no exact route and its float enclosure decides.
+EXACT_V = 4096
+#: The largest Gram matrix of G, of order min(T, V), whose eigenvalue sums the exact route encloses.
+GRAM_LIMIT = 256
+
+
+# --------------------------------------------------------------------------- building a case
+
+
+@dataclass(frozen=True)
+class Built(toolkit.Built):
+    """A case built in a backend (see the module docstring): G and the float head W in the backend, a basis Q
+    of col W there, and what defines the exact head W*: ``span``, the float64 matrix whose columns span col W*
+    exactly (W for a random head, A for a low-rank one; ``None`` for an aligned head), its copy in the backend
+    ``span_b`` within ``span_error`` of it (Frobenius), the factors (A, B) of a low-rank head, the bound
+    ``head_error`` on ‖W − W*‖_F, and the certified rank of W*."""
+
+    G: Any
+    W: Any
+    Q: Any
+    span: np.ndarray | None
+    span_b: Any
+    span_error: float
+    factors: tuple[np.ndarray, np.ndarray] | None
+    head_error: float
+    rank: RankInterval
+    aligned: bool
+    #: What the routes derive from the built case (integers, Gram matrices, balls at each precision): computed
+    #: once and shared by every context of the case.
+    memo: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def k(self) -> int:
+        """rank W*."""
+        return self.rank.lo
+
+
+def head_factors(case: BatchGradient) -> tuple[np.ndarray, np.ndarray]:
+    """The factors A (V x r) and B (r x D) that :func:`rankwall.theory.compression.construct_head` draws for a
+    low-rank head W = AB/√(rD) (the same generator, the same draws, in the same order)."""
+    rng = np.random.default_rng(case.seed)
+    return rng.standard_normal((case.V, case.rank)), rng.standard_normal((case.rank, case.D))
+
+
+def label(backend: Backend | None) -> str:
+    """Where a measurement ran: backend name and dtype."""
+    b = numpy_float64() if backend is None else backend
+    return f"{b.name} {b.dtype_name}"
+
+
+def build(case: BatchGradient, backend: Backend | None = None) -> Built:
+    """The case in the backend (NumPy float64 by default): G and W computed in float64 and rounded to the
+    backend's dtype (an aligned head: G's top right singular vectors from the backend's SVD), a basis Q of
+    col W in the backend, and the exact head W* with its certified rank (see the module docstring).
+
+    The constructor guarantees a nonzero G and a head W* of its stated rank (D, the drawn ``rank`` of a
+    low-rank head, k = min(D, T, V) for an aligned one); built values that break either (every softmax row
+    saturated at its target, a factor of lower rank) are :class:`OutsideDomain`."""
+    backend = numpy_float64() if backend is None else backend
+    W64 = cp.construct_head(case.V, case.D, case.seed, rank=case.rank)
+    H, targets = cp.construct_batch(case.tokens, W64.shape[1], case.V, case.seed + 1, scale=case.scale)
+    G = backend.asarray(np.concatenate(list(cp.logit_gradient_blocks(H, W64, targets))))
+    where = f"batch-gradient (V = {case.V}, D = {case.D}) in {label(backend)}"
+    if not bool(backend.xp.any(G != 0)):
+        raise OutsideDomain(f"{where}: the logit gradient is zero (every softmax row saturated at its target)")
+    u = tolerance.unit_roundoff(backend.dtype)
+    if case.aligned:
+        right = backend.xp.linalg.svd(G, full_matrices=False)[2]  # min(tokens, V) rows: at most D of them
+        W = right[: min(case.D, right.shape[0]), :].T
+        k = W.shape[1]
+        rank = RankInterval(k, k, "the ideal head's k orthonormal columns", "its k columns", exact=True)
+        span, span_b, span_error, factors, head_error = None, None, 0.0, None, 0.0
+    else:
+        W = backend.asarray(W64)
+        if case.rank is None:
+            span, factors, head_error = float64_copy(W), None, 0.0
+            rank = certified_rank(span, case.D, "W")
+        else:
+            factors = head_factors(case)
+            A, B = factors
+            if not np.array_equal((A @ B) / np.sqrt(case.rank * case.D), W64):
+                raise RuntimeError(f"{where}: the head's factors do not reproduce construct_head's W")
+            span, head_error = A, product_error(A, B, W64, backend)
+            rank = factor_rank(A, B)
+        span_b = backend.asarray(span)
+        span_error = 0.0 if backend.dtype_name == "float64" else u * float(np.linalg.norm(span)) * (1 + 4 * U64)
+        expected = case.D if case.rank is None else case.rank
+        if not rank.pinned or rank.lo != expected:
+            raise OutsideDomain(f"{where}: the head W* has rank in [{rank.lo}, {rank.hi}], not {expected}")
+    Q = (
+        cp.column_basis(W)[0]
+        if (backend.name, backend.dtype_name) == ("numpy", "float64")
+        else cp.svd_column_basis(W)[0]
+    )
+    return Built(backend, G, W, Q, span, span_b, span_error, factors, head_error, rank, case.aligned)
+
+
+def certified_rank(M: np.ndarray, columns: int, name: str) -> RankInterval:
+    """rank M for a float64 matrix read exactly: its columns above, the singular values above a Weyl margin
+    below (:func:`rankwall.checks.exact.weyl_rank_lower_bound`, two-sided); where they do not meet (V at most
+    :data:`EXACT_V`), the exact rank over the integers."""
+    lower, _, _ = exact.weyl_rank_lower_bound(M, U64)
+    if lower == columns:
+        return RankInterval(lower, columns, f"singular values of {name} above a Weyl margin", "its columns")
+    if M.shape[0] > EXACT_V:
+        return RankInterval(lower, columns, f"singular values of {name} above a Weyl margin", "its columns")
+    value = integer_matrix(M)[0].rank()
+    how = f"the exact rank of {name} over the integers"
+    return RankInterval(value, value, how, how, exact=True)
+
+
+def factor_rank(A: np.ndarray, B: np.ndarray) -> RankInterval:
+    """rank AB for A (V x r) and B (r x D): at most r, and at least rank A + rank B − r (Sylvester), so r
+    exactly when both factors have rank r (A injective, B onto)."""
+    r = A.shape[1]
+    a, b = certified_rank(A, r, "A"), certified_rank(B.T, r, "B")
+    lower = max(a.lo + b.lo - r, 0)
+    how = f"Sylvester's inequality on A ({a.lower}) and B ({b.lower})"
+    return RankInterval(lower, r, how, "the inner dimension r", a.exact and b.exact)
+
+
+def product_error(A: np.ndarray, B: np.ndarray, W64: np.ndarray, backend: Backend) -> float:
+    """A bound on ‖W − AB/√(rD)‖_F for the head W the backend holds: W64 = fl(fl(AB)/fl(√(rD))) is within
+    gamma_{r+3} |A||B|/√(rD) of the exact product (entrywise, ‖|A||B|‖_F ≤ ‖A‖_F‖B‖_F), and rounding W64 to
+    the backend's dtype adds u‖W64‖_F."""
+    r, D = B.shape
+    scale = 1 / math.sqrt(r * D) * (1 + 4 * U64)
+    product = tolerance.gamma(r + 3, U64) * scale * float(np.linalg.norm(A)) * float(np.linalg.norm(B))
+    rounding = (
+        0.0 if backend.dtype_name == "float64" else tolerance.unit_roundoff(backend.dtype) * float(np.linalg.norm(W64))
+    )
+    return (product + rounding) * (1 + 8 * U64)
+
+
+#: The largest vocabulary whose built cases are kept for the next context of the same case and backend (the
+#: claims of the default run share their instances).
+SHARED_V = 256
+
+
+@functools.lru_cache(maxsize=64)
+def _shared_build(case: BatchGradient, backend: Backend) -> Built:
+    return build(case, backend)
+
+
+def built_in(ctx: Context) -> Built:
+    """The case built in the context's backend and dtype, once (every quantity of the context reads it, and,
+    up to V = :data:`SHARED_V`, every later context of the same case and backend)."""
+    shared = ctx.case.V <= SHARED_V
+    return ctx.once("built", lambda: _shared_build(ctx.case, ctx.backend) if shared else build(ctx.case, ctx.backend))
+
+
+def clear_caches() -> None:
+    """Forget the shared built cases (after a test replaces a function they were computed with)."""
+    _shared_build.cache_clear()
+    _gram_eigenvalues.cache_clear()
+
+
+def gradient(case: BatchGradient, backend: Backend | None = None) -> tuple[Any, Any, Any]:
+    """(G, W, Q) of :func:`build`: the built gradient, the float head and its basis, in the backend."""
+    built = build(case, backend)
+    return built.G, built.W, built.Q
+
+
+# --------------------------------------------------------------------------- float routes: the rounding model
 
 
 @dataclass(frozen=True)
@@ -159,18 +351,10 @@ class Enclosure:
         """The largest distance from the computed value to the exact one."""
         return max(self.value - self.lo, self.hi - self.value)
 
-    def __add__(self, other: Enclosure) -> Enclosure:
-        return Enclosure.outward(self.value + other.value, self.lo + other.lo, self.hi + other.hi)
-
-    def scaled(self, factor: float) -> Enclosure:
-        """Times a nonnegative factor."""
-        return Enclosure.outward(self.value * factor, self.lo * factor, self.hi * factor)
-
-    def planted(self, factor: Fraction) -> Enclosure:
-        """The enclosed side of an identity moved by ``factor`` (:func:`planted_side`, monotone in v)."""
-        if factor == 1:
-            return self
-        return Enclosure.outward(*(planted_side(x, factor) for x in (self.value, self.lo, self.hi)))
+    def measured(self) -> Measured:
+        """The enclosure as a quantity's measurement: its value within its radius (unbounded: infinite)."""
+        radius = self.radius
+        return Measured(self.value, radius if math.isfinite(radius) else math.inf)
 
     def squared(self) -> Enclosure:
         """The square of a nonnegative quantity."""
@@ -180,63 +364,12 @@ class Enclosure:
         return [self.value, self.lo, self.hi]
 
 
+UNBOUNDED = (-math.inf, math.inf)
+
+
 def unit(X: Any) -> float:
     """The unit roundoff u of the dtype X was computed in (float32's for a float32 backend)."""
     return tolerance.unit_roundoff(X.dtype)
-
-
-def label(backend: Backend | None) -> str:
-    """Where a measurement ran: backend name and dtype."""
-    b = numpy_float64() if backend is None else backend
-    return f"{b.name} {b.dtype_name}"
-
-
-def gradient(case: BatchGradient, backend: Backend | None = None) -> tuple[Any, Any, Any]:
-    """(G, W, Q) in the backend (NumPy float64 by default): the frequency-weighted logit gradient of a
-    batch and the head, computed in float64 and rounded to the backend's dtype (the exact quantities
-    are those of the rounded arrays), and a basis of col W. An ``aligned`` head is G's top D right
-    singular vectors from the backend's SVD. The basis is the pivoted QR of
-    :func:`rankwall.theory.compression.column_basis` on NumPy float64 (the route the experiments use),
-    elsewhere the SVD basis of :func:`rankwall.theory.compression.svd_column_basis` (the array API has no
-    pivoted QR): either way the claims are about the span of the computed Q, orthonormal to a measured eta.
-
-    The constructor guarantees a nonzero G and a head of its stated rank (D, the drawn ``rank`` of a
-    low-rank head, or the columns of an aligned one); built values that break either (every softmax row
-    saturated at its target, a basis of another dimension) are :class:`OutsideDomain`."""
-    backend = numpy_float64() if backend is None else backend
-    W = cp.construct_head(case.V, case.D, case.seed, rank=case.rank)
-    H, targets = cp.construct_batch(case.tokens, W.shape[1], case.V, case.seed + 1, scale=case.scale)
-    G = backend.asarray(np.concatenate(list(cp.logit_gradient_blocks(H, W, targets))))
-    if case.aligned:
-        right = backend.xp.linalg.svd(G, full_matrices=False)[2]  # min(tokens, V) rows: at most D of them
-        W = right[: min(case.D, right.shape[0]), :].T
-    else:
-        W = backend.asarray(W)
-    if backend.name == "numpy" and backend.dtype_name == "float64":
-        Q = cp.column_basis(W)[0]
-    else:
-        Q = cp.svd_column_basis(W)[0]
-    violation = domain_violation(case, G, W, Q)
-    if violation is not None:
-        raise OutsideDomain(f"batch-gradient (V = {case.V}, D = {case.D}) in {label(backend)}: {violation}")
-    return G, W, Q
-
-
-def head_rank(case: BatchGradient, columns: int) -> int:
-    """The rank the constructor guarantees for the head: its columns (D, or fewer for an aligned head
-    of a batch with fewer tokens or V), or the drawn rank of a low-rank head W = AB."""
-    return columns if case.rank is None or case.aligned else min(case.rank, columns)
-
-
-def domain_violation(case: BatchGradient, G: Any, W: Any, Q: Any) -> str | None:
-    """Why the built G, W and basis Q leave the domain the constructor guarantees, or ``None``."""
-    xp = array_api_compat.array_namespace(G)
-    if not bool(xp.any(G != 0)):
-        return "the logit gradient is zero (every softmax row saturated at its target): no share is defined"
-    expected = head_rank(case, W.shape[1])
-    if Q.shape[1] != expected:
-        return f"the built head has numerical rank {Q.shape[1]}, not the {expected} its constructor guarantees"
-    return None
 
 
 def underflow(X: Any) -> float:
@@ -285,18 +418,18 @@ def eq1_norms(G: Any, Q: Any) -> tuple[float, float]:
 
 
 def eq1_shares(G: Any, Q: Any) -> tuple[Enclosure, Enclosure]:
-    """Enclosures of c = ||G Pi||_F / ||G||_F and r = ||G - G Pi||_F / ||G||_F, their values from
-    :func:`eq1_norms` in G's namespace, every gamma at its unit roundoff u. With C = GQ and R = G - CQ^T as
-    computed there: ||C^ - GQ||_F <= gamma_V ||G||_F ||Q||_F, ||R^ - (G - GQQ^T)||_F <= gamma_k ||C^||_F ||Q||_F +
-    ||C^ - GQ||_F ||Q||_2 + u ||R^||_F; then ||GQ||_F^2 is ||G Pi||_F^2 (1 +- eta), and GQQ^T differs
-    from G Pi by at most eta ||G Pi||_F (QQ^T = Pi + Q_o(SS^T - I)Q_o^T for Q = Q_o S)."""
+    """Enclosures of c_Q = ||G Pi_Q||_F / ||G||_F and r_Q = ||G - G Pi_Q||_F / ||G||_F for the orthogonal
+    projector Pi_Q on span Q, their values from :func:`eq1_norms` in G's namespace, every gamma at its unit
+    roundoff u. With C = GQ and R = G - CQ^T as computed there: ||C^ - GQ||_F <= gamma_V ||G||_F ||Q||_F,
+    ||R^ - (G - GQQ^T)||_F <= gamma_k ||C^||_F ||Q||_F + ||C^ - GQ||_F ||Q||_2 + u ||R^||_F; then ||GQ||_F^2 is
+    ||G Pi_Q||_F^2 (1 +- eta), and GQQ^T differs from G Pi_Q by at most eta ||G Pi_Q||_F (QQ^T = Pi_Q +
+    Q_o(SS^T - I)Q_o^T for Q = Q_o S)."""
     (T, V), k = G.shape, Q.shape[1]
     u = unit(G)
     cosine, destroyed = eq1_norms(G, Q)
     eta = orthogonality_defect(Q)
     if eta >= 1:
-        unbounded = (0.0, math.inf)
-        return Enclosure(cosine, *unbounded), Enclosure(destroyed, *unbounded)
+        return Enclosure(cosine, *UNBOUNDED), Enclosure(destroyed, *UNBOUNDED)
     norm_G = frobenius(G)
     q2, qF = math.sqrt(1 + eta), math.sqrt(k * (1 + eta))
     # ||C^||_F and ||R^||_F from c, r and ||G||_F: three sums of squares of at most V + T + 4 roundings
@@ -314,14 +447,56 @@ def eq1_shares(G: Any, Q: Any) -> tuple[Enclosure, Enclosure]:
     return c, r
 
 
+def residual_bound(S: Any, Q: Any, eta: float) -> float:
+    """rho >= ||(I - Pi_Q) S||_F for the orthogonal projector Pi_Q on span Q (defect eta), from the computed
+    S - Q(Q^T S): its norm, the rounding of Q^T S (gamma_V ||Q||_F ||S||_F), of Q times it (gamma_k) and of the
+    difference (u), QQ^T within eta of Pi_Q, and the underflow of the products (u of S's dtype)."""
+    (V, k), u = Q.shape, unit(Q)
+    q2, qF = math.sqrt(1 + eta), math.sqrt(k * (1 + eta))
+    norm_S = frobenius(S).hi
+    outside = frobenius(S - Q @ (Q.T @ S)).hi
+    rho = outside * (1 + u) + tolerance.gamma(V + k + 1, u) * qF * norm_S * (2 * q2 + qF) + eta * norm_S
+    return rho + math.sqrt(V * S.shape[1]) * (V + k + 1) * underflow(S)
+
+
+def subspace_gap(built: Built) -> float:
+    """delta >= ||Pi_Q - Pi||_2 for the projectors on span Q and on col W* = col B (B = ``span``, of the same
+    dimension k): ||(I - Pi_Q) Pi||_2 <= ||(I - Pi_Q) B||_F / sigma_k(B), with sigma_k(B) above that of the
+    backend's copy (:func:`smallest_singular_value`) less its distance from B; infinite where no bound holds
+    (a basis of another dimension, a defect eta >= 1, sigma_k(B) not bounded away from 0)."""
+    Q, S, k = built.Q, built.span_b, built.k
+    if Q.shape[1] != k or S.shape[1] != k:
+        return math.inf
+    eta = orthogonality_defect(Q)
+    if eta >= 1:
+        return math.inf
+    rho = residual_bound(S, Q, eta) + built.span_error
+    low = smallest_singular_value(S) - built.span_error
+    gap = rho / low * (1 + ENDPOINT) if low > 0 else math.inf
+    return gap if gap < 1 else math.inf
+
+
+def smallest_singular_value(S: Any) -> float:
+    """A lower bound on σ_min(S) for a tall S (V x k, its entries read exactly), in S's namespace: the least
+    eigenvalue of the computed Gram matrix fl(SᵀS) less its error (Weyl:
+    :func:`rankwall.checks.tolerance.gram_eigenvalue_error`, and k V λ for products below the normal range),
+    square-rooted. Cheaper than an SVD of S (V k² flops, then a k x k eigenproblem)."""
+    xp = array_api_compat.array_namespace(S)
+    V, k = S.shape
+    least = float(xp.min(xp.linalg.eigvalsh(S.T @ S)))
+    squared = frobenius(S).hi ** 2
+    error = tolerance.gram_eigenvalue_error((k, V), unit(S), squared) + k * V * underflow(S)
+    return math.sqrt(least - error) * (1 - ENDPOINT) if least > error else 0.0
+
+
 def top_share(G: Any, k: int) -> Enclosure:
     """sum_{i <= k} sigma_i(G)^2 / ||G||_F^2 from the singular values computed in G's namespace. Weyl: each
     computed sigma is within ``svd_rank_margin`` (backward error at G's u, with ||G||_F >= sigma_1) of the
     exact one; the top sum A and the tail sum B are enclosed apart (summed in float64: gamma at float64's
     u), and the share A / (A + B) is monotone in both."""
-    sigma = singular_values(G)
     if k <= 0:
         return Enclosure(0.0, 0.0, 0.0)
+    sigma = singular_values(G)
     weyl = tolerance.svd_rank_margin(tuple(G.shape), unit(G), 0.0, frobenius(G).hi)
     g = tolerance.gamma(len(sigma) + 2, U64)
     top, tail = sigma[:k], sigma[k:]
@@ -334,310 +509,848 @@ def top_share(G: Any, k: int) -> Enclosure:
     return Enclosure.outward(value, lo, top_hi / (top_hi + tail_lo))
 
 
-def dimension_share(G: Any, k: int) -> Enclosure:
-    """k / V, one rounding."""
-    value = k / G.shape[1]
-    return Enclosure.outward(value, value, value)
-
-
 def alignment_slack(G: Any, W: Any, Q: Any) -> float:
-    """How far below the top-k share c^2 may lie when W holds the top k right singular vectors of
-    G as computed by a dense SVD in G's namespace (unit roundoff u). Backward stability: W is within
-    theta = svd_rank_margin(., 1) of the exact top singular vectors V' of G + E, ||E||_2 <= eps =
-    theta ||G||_F. Then ||G Pi||_F >= ||G V'||_F - ||G||_2 ||(I - Pi) V'||_F >= sqrt(A) - 3 sqrt(k) eps -
-    ||G||_F rho, with A the top-k sum of sigma_i(G)^2 and rho >= ||(I - Pi) W||_F (measured, with the
-    rounding of W - Q(Q^T W) and the defect eta of Q), so c^2 >= share - 2 (3 sqrt(k) eps + ||G||_F rho) / ||G||_F."""
-    (V, k), norm_G, u = Q.shape, frobenius(G), unit(G)
+    """How far below the top-k share c_Q^2 may lie, for span Q of a head W that holds the top k right
+    singular vectors of G as computed by a dense SVD in G's namespace (unit roundoff u). Backward stability:
+    W is within theta = svd_rank_margin(., 1) of the exact top singular vectors V' of G + E, ||E||_2 <= eps =
+    theta ||G||_F. Then ||G Pi_Q||_F >= ||G V'||_F - ||G||_2 ||(I - Pi_Q) V'||_F >= sqrt(A) - 3 sqrt(k) eps -
+    ||G||_F rho, with A the top-k sum of sigma_i(G)^2 and rho >= ||(I - Pi_Q) W||_F (:func:`residual_bound`),
+    so c_Q^2 >= share - 2 (3 sqrt(k) eps + ||G||_F rho) / ||G||_F."""
+    k, norm_G, u = Q.shape[1], frobenius(G), unit(G)
     eta = orthogonality_defect(Q)
+    if eta >= 1:
+        return math.inf
     theta = tolerance.svd_rank_margin(tuple(G.shape), u, 0.0, 1.0)
-    q2, qF = math.sqrt(1 + eta), math.sqrt(k * (1 + eta))
-    norm_W = frobenius(W).hi
-    outside = frobenius(W - Q @ (Q.T @ W)).hi
-    rho = outside * (1 + u) + tolerance.gamma(V + k + 1, u) * qF * norm_W * (2 * q2 + qF) + eta * norm_W
-    rho += math.sqrt(V * W.shape[1]) * (V + k + 1) * underflow(W)
-    slack = 3 * math.sqrt(k) * theta * norm_G.hi + norm_G.hi * rho
+    slack = 3 * math.sqrt(k) * theta * norm_G.hi + norm_G.hi * residual_bound(W, Q, eta)
     return 2 * slack / norm_G.lo * (1 + ENDPOINT)
 
 
-def descent_rates(G: Any, W: Any) -> tuple[Enclosure, Enclosure]:
-    """Enclosures of <G, GWW^T> / ||GWW^T||_F and ||G||_F, computed in G's namespace at its u.
-    N = (GW)W^T is computed with ||N^ - N||_F <= gamma_{V+D} || |G||W||W|^T ||_F <= gamma_{V+D} ||G||_F ||W||_F^2;
-    the inner product (row sums, then their sum) adds gamma_{V+T+1} <|G|, |N^|> <= gamma_{V+T+1} ||G||_F ||N^||_F;
-    the quotient a/b of a = a^ +- alpha, b in [b_lo, b_hi] is within
-    (alpha + |a^| max|b - b^| / b^) / b_lo of a^/b^, plus float64's u for the division."""
+def exact_object_shares(built: Built) -> tuple[Enclosure, Enclosure]:
+    """Enclosures of c and r of the exact object (G, W*), from those of span Q (:func:`eq1_shares`): moved
+    by delta = :func:`subspace_gap` (|c_Q − c| ≤ ‖G(Π_Q − Π)‖_F/‖G‖_F ≤ δ, and so for r); for an aligned head,
+    c_Q² ≤ c² = S_k/g (Ky Fan) and c² ≤ c_Q² + slack (:func:`alignment_slack`), r² = 1 − c²."""
+    c, r = eq1_shares(built.G, built.Q)
+    if built.aligned:
+        slack = alignment_slack(built.G, built.W, built.Q)
+        if not math.isfinite(slack):
+            return Enclosure(c.value, *UNBOUNDED), Enclosure(r.value, *UNBOUNDED)
+        hi = math.sqrt(c.hi**2 + slack)
+        lo = math.sqrt(max(r.lo**2 - slack, 0.0))
+        return Enclosure.outward(c.value, c.lo, min(hi, 1.0)), Enclosure.outward(r.value, lo, r.hi)
+    delta = subspace_gap(built)
+    moved = [Enclosure.outward(e.value, max(e.lo - delta, 0.0), e.hi + delta) for e in (c, r)]
+    return moved[0], moved[1]
+
+
+def descent_rates(G: Any, W: Any, head_error: float = 0.0) -> tuple[Enclosure, Enclosure]:
+    """Enclosures of <G, GW*W*^T> / ||GW*W*^T||_F and ||G||_F, computed in G's namespace at its u from the head W
+    the backend holds, within ``head_error`` (Frobenius) of W*. N = (GW)W^T is computed with ||N^ - N||_F <=
+    gamma_{V+D} || |G||W||W|^T ||_F <= gamma_{V+D} ||G||_F ||W||_F^2, and N differs from N* = GW*W*^T by at most
+    ||G||_F (2 ||W||_F e + e^2) for e = head_error; the inner product (row sums, then their sum) adds
+    gamma_{V+T+1} <|G|, |N^|> <= gamma_{V+T+1} ||G||_F ||N^||_F; the quotient a/b of a = a^ +- alpha,
+    b in [b_lo, b_hi] is within (alpha + |a^| max|b - b^| / b^) / b_lo of a^/b^, plus float64's u."""
     xp = array_api_compat.array_namespace(G, W)
     (T, V), D, u = G.shape, W.shape[1], unit(G)
     induced = G @ W @ W.T
-    norm_G, norm_N = frobenius(G), frobenius(induced)
+    norm_G, norm_N, norm_W = frobenius(G), frobenius(induced), frobenius(W)
     lam = underflow(G)
-    dN = tolerance.gamma(V + D, u) * norm_G.hi * frobenius(W).hi ** 2 + math.sqrt(T * V) * (V + D) * lam
+    dN = tolerance.gamma(V + D, u) * norm_G.hi * norm_W.hi**2 + math.sqrt(T * V) * (V + D) * lam
+    dN += norm_G.hi * (2 * norm_W.hi * head_error + head_error**2)
     inner = float(xp.sum(xp.sum(G * induced, axis=1)))
     d_inner = tolerance.gamma(V + T + 1, u) * norm_G.hi * norm_N.hi + norm_G.hi * dN + T * (V + 1) * lam
     b_lo, b_hi = norm_N.lo - dN, norm_N.hi + dN
     value = inner / norm_N.value if norm_N.value > 0 else 0.0
     if b_lo <= 0:
-        return Enclosure(value, -math.inf, math.inf), norm_G
+        return Enclosure(value, *UNBOUNDED), norm_G
     spread = max(norm_N.value - b_lo, b_hi - norm_N.value)
     radius = (d_inner + abs(inner) * spread / norm_N.value) / b_lo + U64 * abs(value)
     return Enclosure.outward(value, value - radius, value + radius), norm_G
 
 
+def aligned_rate(G: Any, W: Any, rate: Enclosure, norm_G: Enclosure) -> Enclosure:
+    """The rate of the ideal aligned head, √S_k = c‖G‖_F, from the rate of the float head W (``rate``):
+    with W = U diag(s) Yᵀ, s_i² within eta of 1 (eta >= ||WᵀW − I||_2), ⟨G, GWWᵀ⟩/‖GWWᵀ‖_F = θ‖GΠ_W‖_F for a
+    θ in [(1 − η)/(1 + η), (1 + η)/(1 − η)], and ‖GΠ_W‖_F lies within the alignment slack of span W below
+    c‖G‖_F (:func:`alignment_slack` with span W itself): √S_k ≥ rate/θ_max and
+    √S_k ≤ √((rate/θ_min)² + slack ‖G‖_F²)."""
+    eta = orthogonality_defect(W)
+    slack = alignment_slack(G, W, W)
+    if eta >= 1 or not math.isfinite(slack) or not math.isfinite(rate.hi):
+        return Enclosure(rate.value, *UNBOUNDED)
+    theta_max, theta_min = (1 + eta) / (1 - eta), (1 - eta) / (1 + eta)
+    lo = max(rate.lo, 0.0) / theta_max
+    hi = math.sqrt((rate.hi / theta_min) ** 2 + slack * norm_G.hi**2)
+    return Enclosure.outward(rate.value, lo, hi)
+
+
 # --------------------------------------------------------------------------- exact routes
 #
-# A margin inside its tolerance is re-decided on the NumPy float64 instance, its stored G, W and Q read
-# exactly: the shares in balls (python-flint ``arb``) with Π = Q(QᵀQ)⁻¹Qᵀ, which is exactly the
-# orthogonal projector on span Q (Q is orthonormal only up to its defect η); the Ky Fan share from a
-# certified eigensolver on the Gram matrix of G; the descent rates exactly, in integers.
+# On the exact object of the context (see the module docstring), at the working precision: G and the head's
+# exact columns as integers over one power of two; g = ‖G‖_F² as a rational; K = ‖GΠ‖_F² in balls from the
+# integer Gram matrix of the head's columns; the eigenvalue sums S_k of GᵀG enclosed from integer products;
+# the rates from integers. Each is computed once per built case (:data:`Built.memo`).
 
-#: Precisions (bits) of the ball re-decisions; an identity that the first leaves undecided holds within it.
-BALL_PRECISIONS = (128, 512)
-#: Largest Gram matrix of G, of order min(tokens, V), whose eigenvalues a re-decision encloses: the
-#: certified dense eigensolver is O(n³), about three seconds at this order.
-BALL_GRAM_LIMIT = 96
-
-
-def ball_affordable(case: BatchGradient) -> bool:
-    """Whether the ball re-decision of the Ky Fan share runs on this case (see :data:`BALL_GRAM_LIMIT`)."""
-    return case.V <= EXACT_IDENTITY_V and min(case.tokens, case.V) <= BALL_GRAM_LIMIT
+#: The rings whose one generator stands for an atom of the instance: K = ‖GΠ‖_F² (random and low-rank
+#: heads) and S = the sum of the rank-W largest eigenvalues of GᵀG (the Ky Fan share, and K of an aligned head).
+PROJECTED = flint.fmpq_mpoly_ctx.get(("K",), "lex")
+SPECTRAL = flint.fmpq_mpoly_ctx.get(("S",), "lex")
 
 
-@functools.lru_cache(maxsize=16)
-def float64_gradient(case: BatchGradient) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`gradient` on NumPy float64, once per case: the instance every exact route reads."""
-    return gradient(case)
+def remembered(built: Built, key: Any, compute: Callable[[], Any]) -> Any:
+    """``compute()`` once per built case and ``key`` (every context of that case shares it)."""
+    if key not in built.memo:
+        built.memo[key] = compute()
+    return built.memo[key]
 
 
-def ball_matrix(X: Any) -> Any:
-    """A matrix of exact balls (python-flint ``arb_mat``): a float array read as the rationals it holds."""
-    return flint.arb_mat(float64_copy(X).tolist())
-
-
-def squares(M: Any) -> Any:
-    """The sum of the squares of a ball matrix's entries."""
-    return sum((x * x for x in M.entries()), flint.arb(0))
-
-
-def trace(M: Any) -> Any:
-    """The sum of a square ball matrix's diagonal."""
-    return sum((M[i, i] for i in range(M.nrows())), flint.arb(0))
-
-
-def nonnegative_root(x: Any) -> Any:
-    """√x for a ball whose exact value is nonnegative (its lower end may dip below 0 by rounding)."""
-    if x > 0:
-        return x.sqrt()
-    top = x.upper()
-    return flint.arb(0).union(top.sqrt()) if top > 0 else flint.arb(0)
-
-
-@functools.lru_cache(maxsize=32)
-def ball_shares(case: BatchGradient, bits: int) -> tuple[Any, Any, Any]:
-    """(‖GΠ‖_F², ‖G − GΠ‖_F², ‖G‖_F²) in balls at ``bits`` on the float64 instance, Π = Q(QᵀQ)⁻¹Qᵀ: the kept
-    part as tr(C(QᵀQ)⁻¹Cᵀ) with C = GQ, the lost part summed entry by entry from G − C(QᵀQ)⁻¹Qᵀ."""
-    G, _, Q = float64_gradient(case)
-    with exact.precision(bits):
-        Gb, Qb = ball_matrix(G), ball_matrix(Q)
-        C = Gb * Qb
-        X = (Qb.transpose() * Qb).solve(C.transpose())
-        return trace(C * X), squares(Gb - X.transpose() * Qb.transpose()), squares(Gb)
-
-
-def top_sum(values: list[Any], k: int) -> Any:
-    """Σ of the k largest of the exact numbers that ``values`` (balls) enclose: the i-th largest lies between
-    the i-th largest lower end and the i-th largest upper end, whatever the order of the balls."""
-    lows = sorted((v.lower() for v in values), key=lambda x: x.mid(), reverse=True)[:k]
-    highs = sorted((v.upper() for v in values), key=lambda x: x.mid(), reverse=True)[:k]
-    return sum(lows, flint.arb(0)).union(sum(highs, flint.arb(0)))
-
-
-@functools.lru_cache(maxsize=32)
-def ball_top_share(case: BatchGradient, k: int, bits: int) -> Any:
-    """Σ_{i ≤ k} σ_i(G)² / ‖G‖_F² in balls at ``bits`` on the float64 instance, from python-flint's certified
-    eigensolver (clusters allowed) on the smaller Gram matrix of G (:func:`top_sum`); 1 exactly when k is
-    at least its order; ``None`` where the eigensolver cannot enclose the eigenvalues."""
-    G = float64_gradient(case)[0]
-    if k >= min(G.shape):
-        return flint.fmpq(1)
-    with exact.precision(bits):
-        Gb = ball_matrix(G)
-        gram = Gb * Gb.transpose() if G.shape[0] <= G.shape[1] else Gb.transpose() * Gb
-        try:
-            values = [e.real for e in flint.acb_mat(gram).eig(multiple=True)]
-        except ValueError:
-            return None
-        return top_sum(values, k) / squares(Gb)
+#: Bits of a machine word that an integer entry may fill (python-flint reads word-size Python ints fast).
+WORD_BITS = 62
 
 
 def integer_matrix(X: np.ndarray) -> tuple[Any, int]:
     """``(Z, e)`` with X = Z 2^e exactly: a float64 matrix as an integer matrix (python-flint ``fmpz_mat``)
-    and one power of two."""
+    and one power of two. Entries within 2^9 of the largest binary exponent fit a machine word; up to 2^71,
+    two words (Z = H 2^62 + L, H and L formed in NumPy); beyond, Python integers."""
     mantissa, exponent = np.frexp(np.asarray(X, dtype=np.float64))
     m = (mantissa * 2.0**53).astype(np.int64)  # exact: |mantissa| < 1 has 53 bits
+    nonzero = m != 0
     shift = exponent.astype(np.int64) - 53
-    low = int(shift[m != 0].min()) if np.any(m != 0) else 0
-    entries = [a << (b - low) if a else 0 for a, b in zip(m.ravel().tolist(), shift.ravel().tolist(), strict=True)]
-    return flint.fmpz_mat(X.shape[0], X.shape[1], entries), low
+    low = int(shift[nonzero].min()) if np.any(nonzero) else 0
+    shift = np.where(nonzero, shift - low, 0)
+    rows, columns = X.shape
+    top = int(shift.max(initial=0))
+    if top <= WORD_BITS - 53:
+        return flint.fmpz_mat(rows, columns, (m << shift).ravel().tolist()), low
+    if top <= 2 * WORD_BITS - 53:
+        magnitude, sign = np.abs(m), np.sign(m)
+        high_part = np.where(
+            shift >= WORD_BITS,
+            magnitude << np.maximum(shift - WORD_BITS, 0),
+            magnitude >> np.clip(WORD_BITS - shift, 0, 63),
+        )
+        kept_bits = np.clip(WORD_BITS - shift, 0, 63)
+        low_part = np.where(
+            shift >= WORD_BITS, 0, (magnitude & ((np.int64(1) << kept_bits) - 1)) << np.minimum(shift, WORD_BITS)
+        )
+        high = flint.fmpz_mat(rows, columns, (sign * high_part).ravel().tolist())
+        low_matrix = flint.fmpz_mat(rows, columns, (sign * low_part).ravel().tolist())
+        return high * (1 << WORD_BITS) + low_matrix, low
+    entries = (m.astype(object) << shift.astype(object)).ravel().tolist()
+    return flint.fmpz_mat(rows, columns, entries), low
 
 
-def ball_judgement(lhs: Any, rhs: Any, sign: int | None, method: str) -> Judgement:
-    """The judgement of two balls: decided (two-sided) where their difference excludes 0, else undecided
-    with the radius of the difference (an identity then holds within it, never by fiat)."""
-    kind = None if sign is None else Certification.TWO_SIDED
-    radius = exact.radius(rhs - lhs)
-    return Judgement(exact.to_float(lhs), exact.to_float(rhs), sign, method, radius, certified_by=kind)
+def dyadic(integer: Any, exponent: int) -> flint.fmpq:
+    """integer · 2^exponent as a rational."""
+    integer = int(integer)
+    return flint.fmpq(integer << exponent) if exponent >= 0 else flint.fmpq(integer, 1 << -exponent)
 
 
-@functools.lru_cache(maxsize=16)
-def exact_rates(case: BatchGradient) -> tuple[int, int, int, int]:
-    """(a, b, g, e) in integers on the float64 instance, G = Z_G 2^e and W = Z_W 2^f: a = ‖Z_G Z_W‖_F²
-    (⟨G, GWWᵀ⟩ = ‖GW‖_F² = a 2^(2e+2f)), b = tr(Z_G Z_W (Z_Wᵀ Z_W) Z_Wᵀ Z_Gᵀ) (‖GWWᵀ‖_F² = b 2^(2e+4f)) and
-    g = ‖Z_G‖_F² (‖G‖_F² = g 2^(2e)); so ⟨G, GWWᵀ⟩/‖GWWᵀ‖_F = (a/√b) 2^e and ‖G‖_F = √g 2^e."""
-    G, W, _ = float64_gradient(case)
-    (ZG, e), (ZW, _) = integer_matrix(G), integer_matrix(W)
-    M = ZG * ZW
-    a = sum(int(x) ** 2 for x in M.entries())
-    product = M * (ZW.transpose() * ZW) * M.transpose()
-    b = sum(int(product[i, i]) for i in range(product.nrows()))
-    return a, b, sum(int(x) ** 2 for x in ZG.entries()), e
+def float64_gradient(built: Built) -> np.ndarray:
+    """The built G read exactly into float64 (every float32 is a float64)."""
+    return remembered(built, "G64", lambda: float64_copy(built.G))
 
 
-def _measurement(lhs: Enclosure, rhs: Enclosure, method: str, slack: float = 0.0, **certificate: Any) -> Measurement:
-    """Both sides and the tolerance: their radii plus any slack the hypotheses leave."""
-    certificate = {"lhs_enclosure": lhs.to_json(), "rhs_enclosure": rhs.to_json(), **certificate}
-    tol = lhs.radius + rhs.radius + slack
-    return Measurement(lhs.value, rhs.value, tol, method, certificate, certified_by=Certification.TWO_SIDED)
+def integer_gradient(built: Built) -> tuple[Any, int]:
+    """(Z_G, e) with G = Z_G 2^e."""
+    return remembered(built, "ZG", lambda: integer_matrix(float64_gradient(built)))
 
 
-def basis(backend: Backend | None) -> str:
-    """The route to the basis of col W on this backend (see :func:`gradient`)."""
-    b = numpy_float64() if backend is None else backend
-    return "pivoted-QR" if b.name == "numpy" and b.dtype_name == "float64" else "SVD-basis"
+def integer_gram(built: Built) -> Any:
+    """Γ_Z, the smaller Gram matrix of Z_G (Z_G Z_Gᵀ or Z_Gᵀ Z_G, of order min(T, V)): GGᵀ or GᵀG is Γ_Z 4^e."""
+
+    def compute() -> Any:
+        ZG = integer_gradient(built)[0]
+        return ZG * ZG.transpose() if ZG.nrows() <= ZG.ncols() else ZG.transpose() * ZG
+
+    return remembered(built, "gram", compute)
 
 
-def measure_pythagoras(case: BatchGradient, backend: Backend | None, factor: Fraction, power: int = 2) -> Measurement:
-    """r^power + c^power, enclosed from the two shares, against 1."""
-    G, _, Q = gradient(case, backend)
-    c, r = eq1_shares(G, Q)
-    lhs = c.squared() + r.squared() if power == 2 else c + r
-    one = Enclosure(1.0, 1.0, 1.0).planted(factor)
-    method = f"{label(backend)} {basis(backend)} projection, lost and kept enclosed apart"
-    return _measurement(lhs, one, method, rank_W=Q.shape[1])
+def _underflows(G: np.ndarray) -> bool:
+    """Whether G has entries so small (below 2^-400) that float64 products of them leave the normal range."""
+    nonzero = np.abs(G[G != 0])
+    return bool(nonzero.size) and float(nonzero.min()) < 2.0**-400
 
 
-def judge_pythagoras(case: BatchGradient, factor: Fraction, power: int = 2) -> Judgement:
-    """r^2 + c^2 (or r + c) against 1 in balls on the float64 instance (:func:`ball_shares`): sides that
-    differ are decided (two-sided); sides that agree to the balls' radius stay undecided with that radius,
-    so that the identity holds within rounding (about 2^-128 of the sides), never by fiat."""
-    bits = BALL_PRECISIONS[0]
-    kept, lost, total = ball_shares(case, bits)
-    with exact.precision(bits):
-        c2, r2 = kept / total, lost / total
-        lhs = c2 + r2 if power == 2 else nonnegative_root(c2) + nonnegative_root(r2)
-        rhs = planted_exactly(flint.fmpq(1), factor)
-        sign = exact.sign(rhs - lhs)
-    return ball_judgement(lhs, rhs, sign, f"{bits}-bit balls on the float64 instance, Π = Q(QᵀQ)⁻¹Qᵀ, r² and c² apart")
+def approximate_gram(built: Built) -> np.ndarray:
+    """The smaller Gram matrix of G in float64 (for a float eigensolver's trial eigenvectors); from the exact
+    integers scaled to floats where G's entries are so small that float64 products would underflow."""
+    G = float64_gradient(built)
+    if _underflows(G):
+        return _scaled_float(integer_gram(built))
+    return G @ G.T if G.shape[0] <= G.shape[1] else G.T @ G
 
 
-Ceiling = Callable[[Any, int], Enclosure]
+def exact_total(built: Built) -> flint.fmpq:
+    """g = ‖G‖_F², exactly (:func:`square_sum`)."""
+    return remembered(built, "g", lambda: square_sum(float64_gradient(built)))
 
 
-def measure_ky_fan(
-    case: BatchGradient, backend: Backend | None, factor: Fraction, ceiling: Ceiling | None = None
-) -> Measurement:
-    """c^2 from the QR projection against factor x the ceiling: by default the top rank-W share
-    from the singular values (:func:`top_share`), a mutant's otherwise."""
-    G, _, Q = gradient(case, backend)
-    c2 = eq1_shares(G, Q)[0].squared()
-    bound = (ceiling or top_share)(G, Q.shape[1]).scaled(float(factor))
-    method = f"{label(backend)} {basis(backend)} projection vs SVD share (Weyl)"
-    return _measurement(c2, bound, method, rank_W=Q.shape[1])
+#: Entries summed in one int64 block by :func:`square_sum` (each product below 2^37: sums below 2^61).
+SQUARE_BLOCK = 1 << 24
 
 
-def judge_ky_fan(case: BatchGradient, factor: Fraction, ceiling: Ceiling | None = None) -> Judgement:
-    """A basis Q of V columns spans R^V, so Pi = I and c^2 = 1 = share exactly: the sign is that of
-    factor - 1. Otherwise the two-sided margin of the float64 measurement where it decides (always, for
-    a mutant's ceiling), else c^2 (:func:`ball_shares`) against factor x the top rank-W share
-    (:func:`ball_top_share`) in balls at rising precision, for a Gram matrix of G of order at most
-    :data:`BALL_GRAM_LIMIT` and V up to :data:`rankwall.checks.verdict.EXACT_IDENTITY_V` (an aligned head
-    keeps the share to second order in its alignment error, far below the float tolerance)."""
-    m = measure_ky_fan(case, None, factor, ceiling)
-    k = m.certificate["rank_W"]
-    if k == case.V and ceiling is None:
-        method = "structural (rank W = V, so the projector is the identity)"
-        return Judgement(1.0, float(factor), (factor > 1) - (factor < 1), method, certified_by=Certification.EXACT)
-    float_margin = two_sided(m, Relation.AT_MOST)
-    if float_margin.sign is not None or ceiling is not None or not ball_affordable(case):
-        return float_margin
-    for bits in BALL_PRECISIONS:
-        share = ball_top_share(case, k, bits)
-        if share is None:
-            return float_margin
-        kept, _, total = ball_shares(case, bits)
-        with exact.precision(bits):
-            lhs, rhs = kept / total, exact.fmpq_of(factor) * share
-            sign = exact.sign(rhs - lhs)
-        if sign is not None:
-            break
-    method = f"{bits}-bit balls on the float64 instance: c² with Π = Q(QᵀQ)⁻¹Qᵀ, the share by a certified eigensolver"
-    return ball_judgement(lhs, rhs, sign, method)
+def square_sum(X: np.ndarray) -> flint.fmpq:
+    """Σ x² over the entries of a float64 array, exactly: each x = m 2^t with |m| < 2^53 split as
+    m = a 2^36 + b 2^18 + c (a < 2^17, b, c < 2^18, so each product below is under 2^37 and a block of
+    :data:`SQUARE_BLOCK` of them sums within int64); the products summed in int64 for each exponent t, and
+    those sums combined in Python integers, m² = a² 2^72 + 2ab 2^54 + (2ac + b²) 2^36 + 2bc 2^18 + c²."""
+    mantissa, exponent = np.frexp(np.asarray(X, dtype=np.float64).ravel())
+    m = np.abs((mantissa * 2.0**53).astype(np.int64))
+    keep = m != 0
+    m, t = m[keep], exponent[keep].astype(np.int64) - 53
+    if m.size == 0:
+        return flint.fmpq(0)
+    low, total, mask = int(t.min()), 0, (1 << 18) - 1
+    for begin in range(0, m.size, SQUARE_BLOCK):
+        mb, tb = m[begin : begin + SQUARE_BLOCK], t[begin : begin + SQUARE_BLOCK]
+        order = np.argsort(tb, kind="stable")
+        mb, tb = mb[order], tb[order]
+        starts = np.flatnonzero(np.r_[True, tb[1:] != tb[:-1]])
+        a, b, c = mb >> 36, (mb >> 18) & mask, mb & mask
+        parts = [a * a, 2 * a * b, 2 * a * c + b * b, 2 * b * c, c * c]
+        sums = [np.add.reduceat(part, starts) for part in parts]
+        for j, start in enumerate(starts):
+            square = sum(int(s[j]) << (18 * (4 - i)) for i, s in enumerate(sums))
+            total += square << (2 * (int(tb[start]) - low))
+    return dyadic(total, 2 * low)
 
 
-def measure_ky_fan_attained(
-    case: BatchGradient, backend: Backend | None, factor: Fraction, drop: int = 0
-) -> Measurement:
-    """c^2 from the QR projection against the top (rank W - drop) share, with the slack that the
-    head's alignment, true only to the SVD's backward error, leaves (:func:`alignment_slack`)."""
-    G, W, Q = gradient(case, backend)
-    c2 = eq1_shares(G, Q)[0].squared()
-    share = top_share(G, Q.shape[1] - drop).planted(factor)
-    slack = alignment_slack(G, W, Q)
-    method = f"{label(backend)} {basis(backend)} projection vs SVD share (Weyl), aligned to backward error"
-    return _measurement(c2, share, method, slack, rank_W=Q.shape[1], alignment_slack=slack)
+def _atom(ring: Any, ball: Any) -> Real:
+    """A number of the instance that is an atom of ``ring`` (its only generator), with its ball."""
+    one = ring.from_dict({(0,): 1})
+    return Real(ball, Form(ring.gens()[0], one, (ball,)))
 
 
-def judge_ky_fan_attained(case: BatchGradient, factor: Fraction, drop: int = 0) -> Judgement:
-    """The two-sided margin of :func:`measure_ky_fan_attained` (an identity)."""
-    return two_sided(measure_ky_fan_attained(case, None, factor, drop), Relation.EQUAL)
+def _between(ball: Any, low: Any, high: Any) -> Any:
+    """A ball that holds a number known to lie in [low, high], narrowed to that interval."""
+    lo, hi = max(ball.lower(), flint.arb(low).lower()), min(ball.upper(), flint.arb(high).upper())
+    return flint.arb(lo).union(flint.arb(hi)) if lo <= hi else ball
 
 
-def measure_efficiency(
-    case: BatchGradient, backend: Backend | None, factor: Fraction, reverse: bool = False
-) -> Measurement:
-    """First-order loss decrease rates, per unit of logit-update norm: along -G it is ||G||_F
-    (steepest descent); along the direction the H-update produces, -GWW^T, it is
-    <G, GWW^T> / ||GWW^T||_F (Cauchy-Schwarz bounds it by ||G||_F). ``reverse`` swaps the sides."""
-    G, W, _ = gradient(case, backend)
-    along_induced, along_gradient = descent_rates(G, W)
-    lhs, rhs = (along_gradient, along_induced) if reverse else (along_induced, along_gradient)
-    efficiency = along_induced.value / along_gradient.value
-    method = f"{label(backend)} directional derivatives"
-    return _measurement(lhs, rhs.scaled(float(factor)), method, efficiency=efficiency)
+def head_integers(built: Built) -> tuple[Any, Any]:
+    """(A, M) for the exact columns B = Z_B 2^f of a random or low-rank head (W, or the factor A): the Gram
+    matrix A = Z_Bᵀ Z_B and M = Z_G Z_B, integers."""
+
+    def compute() -> tuple[Any, Any]:
+        ZB = integer_matrix(built.span)[0]
+        return ZB.transpose() * ZB, integer_gradient(built)[0] * ZB
+
+    return remembered(built, "head integers", compute)
 
 
-def judge_efficiency(case: BatchGradient, factor: Fraction, reverse: bool = False) -> Judgement:
-    """The two-sided margin of :func:`measure_efficiency` where it decides; otherwise (an update that
-    nearly follows G, as through an aligned head spanning G's rows) exactly, in integers, for V up to
-    :data:`rankwall.checks.verdict.EXACT_IDENTITY_V`: with a = ⟨G, GWWᵀ⟩ = ‖GW‖_F² ≥ 0, b = ‖GWWᵀ‖_F² and
-    g = ‖G‖_F², "a/√b ≤ F√g" is "a² ≤ F² g b" (``reverse``: "F² a² ≥ g b")."""
-    m = measure_efficiency(case, None, factor, reverse)
-    float_margin = two_sided(m, Relation.AT_MOST)
-    if float_margin.sign is not None or case.V > EXACT_IDENTITY_V:
-        return float_margin
-    inner, induced, total, exponent = exact_rates(case)
-    p, q = factor.numerator, factor.denominator
-    if induced == 0:  # GW = 0: no update reaches the logits, the rate is 0
-        rate_squared, sign = Fraction(0), (1 if not reverse else -1)
+def projected_energy(built: Built) -> Real | None:
+    """K = ‖GΠ‖_F² = tr(GΠGᵀ) on the exact object at the working precision: an atom (ring :data:`PROJECTED`)
+    whose ball is tr(A⁻¹ MᵀM) 4^e (:func:`head_integers`; Π = Z_B A⁻¹ Z_Bᵀ), solved in balls; S_k for an
+    aligned head (tr(P_k GᵀG) = S_k); g exactly where Π = I (rank W* = V), 0 where GB = 0. ``None`` beyond
+    :data:`EXACT_V` (a head of rank V included), or where the balls cannot show A invertible."""
+
+    def compute() -> Real | None:
+        if built.aligned:
+            return spectral_sum(built, built.k)
+        V = built.G.shape[1]
+        if V > EXACT_V:
+            return None
+        g = exact_total(built)
+        if built.k == V:
+            return Real.of(g)
+        A, M = head_integers(built)
+        C = M.transpose() * M
+        if C.is_zero():
+            return Real.of(0)
+        try:
+            trace = flint.arb_mat(A).solve(flint.arb_mat(C)).trace()
+        except ZeroDivisionError:
+            return None
+        return _atom(PROJECTED, _between(trace * flint.arb(dyadic(1, 2 * integer_gradient(built)[1])), 0, g))
+
+    return remembered(built, ("K", flint.ctx.prec), compute)
+
+
+#: Up to this working precision an eigenvalue sum's ball is the Weyl enclosure of a float64 SVD
+#: (:func:`weyl_sum`, the rounding model: about 2^-50 of the sum); beyond it, :func:`eigenvalue_sum`.
+WEYL_BITS = 128
+
+
+def float64_singular_values(built: Built) -> np.ndarray:
+    """The singular values of the built G read into float64, from a float64 SVD (largest first)."""
+    return remembered(built, "sigma64", lambda: np.linalg.svd(float64_gradient(built), compute_uv=False))
+
+
+def weyl_margin(built: Built) -> float:
+    """m ≥ |σ̂_i − σ_i(G)| for :func:`float64_singular_values` (Weyl: svd_rank_margin, the SVD's backward error
+    at float64's u, with σ₁ ≤ ‖G‖_F = √g)."""
+    norm = math.sqrt(float(exact_total(built))) * (1 + 4 * U64)
+    return tolerance.svd_rank_margin(tuple(built.G.shape), U64, 0.0, norm)
+
+
+def weyl_sum(built: Built, k: int) -> Any:
+    """A ball holding S_k = Σ_{i ≤ k} σ_i(G)², from the float64 singular values of G, each within the Weyl
+    margin m (:func:`weyl_margin`) of the exact one, squared and summed in float64 (gamma_{k+2} of the sum)."""
+    sigma, margin = float64_singular_values(built)[:k], weyl_margin(built)
+    g = tolerance.gamma(k + 2, U64)
+    low = float(np.sum(np.maximum(sigma - margin, 0.0) ** 2)) * (1 - g)
+    high = float(np.sum((sigma + margin) ** 2)) / (1 - g)
+    return flint.arb(low).union(flint.arb(high))
+
+
+def rank_exceeds(built: Built, k: int) -> bool:
+    """Whether rank G > k: more than k float64 singular values above the Weyl margin prove it (two-sided), as
+    does a rank of Z_G mod a prime above k (reduction only loses rank); else the rank over the integers
+    (fraction-free elimination) decides."""
+
+    def compute() -> bool:
+        if int(np.sum(float64_singular_values(built) > weyl_margin(built))) > k:  # certified nonzero (Weyl)
+            return True
+        ZG = integer_gradient(built)[0]
+        if flint.nmod_mat(ZG, exact.RANK_PRIME).rank() > k:
+            return True
+        return ZG.rank() > k
+
+    return remembered(built, ("rank exceeds", k), compute)
+
+
+def spectral_sum(built: Built, k: int) -> Real | None:
+    """S_k, the sum of the k largest eigenvalues of GᵀG, at the working precision: 0 for k ≤ 0; g exactly for
+    k ≥ min(T, V) (the trace) or k ≥ rank G (:func:`rank_exceeds`), so that a ball means S_k < g; ``None``
+    beyond :data:`EXACT_V` or :data:`GRAM_LIMIT`; else a ball, an atom of :data:`SPECTRAL` for k = rank W*: up
+    to :data:`WEYL_BITS` of working precision the Weyl enclosure of a float64 SVD (:func:`weyl_sum`), beyond
+    it the certificate of :func:`eigenvalue_sum` in integers (Ostrowski, Ky Fan, the block bound)."""
+
+    def compute() -> Real | None:
+        T, V = built.G.shape
+        if k <= 0:
+            return Real.of(0)
+        if V > EXACT_V:
+            return None
+        g = exact_total(built)
+        if k >= min(T, V):
+            return Real.of(g)
+        if min(T, V) > GRAM_LIMIT:
+            return None
+        if not rank_exceeds(built, k):  # the k largest eigenvalues are all there are
+            return Real.of(g)
+        weyl = flint.ctx.prec <= WEYL_BITS and not _underflows(float64_gradient(built))
+        if weyl:
+            ball = weyl_sum(built, k)
+        else:
+            ball = eigenvalue_sum(integer_gram(built), approximate_gram(built), k)
+        if ball is None:
+            return None
+        if not weyl:
+            ball = ball * flint.arb(dyadic(1, 2 * integer_gradient(built)[1]))
+        ball = _between(ball, 0, g)
+        return _atom(SPECTRAL, ball) if k == built.k else Real(ball)
+
+    return remembered(built, ("S", k, flint.ctx.prec), compute)
+
+
+def _scaled_float(Z: Any) -> np.ndarray:
+    """An integer matrix times one power of two as floats of magnitude at most about 1 (for a float
+    eigensolver: the eigenvectors do not depend on the scale)."""
+    entries = [int(x) for x in Z.entries()]
+    drop = max(max((abs(x).bit_length() for x in entries), default=0) - 60, 0)
+    return np.array([x >> drop if x >= 0 else -((-x) >> drop) for x in entries], dtype=np.float64).reshape(
+        Z.nrows(), Z.ncols()
+    )
+
+
+def _refined(gram: Any, X: Any) -> Any:
+    """One step of Ogita and Aishima's refinement of the eigenvectors X of a symmetric matrix (2018), in balls:
+    with R = I − XᵀX and S = XᵀΓX, λ_i = s_ii/(1 − r_ii) and E_ij = (s_ij + λ_j r_ij)/(λ_j − λ_i) for eigenvalues
+    further apart than δ = 2(‖S − diag λ‖_F + max|λ| ‖R‖_F), r_ij/2 within a cluster; X + XE (its midpoints) is
+    accurate to the square of X's error, between clusters."""
+    n = X.nrows()
+    identity = flint.arb_mat([[1 if i == j else 0 for j in range(n)] for i in range(n)])
+    R, S = identity - X.transpose() * X, X.transpose() * gram * X
+    r, s = [x.mid() for x in R.entries()], [x.mid() for x in S.entries()]
+    lam = [s[i * n + i] / (1 - r[i * n + i]) for i in range(n)]
+    off = math.sqrt(sum(float(s[i * n + j]) ** 2 for i in range(n) for j in range(n) if i != j))
+    delta = 2 * (off + max(abs(float(x)) for x in lam) * math.sqrt(sum(float(x) ** 2 for x in r)))
+    E = []
+    for i in range(n):
+        for j in range(n):
+            gap = lam[j] - lam[i]
+            far = i != j and abs(float(gap)) > delta
+            E.append((s[i * n + j] + lam[j] * r[i * n + j]) / gap if far else r[i * n + j] / 2)
+    step = X + X * flint.arb_mat(n, n, E)
+    return flint.arb_mat(n, n, [x.mid() for x in step.entries()])
+
+
+#: Bits after the binary point of the trial eigenvectors (fixed point): finer than float64's own error.
+TRIAL_BITS = 60
+
+
+def _fixed_point(values: list[Any], bits: int) -> list[int]:
+    """Numbers (arb midpoints) rounded to integers times 2^-bits."""
+    out = []
+    for x in values:
+        mantissa, exponent = (int(v) for v in x.mid().man_exp())
+        shift = exponent + bits
+        out.append(
+            mantissa << shift if shift >= 0 else -((-mantissa) >> -shift) if mantissa < 0 else mantissa >> -shift
+        )
+    return out
+
+
+def trial_basis(gram: Any, approximate: np.ndarray) -> tuple[Any, int]:
+    """(Z_X, s): a trial basis of eigenvectors X = Z_X 2^s of the integer Gram matrix Γ, largest eigenvalue
+    first: those of its float64 copy ``approximate`` in fixed point, refined in balls beyond 128 bits
+    (:func:`_refined` on Γ, one step per doubling of the 45 bits a float start gives). Any X serves: the
+    bounds of :func:`eigenvalue_sum` hold for every nonsingular one, and only their width depends on it."""
+    values, vectors = np.linalg.eigh(approximate)
+    X = vectors[:, np.argsort(values)[::-1]]
+    steps = math.ceil(math.log2(flint.ctx.prec / 45)) - 1 if flint.ctx.prec > 128 else 0
+    if steps <= 0:
+        fixed = np.rint(X * 2.0**TRIAL_BITS).astype(np.int64)
+        return flint.fmpz_mat(X.shape[0], X.shape[1], fixed.ravel().tolist()), -TRIAL_BITS
+    drop = max(max(abs(int(x)).bit_length() for x in gram.entries()) - 60, 0)
+    scaled = flint.arb_mat(gram) * flint.arb(dyadic(1, -drop))  # the exact Γ, at the working precision
+    Xb = flint.arb_mat(X.tolist())
+    for _ in range(steps):
+        Xb = _refined(scaled, Xb)
+    bits = flint.ctx.prec
+    return flint.fmpz_mat(Xb.nrows(), Xb.ncols(), _fixed_point(Xb.entries(), bits)), -bits
+
+
+def _trace(M: Any) -> int:
+    return sum((int(M[i, i]) for i in range(M.nrows())), 0)
+
+
+def _block(entries: list[Any], n: int, rows: range, columns: range) -> Any:
+    return flint.fmpz_mat([[entries[i * n + j] for j in columns] for i in rows])
+
+
+def eigenvalue_sum(gram: Any, approximate: np.ndarray, k: int) -> Any:
+    """A ball at the working precision holding S_k(Γ), the sum of the k largest eigenvalues of the symmetric
+    positive semidefinite integer matrix Γ (1 ≤ k < its order n), from a trial basis X (:func:`trial_basis`)
+    made orthonormal to second order, X₁ = X + X(I − XᵀX)/2 rounded to fixed point, all in integers; then,
+    for S = X₁ᵀΓX₁ and e ≥ ‖X₁ᵀX₁ − I‖_F (so e < 1):
+
+    - Ostrowski: λ_i(S) = θ_i λ_i(Γ) with θ_i ∈ [1 − e, 1 + e], so S_k(Γ) ∈ [S_k(S)/(1 + e), S_k(S)/(1 − e)];
+    - Ky Fan: S_k(S) ≥ the sum of any k diagonal entries of S;
+    - with S split into blocks H₁ (the first k), H₂ and the coupling C, and η = λ_min(H₁) − λ_max(H₂) > 0
+      (each bounded by Weyl from the blocks' diagonals and off-diagonal norms), S_k(S) ≤ tr H₁ + ‖C‖_F²/η: for
+      orthonormal U = [U₁; U₂], t = ‖U₂‖_F², tr(UᵀSU) ≤ tr H₁ − ηt + 2‖C‖_F√t ≤ tr H₁ + ‖C‖_F²/η;
+    - where η ≤ 0 (a cluster across the k-th eigenvalue), Ky Fan and Weyl: S_k(S) ≤ the sum of the k largest
+      diagonal entries plus k‖S − diag S‖_F.
+
+    ``None`` where e ≥ 1."""
+    n = gram.nrows()
+    ZX, s = trial_basis(gram, approximate)
+    q = -2 * s  # XᵀX = N 2^-q
+    N = ZX.transpose() * ZX
+    residual = flint.fmpz_mat([[(1 << q if i == j else 0) for j in range(n)] for i in range(n)]) - N
+    bits = q  # X₁ = (2 Z_X 2^q + Z_X R) 2^(s - q - 1), rounded to 2^-bits
+    Z1 = ZX * (2 << q) + ZX * residual
+    Z1 = flint.fmpz_mat(n, n, [int(x) >> (q + 1 - s - bits) for x in Z1.entries()])  # floor to 2^-bits
+    s1 = -bits
+    defect = Z1.transpose() * Z1 - flint.fmpz_mat(
+        [[(1 << (-2 * s1) if i == j else 0) for j in range(n)] for i in range(n)]
+    )
+    e = (flint.arb(_trace(defect * defect)) * flint.arb(dyadic(1, 4 * s1))).sqrt()  # X₁ᵀX₁ − I = defect 4^s1
+    if not e < 1:
+        return None
+    S = Z1.transpose() * gram * Z1  # X₁ᵀΓX₁ = S 4^s1
+    entries = S.entries()
+    diagonal = [int(entries[i * n + i]) for i in range(n)]
+    ranked = sorted(diagonal, reverse=True)
+    diagonal_squares = [d * d for d in diagonal]
+    top, bottom = range(k), range(k, n)
+    head_block, tail_block = _block(entries, n, top, top), _block(entries, n, bottom, bottom)
+    coupling_block = _block(entries, n, top, bottom)
+    head = _trace(head_block * head_block) - sum(diagonal_squares[:k])
+    tail = _trace(tail_block * tail_block) - sum(diagonal_squares[k:])
+    coupling = _trace(coupling_block * coupling_block.transpose())
+    eta = flint.arb(min(diagonal[:k])) - flint.arb(head).sqrt() - flint.arb(max(diagonal[k:])) - flint.arb(tail).sqrt()
+    if eta > 0:
+        upper = flint.arb(sum(diagonal[:k])) + flint.arb(coupling) / eta
     else:
-        rate_squared = Fraction(int(inner) ** 2, int(induced))
-        gap = p * p * total * induced - q * q * inner**2 if not reverse else p * p * inner**2 - q * q * total * induced
-        sign = (gap > 0) - (gap < 0)
-    with mpmath.workdps(30):
-        scale = mpmath.mpf(2) ** exponent
-        rate = float(mpmath.sqrt(mpmath.mpf(rate_squared.numerator) / rate_squared.denominator) * scale)
-        norm = float(mpmath.sqrt(mpmath.mpf(int(total))) * scale)
-    lhs, rhs = (norm, float(factor) * rate) if reverse else (rate, float(factor) * norm)
-    method = "exact integers on the float64 instance: ⟨G, GWWᵀ⟩² against F²‖G‖_F²‖GWWᵀ‖_F²"
-    return Judgement(lhs, rhs, sign, method, certified_by=Certification.EXACT)
+        upper = flint.arb(sum(ranked[:k])) + k * flint.arb(head + tail + 2 * coupling).sqrt()
+    scale = flint.arb(dyadic(1, 2 * s1))
+    low = (flint.arb(max(sum(diagonal[:k]), sum(ranked[:k]))) * scale / (1 + e)).lower()
+    high = (upper * scale / (1 - e)).upper()
+    return flint.arb(max(low, flint.arb(0).lower())).union(flint.arb(high))
+
+
+def exact_rates(built: Built) -> tuple[Real, Real] | None:
+    """(⟨G, GW*W*ᵀ⟩/‖GW*W*ᵀ‖_F, ‖G‖_F) on the exact object. For a random or low-rank head, in integers: with
+    G = Z_G 2^e and W* ∝ Z_W (Z_A Z_B for a low-rank head; the rate is invariant under W* → sW*), M = Z_G Z_W,
+    a = ‖M‖_F² and b = tr(M (Z_Wᵀ Z_W) Mᵀ), the rate is √(a²/b · 4^e) (0 where b = 0: no update reaches the
+    logits) and ‖G‖_F = √g; both square roots of rationals, compared through their radicands. For an aligned
+    head, W*W*ᵀ = P_k: the rate is √S_k. ``None`` beyond :data:`EXACT_V`."""
+    if built.G.shape[1] > EXACT_V:
+        return None
+    norm = Real.of(exact_total(built)).sqrt()
+    if built.aligned:
+        S = spectral_sum(built, built.k)
+        return None if S is None else (S.sqrt(), norm)
+
+    def rate() -> Real:
+        A, M = head_integers(built)
+        if built.factors is not None:  # W* ∝ Z_A Z_B: M Z_B and Z_Bᵀ A Z_B
+            ZB = integer_matrix(built.factors[1])[0]
+            A, M = ZB.transpose() * A * ZB, M * ZB
+        a = sum(int(x) ** 2 for x in M.entries())
+        product = M * A * M.transpose()
+        b = sum(int(product[i, i]) for i in range(product.nrows()))
+        e = integer_gradient(built)[1]
+        return Real.of(0) if b == 0 else Real.of(Fraction(a * a, b) * Fraction(4) ** e).sqrt()
+
+    return remembered(built, "rate", rate), norm
+
+
+def _scaled_root(expression: Quantity, ctx: Context) -> tuple[Fraction, Real] | None:
+    """``(c, x)`` with the exact value of ``expression`` equal to c·√x, c ≥ 0 rational: a rate quantity (its
+    exact value a square root), a nonnegative rational constant times one, or a nonnegative constant (x = 1)."""
+    if isinstance(expression, Constant):
+        return (expression.value, Real.of(1)) if expression.value >= 0 else None
+    if isinstance(expression, Combination) and expression.op == "*":
+        a, b = expression.operands
+        constant, other = (a, b) if isinstance(a, Constant) else (b, a) if isinstance(b, Constant) else (None, None)
+        if constant is None or other is None or constant.value < 0:
+            return None
+        inner = _scaled_root(other, ctx)
+        return None if inner is None else (constant.value * inner[0], inner[1])
+    if any(expression is q for q in (descent_along_update, descent_along_gradient)):
+        value = expression.exact(ctx)
+        if value is None:
+            return None
+        return (Fraction(1), value.radicand) if value.radicand is not None else (Fraction(1), value * value)
+    return None
+
+
+def _against_trace(y: Real, x: Real, c2: Fraction, built: Built) -> int | None:
+    """sign(y − c²x) where one of y, x is S_k of an aligned head (a ball: then rank G > k, so 0 ≤ S_k < g) and
+    the other is g: decided by that structure where c² is on the side it settles, else ``None``."""
+    if not built.aligned:
+        return None
+    S = spectral_sum(built, built.k)
+    g = exact_total(built)
+    if S is None or S.rational:
+        return None
+    if y is S and x.rational and x.value == g:  # sign(S − c²g): S < g ≤ c²g for c² ≥ 1
+        return -1 if c2 >= 1 else None
+    if x is S and y.rational and y.value == g:  # sign(g − c²S): g > S ≥ c²S for c² ≤ 1
+        return 1 if c2 <= 1 else None
+    return None
+
+
+def _compare_rates(base: Any) -> Callable[[Context, Real, Quantity], Compared | None]:
+    """The comparison hook of a rate quantity: sign(√y − c√x) = sign(y − c²x) for its exact value √y and a
+    bound c·√x (:func:`_scaled_root`), decided on the radicands: exactly where they are rationals, or by the
+    trace bound S_k < g of an aligned head (:func:`_against_trace`), else in balls."""
+
+    def compare(ctx: Context, t: Real, expression: Quantity) -> Compared | None:
+        own, other = base.exact(ctx), _scaled_root(expression, ctx)
+        if own is None or other is None:
+            return None
+        y = own.radicand if own.radicand is not None else own * own
+        c, x = other
+        structural = _against_trace(y, x, c * c, built_in(ctx))
+        if structural is not None:
+            return Compared(structural, "the trace bound S_k < ‖G‖_F² (rank G > k), exactly", True)
+        found, how = difference_sign(Real.of(c * c) * x, y)
+        if found is None:
+            return None
+        exactly = how in EXACT_HOWS
+        return Compared(found, "square roots compared exactly" if exactly else f"radicands, {how}", exactly)
+
+    return compare
+
+
+# --------------------------------------------------------------------------- references
+#
+# Every quantity the slow, obviously right way on the context's exact object, sharing nothing with the float
+# and exact routes but the built arrays (small V only: the tests run them at V <= 64): ‖G‖_F² summed entry by
+# entry in rationals; the exact head as a dense rational matrix (W, or the product A·B), its rank and a column
+# basis from its reduced row echelon form; the V x V projector Π = B(BᵀB)⁻¹Bᵀ formed in balls at
+# REFERENCE_BITS + 64 bits, and GΠ, G − GΠ and GW*W*ᵀ summed entry by entry; the eigenvalues of the smaller
+# Gram matrix of G from Arb's certified eigensolver at REFERENCE_BITS (the exact characteristic polynomial's
+# roots where it cannot isolate them), for the Ky Fan shares and an aligned head (whose projector is the
+# top-k spectral one).
+
+#: Guard bits of the reference's ball products beyond mpmath's working precision.
+REFERENCE_GUARD = 64
+
+
+def _mp(x: Any) -> Any:
+    """A ball's midpoint (or a rational) as an mpmath number."""
+    if isinstance(x, flint.fmpq):
+        return mpmath.mpf(int(x.p)) / int(x.q)
+    mantissa, exponent = x.mid().man_exp()
+    return mpmath.mpf((int(mantissa), int(exponent)))
+
+
+def _rational_matrix(X: np.ndarray) -> Any:
+    return flint.fmpq_mat(X.shape[0], X.shape[1], [flint.fmpq(*x.as_integer_ratio()) for x in X.ravel().tolist()])
+
+
+def _squares(M: Any) -> Any:
+    return sum((x * x for x in M.entries()), flint.arb(0))
+
+
+def dense_total(built: Built) -> Fraction:
+    """‖G‖_F², entry by entry in rationals."""
+
+    def compute() -> Fraction:
+        total = sum(
+            (flint.fmpq(*x.as_integer_ratio()) ** 2 for x in float64_gradient(built).ravel().tolist()), flint.fmpq(0)
+        )
+        return Fraction(int(total.p), int(total.q))
+
+    return remembered(built, "dense total", compute)
+
+
+def dense_head(built: Built) -> tuple[Any, int, list[int]]:
+    """The exact head of a random or low-rank case as a dense rational matrix (W, or the product A·B), its
+    rank and the pivot columns of its reduced row echelon form (a basis of its column space)."""
+
+    def compute() -> tuple[Any, int, list[int]]:
+        if built.factors is None:
+            head = _rational_matrix(built.span)
+        else:
+            head = _rational_matrix(built.factors[0]) * _rational_matrix(built.factors[1])
+        echelon, rank = head.rref()
+        pivots = [next(j for j in range(head.ncols()) if echelon[i, j] != 0) for i in range(rank)]
+        return head, rank, pivots
+
+    return remembered(built, "dense head", compute)
+
+
+def dense_shares(built: Built) -> tuple[Any, Any]:
+    """(‖GΠ‖_F², ‖G − GΠ‖_F²): for an aligned head S_k and ‖G‖_F² − S_k (the reference's eigenvalues); else
+    the V x V projector Π = B(BᵀB)⁻¹Bᵀ on the pivot columns B of the dense head, formed in balls, and GΠ,
+    G − GΠ summed entry by entry (Π = I where the head has rank V)."""
+
+    def compute() -> tuple[Any, Any]:
+        total = dense_total(built)
+        if built.aligned:  # Π = P_k: GΠ keeps the k largest eigenvalues of GᵀG, G − GΠ the others
+            if built.k >= min(built.G.shape):
+                return total, Fraction(0)
+            return _eigenvalue_sum(built, slice(0, built.k)), _eigenvalue_sum(built, slice(built.k, None))
+        head, rank, pivots = dense_head(built)
+        if rank == head.nrows():  # col W* is all of R^V: Π = I
+            return total, Fraction(0)
+        with exact.precision(mpmath.mp.prec + REFERENCE_GUARD):
+            Gm = ball_matrix(float64_gradient(built))
+            B = flint.arb_mat([[flint.arb(head[i, j]) for j in pivots] for i in range(head.nrows())])
+            kept_part = Gm * (B * (B.transpose() * B).inv() * B.transpose())
+            return _mp(_squares(kept_part)), _mp(_squares(Gm - kept_part))
+
+    return remembered(built, ("dense shares", mpmath.mp.prec), compute)
+
+
+def dense_rate(built: Built) -> Any:
+    """⟨G, GW*W*ᵀ⟩/‖GW*W*ᵀ‖_F: √S_k for an aligned head (W*W*ᵀ = P_k), else from the dense GW*W*ᵀ in balls,
+    entry by entry (0 where GW* = 0)."""
+
+    def compute() -> Any:
+        if built.aligned:
+            return _root(dense_shares(built)[0])
+        head = dense_head(built)[0]
+        with exact.precision(mpmath.mp.prec + REFERENCE_GUARD):
+            Gm = ball_matrix(float64_gradient(built))
+            Wm = flint.arb_mat([[flint.arb(head[i, j]) for j in range(head.ncols())] for i in range(head.nrows())])
+            induced = Gm * Wm * Wm.transpose()
+            inner = sum((a * b for a, b in zip(Gm.entries(), induced.entries(), strict=True)), flint.arb(0))
+            size = _squares(induced)
+            return _mp(inner / size.sqrt()) if size != 0 else Fraction(0)
+
+    return remembered(built, ("dense rate", mpmath.mp.prec), compute)
+
+
+def dense_rank(built: Built) -> int:
+    """rank W*: the dense head's (k for an aligned head, the ideal head's k orthonormal columns)."""
+    return built.W.shape[1] if built.aligned else dense_head(built)[1]
+
+
+def ball_matrix(X: np.ndarray) -> Any:
+    """A float64 matrix as a python-flint ball matrix, its entries exact."""
+    return flint.arb_mat(X.tolist())
+
+
+@functools.lru_cache(maxsize=64)
+def _gram_eigenvalues(data: bytes, shape: tuple[int, int], bits: int) -> tuple[tuple[Any, Any], ...]:
+    """The eigenvalues of the smaller Gram matrix of G (GGᵀ or GᵀG) at ``bits``, largest first, each as its
+    ball's (midpoint, radius): Arb's certified eigensolver, or, where it cannot isolate them (tied singular
+    values), the real roots of the exact characteristic polynomial with their multiplicities."""
+    G = np.frombuffer(data, dtype=np.float64).reshape(shape)
+    T, V = shape
+    with exact.precision(bits):
+        Gm = ball_matrix(G)
+        try:
+            gram = Gm.transpose() * Gm if V <= T else Gm * Gm.transpose()
+            values = [e.real for e in flint.acb_mat(gram).eig(multiple=True)]
+        except ValueError:
+            Gq = _rational_matrix(G)
+            polynomial = (Gq.transpose() * Gq if V <= T else Gq * Gq.transpose()).charpoly()
+            values = [root.real for root, multiplicity in polynomial.complex_roots() for _ in range(multiplicity)]
+        pairs = [(_mp(v), _mp(flint.arb(v.rad()))) for v in values]
+        return tuple(sorted(pairs, key=lambda pair: pair[0], reverse=True))
+
+
+def _eigenvalue_sum(built: Built, indices: slice) -> Any:
+    """The sum of the reference's eigenvalues in ``indices`` (largest first), with the sum of their radii:
+    an :class:`~rankwall.checks.quantities.Approximately` (exact zeros come out as balls around 0)."""
+    G = float64_gradient(built)
+    chosen = _gram_eigenvalues(G.tobytes(), G.shape, mpmath.mp.prec)[indices]
+    value = mpmath.fsum(mid for mid, _ in chosen)
+    error = mpmath.fsum(rad for _, rad in chosen) + abs(value) * mpmath.mpf(2) ** (8 - mpmath.mp.prec)
+    return Approximately(max(value, mpmath.mpf(0)), error)
+
+
+def dense_share(built: Built, k: int) -> Any:
+    """Σ_{i ≤ k} σ_i(G)²/‖G‖_F² from the reference's eigenvalues (1 for k ≥ min(T, V), 0 for k ≤ 0)."""
+    G = float64_gradient(built)
+    if k >= min(G.shape):
+        return Fraction(1)
+    if k <= 0:
+        return Fraction(0)
+    return _ratio(_eigenvalue_sum(built, slice(0, k)), dense_total(built))
+
+
+def _number(x: Any) -> Any:
+    """A Fraction as an mpmath number at the working precision (an mpmath number as it is)."""
+    return mpmath.mpf(x.numerator) / x.denominator if isinstance(x, Fraction) else x
+
+
+def _root(x: Any) -> Any:
+    """√x at mpmath's working precision (a Fraction read exactly); for x known within e, √x within
+    max(√(x + e) − √x, √x − √(max(x − e, 0)))."""
+    if isinstance(x, Approximately):
+        value, error = _number(x.value), _number(x.error)
+        root = mpmath.sqrt(value)
+        return Approximately(root, max(mpmath.sqrt(value + error) - root, root - mpmath.sqrt(max(value - error, 0))))
+    return mpmath.sqrt(_number(x))
+
+
+def _ratio(a: Any, b: Any) -> Any:
+    """a/b for b > 0 exact: a Fraction where both are, else at mpmath's working precision (a's error over b)."""
+    if isinstance(a, Approximately):
+        return Approximately(_number(a.value) / _number(b), _number(a.error) / _number(b))
+    if isinstance(a, Fraction) and isinstance(b, Fraction):
+        return a / b
+    return _number(a) / _number(b)
+
+
+# --------------------------------------------------------------------------- the quantities
+
+
+def _quantity(name: str, measure: Callable[[Context], Any], exact_fn: Callable[[Context], Any], **options: Any) -> Any:
+    return quantity(name, measure, exact_fn, family=FAMILY, **options)
+
+
+def _shares(ctx: Context) -> tuple[Enclosure, Enclosure]:
+    built = built_in(ctx)
+    return remembered(built, "shares", lambda: exact_object_shares(built))
+
+
+def _rates(ctx: Context) -> tuple[Enclosure, Enclosure]:
+    built = built_in(ctx)
+
+    def compute() -> tuple[Enclosure, Enclosure]:
+        rate, norm = descent_rates(built.G, built.W, built.head_error)
+        return (aligned_rate(built.G, built.W, rate, norm) if built.aligned else rate), norm
+
+    return remembered(built, "rates", compute)
+
+
+def _exact_share(ctx: Context, kept: bool) -> Real | None:
+    """c = √(K/g) or r = √((g − K)/g) (:func:`projected_energy`)."""
+    built = built_in(ctx)
+    K = projected_energy(built)
+    if K is None:
+        return None
+    g = Real.of(exact_total(built))
+    return ((K if kept else g - K) / g).sqrt()
+
+
+def _pinned(value: Any) -> int | None:
+    return value.lo if isinstance(value, RankInterval) and value.pinned else None
+
+
+def singular_share(count: Quantity) -> Any:
+    """The quantity Σ_{i ≤ n} σ_i(G)²/‖G‖_F² for the integer quantity n = ``count`` (rank W for the Ky Fan
+    share, :data:`best_share`): measured from the backend's singular values of G with Weyl margins
+    (:func:`top_share`), exactly as S_n/g (:func:`spectral_sum`; an atom for n = rank W*)."""
+
+    def measure(ctx: Context) -> Measured:
+        n, built = _pinned(count.measure(ctx)), built_in(ctx)
+        if n is None:
+            return Measured(math.nan, math.inf)
+        return remembered(built, ("top share", n), lambda: top_share(built.G, n)).measured()
+
+    def exact_value(ctx: Context) -> Real | None:
+        n, built = _pinned(count.exact(ctx)), built_in(ctx)
+        S = None if n is None else spectral_sum(built, n)
+        return None if S is None else S / Real.of(exact_total(built))
+
+    return _quantity(
+        f"Σ_{{i ≤ {count}}} σ_i(G)²/‖G‖_F²",
+        measure,
+        exact_value,
+        reference=lambda ctx: dense_share(built_in(ctx), int(count.reference(ctx))),
+        doc=f"the share of ‖G‖_F² in G's {count} largest singular values",
+        exact_doc="S_n/g, S_n the sum of the n largest eigenvalues of GᵀG certified in balls (an atom for n = rank W)",
+    )
+
+
+surviving = _quantity(
+    "c",
+    lambda ctx: _shares(ctx)[0].measured(),
+    lambda ctx: _exact_share(ctx, kept=True),
+    reference=lambda ctx: _root(_ratio(dense_shares(built_in(ctx))[0], dense_total(built_in(ctx)))),
+    doc="c = ‖GΠ‖_F/‖G‖_F, the share of the logit gradient kept (Π the projector on col W)",
+    exact_doc="√(K/g), K = ‖GΠ‖_F² an atom (S_k for an aligned head)",
+)
+destroyed = _quantity(
+    "r",
+    lambda ctx: _shares(ctx)[1].measured(),
+    lambda ctx: _exact_share(ctx, kept=False),
+    reference=lambda ctx: _root(_ratio(dense_shares(built_in(ctx))[1], dense_total(built_in(ctx)))),
+    doc="r = ‖G − GΠ‖_F/‖G‖_F, the share destroyed in ker Wᵀ",
+    exact_doc="√((g − K)/g): ‖G − GΠ‖_F² = tr(G(I − Π)Gᵀ) = g − K",
+)
+rank_W = _quantity(
+    "rank W",
+    lambda ctx: built_in(ctx).rank,
+    lambda ctx: built_in(ctx).rank,
+    reference=lambda ctx: dense_rank(built_in(ctx)),
+    integer=True,
+    doc="the dimension of col W",
+    exact_doc="certified when the case is built: singular values above a Weyl margin, or structure",
+)
+vocabulary = _quantity(
+    "V",
+    lambda ctx: RankInterval(ctx.case.V, ctx.case.V, "the case", "the case", exact=True),
+    lambda ctx: RankInterval(ctx.case.V, ctx.case.V, "the case", "the case", exact=True),
+    reference=lambda ctx: ctx.case.V,
+    integer=True,
+    doc="the vocabulary size V",
+    exact_doc="the case's V",
+)
+best_share = singular_share(rank_W)
+descent_along_update = _quantity(
+    "⟨G, GWWᵀ⟩/‖GWWᵀ‖_F",
+    lambda ctx: _rates(ctx)[0].measured(),
+    lambda ctx: None if exact_rates(built_in(ctx)) is None else exact_rates(built_in(ctx))[0],
+    reference=lambda ctx: dense_rate(built_in(ctx)),
+    doc="the first-order loss decrease per unit of logit-update norm along the H-update's direction −GWWᵀ",
+    exact_doc="√(a²/b · 4^e) in integers of G and W (√S_k for an aligned head)",
+)
+descent_along_gradient = _quantity(
+    "‖G‖_F",
+    lambda ctx: _rates(ctx)[1].measured(),
+    lambda ctx: None if ctx.case.V > EXACT_V else Real.of(exact_total(built_in(ctx))).sqrt(),
+    reference=lambda ctx: _root(dense_total(built_in(ctx))),
+    doc="the steepest first-order decrease, along −G",
+    exact_doc="√g",
+)
+descent_along_update.compare_fn = _compare_rates(descent_along_update)
+descent_along_gradient.compare_fn = _compare_rates(descent_along_gradient)
+
+
+# --------------------------------------------------------------------------- witnesses, drawn cases, boundary classes
 
 
 def _witnesses(V: int, aligned: bool = False) -> list[BatchGradient]:
@@ -721,318 +1434,102 @@ def _boundary(aligned: bool) -> dict[str, Callable[[BatchGradient], bool]]:
     return classes
 
 
-# --------------------------------------------------------------------------- references
-#
-# Both sides the slow, obviously right way on the instance as the backend built it (its G, W and Q read
-# exactly), at V <= 64, sharing no code with the measure or the judges: python-flint balls at 128 bits
-# on the dense matrices, the V x V projector Π = Q(QᵀQ)⁻¹Qᵀ formed and GΠ, G − GΠ summed entry by entry,
-# the head's rank exactly over the integers (the constructor's for a low-rank head W = AB), the Ky Fan
-# share from a certified dense eigensolver on GᵀG or GGᵀ, the rates from the dense GWWᵀ. The reference
-# also requires span Q to hold the head's columns to √u of the backend's dtype (a wrong basis misses by
-# O(1)), and to have the head's dimension.
-
-REFERENCE_BITS = 128
-
-
-@dataclass(frozen=True)
-class DenseBatch:
-    """The reference quantities of a case, balls at :data:`REFERENCE_BITS`."""
-
-    kept: Any  # ‖GΠ‖_F²
-    lost: Any  # ‖G − GΠ‖_F²
-    total: Any  # ‖G‖_F²
-    rate: Any  # ⟨G, GWWᵀ⟩ / ‖GWWᵀ‖_F
-    rank: int  # of the head
-    G: tuple[bytes, tuple[int, ...]]  # the built G, for the share
-
-    @property
-    def share(self) -> Any:
-        """Σ_{i ≤ rank W} σ_i(G)² / ‖G‖_F²."""
-        return dense_share(self.G, self.rank)
-
-
-def dense_batch(case: BatchGradient, backend: Backend) -> DenseBatch:
-    """The reference quantities of ``case`` as ``backend`` built it (see the section's comment)."""
-    G, W, Q = (float64_copy(X) for X in gradient(case, backend))
-    u = tolerance.unit_roundoff(backend.dtype)
-    return _dense_batch(case, u, *((X.tobytes(), X.shape) for X in (G, W, Q)))
-
-
-def _array(data: tuple[bytes, tuple[int, ...]]) -> np.ndarray:
-    return np.frombuffer(data[0], dtype=np.float64).reshape(data[1])
-
-
-@functools.lru_cache(maxsize=64)
-def _dense_batch(case: BatchGradient, u: float, *arrays: tuple[bytes, tuple[int, ...]]) -> DenseBatch:
-    G, W, Q = (_array(a) for a in arrays)
-    V, columns = G.shape[1], W.shape[1]
-    if case.rank is None or case.aligned:
-        scaled = [int(x) for x in (np.frexp(W)[0] * 2.0**53).astype(np.int64).ravel().tolist()]
-        exponents = np.frexp(W)[1].ravel().tolist()
-        low = min(exponents)
-        rank = flint.fmpz_mat(V, columns, [m << (e - low) for m, e in zip(scaled, exponents, strict=True)]).rank()
-    else:
-        rank = case.rank
-    with exact.precision(REFERENCE_BITS):
-        Gm, Wm, Qm = (flint.arb_mat(X.tolist()) for X in (G, W, Q))
-        projector = Qm * (Qm.transpose() * Qm).inv() * Qm.transpose()
-        kept_part = Gm * projector
-        lost_part = Gm - kept_part
-        kept = sum((x * x for x in kept_part.entries()), flint.arb(0))
-        lost = sum((x * x for x in lost_part.entries()), flint.arb(0))
-        total = sum((x * x for x in Gm.entries()), flint.arb(0))
-        outside = sum((x * x for x in (Wm - projector * Wm).entries()), flint.arb(0))
-        inside = sum((x * x for x in Wm.entries()), flint.arb(0))
-        if Q.shape[1] != rank or not outside < u * inside:
-            raise ValueError(
-                f"reference: span Q (dimension {Q.shape[1]}) is not the column space of the head (rank {rank})"
-            )
-        induced = Gm * Wm * Wm.transpose()
-        inner = sum((g * n for g, n in zip(Gm.entries(), induced.entries(), strict=True)), flint.arb(0))
-        induced_norm = sum((x * x for x in induced.entries()), flint.arb(0))
-        rate = inner / induced_norm.sqrt() if induced_norm > 0 else flint.arb(0)
-        return DenseBatch(kept, lost, total, rate, rank, arrays[0])
-
-
-@functools.lru_cache(maxsize=64)
-def dense_share(G_data: tuple[bytes, tuple[int, ...]], rank: int) -> Any:
-    """The top-``rank`` share of G from the eigenvalues of its Gram matrix (:func:`gram_eigenvalues`): the
-    i-th largest eigenvalue lies between the i-th largest lower and upper ends of the enclosures."""
-    G = _array(G_data)
-    if rank >= min(G.shape):
-        return flint.arb(1)
-    with exact.precision(REFERENCE_BITS):
-        eigenvalues = gram_eigenvalues(G)
-        low_sum = sum(sorted((e.lower() for e in eigenvalues), key=lambda x: -x.mid())[:rank], flint.arb(0))
-        high_sum = sum(sorted((e.upper() for e in eigenvalues), key=lambda x: -x.mid())[:rank], flint.arb(0))
-        return low_sum.union(high_sum) / sum((x * x for x in G.ravel().tolist()), flint.arb(0))
-
-
-def gram_eigenvalues(G: np.ndarray) -> list[Any]:
-    """The eigenvalues of the smaller Gram matrix of G (GᵀG or GGᵀ), with multiplicity, as balls at the
-    working precision: python-flint's certified eigensolver, or, where it cannot isolate them (tied
-    singular values, as from repeated rows of G), the real roots of the exact characteristic polynomial."""
-    T, V = G.shape
-    Gm = flint.arb_mat(G.tolist())
-    try:
-        gram = Gm.transpose() * Gm if V <= T else Gm * Gm.transpose()
-        return [e.real for e in flint.acb_mat(gram).eig(multiple=True)]
-    except ValueError:
-        Gq = flint.fmpq_mat(T, V, [flint.fmpq(*x.as_integer_ratio()) for x in G.ravel().tolist()])
-        polynomial = (Gq.transpose() * Gq if V <= T else Gq * Gq.transpose()).charpoly()
-        return [root.real for root, multiplicity in polynomial.complex_roots() for _ in range(multiplicity)]
-
-
-def ball_value(x: Any) -> Fraction:
-    """The midpoint of a ball (or a rational) as an exact Fraction."""
-    if isinstance(x, flint.fmpq):
-        return Fraction(int(x.p), int(x.q))
-    mantissa, exponent = x.mid().man_exp()
-    return Fraction(int(mantissa)) * Fraction(2) ** int(exponent)
-
-
-def _reference(
-    sides: Callable[[DenseBatch], tuple[Any, Any]], what: str
-) -> Callable[[BatchGradient, Backend], Reference]:
-    def reference(case: BatchGradient, backend: Backend) -> Reference:
-        lhs, rhs = sides(dense_batch(case, backend))
-        method = f"dense {what}, {REFERENCE_BITS}-bit balls on the built G, W and Q"
-        return Reference(ball_value(lhs), ball_value(rhs), method)
-
-    return reference
-
-
-REFERENCES: dict[str, Callable[[BatchGradient, Backend], Reference]] = {
-    "pythagoras": _reference(lambda d: ((d.lost + d.kept) / d.total, flint.arb(1)), "GΠ and G − GΠ, entry by entry"),
-    "ky-fan": _reference(lambda d: (d.kept / d.total, d.share), "GΠ against the eigenvalues of the Gram matrix"),
-    "update-efficiency": _reference(lambda d: (d.rate, d.total.sqrt()), "GWWᵀ and G, entry by entry"),
-}
-REFERENCES["ky-fan-attained"] = REFERENCES["ky-fan"]
-
-
-# --------------------------------------------------------------------------- quantities (the public API)
-#
-# Each is measured as a two-sided enclosure (:class:`Enclosure`) from the rounding model, in the backend,
-# and has an exact route on the float64 instance (balls at the working precision, or exact integers for
-# the rates, up to V = EXACT_IDENTITY_V), which a declared claim's re-decision reads.
-
-
-def _gradient_in(ctx: Context) -> tuple[Any, Any, Any]:
-    return ctx.once("gradient", lambda: gradient(ctx.case, ctx.backend))
-
-
-def _enclosed(e: Enclosure) -> Measured:
-    return Measured(e.value, e.radius)
-
-
-def _shares(ctx: Context) -> tuple[Enclosure, Enclosure]:
-    G, _, Q = _gradient_in(ctx)
-    return ctx.once("shares", lambda: eq1_shares(G, Q))
-
-
-def _rates(ctx: Context) -> tuple[Enclosure, Enclosure]:
-    G, W, _ = _gradient_in(ctx)
-    return ctx.once("rates", lambda: descent_rates(G, W))
-
-
-def _basis_rank(ctx: Context) -> RankInterval:
-    rank = _gradient_in(ctx)[2].shape[1]
-    return RankInterval(rank, rank, "the computed basis of col W", "the computed basis of col W", exact=True)
-
-
-def _exact_share(ctx: Context, part: int) -> Any:
-    """c (``part`` 0) or r (1) in balls at the working precision (:func:`ball_shares`)."""
-    if ctx.case.V > EXACT_IDENTITY_V:
-        return None
-    kept, lost, total = ball_shares(ctx.case, flint.ctx.prec)
-    return nonnegative_root((kept, lost)[part] / total)
-
-
-def _exact_top_share(ctx: Context) -> Any:
-    if not ball_affordable(ctx.case):
-        return None
-    return ball_top_share(ctx.case, float64_gradient(ctx.case)[2].shape[1], flint.ctx.prec)
-
-
-def _exact_rate(ctx: Context, along_gradient: bool) -> Any:
-    """⟨G, GWWᵀ⟩/‖GWWᵀ‖_F or ‖G‖_F in balls from the exact integers of :func:`exact_rates`."""
-    if ctx.case.V > EXACT_IDENTITY_V:
-        return None
-    a, b, g, e = exact_rates(ctx.case)
-    scale = flint.arb(2) ** e
-    if along_gradient:
-        return flint.arb(g).sqrt() * scale
-    return flint.arb(a) / flint.arb(b).sqrt() * scale if b > 0 else flint.arb(0)
-
-
-surviving = quantity(
-    "c",
-    lambda ctx: _enclosed(_shares(ctx)[0]),
-    lambda ctx: _exact_share(ctx, 0),
-    doc="c = ‖GΠ‖_F/‖G‖_F, the share of the logit gradient kept",
-)
-destroyed = quantity(
-    "r",
-    lambda ctx: _enclosed(_shares(ctx)[1]),
-    lambda ctx: _exact_share(ctx, 1),
-    doc="r = ‖G − GΠ‖_F/‖G‖_F, the share destroyed in ker Wᵀ",
-)
-best_share = quantity(
-    "Σ_{i ≤ rank W} σ_i(G)²/‖G‖_F²",
-    lambda ctx: _enclosed(top_share(_gradient_in(ctx)[0], _gradient_in(ctx)[2].shape[1])),
-    _exact_top_share,
-    doc="the Ky Fan share: the largest c² any head of the same rank can keep",
-)
-rank_W = quantity("rank W", _basis_rank, _basis_rank, integer=True, doc="the dimension of col W")
-descent_along_update = quantity(
-    "⟨G, GWWᵀ⟩/‖GWWᵀ‖_F",
-    lambda ctx: _enclosed(_rates(ctx)[0]),
-    lambda ctx: _exact_rate(ctx, along_gradient=False),
-    doc="the first-order loss decrease per unit of logit-update norm along the H-update's direction −GWWᵀ",
-)
-descent_along_gradient = quantity(
-    "‖G‖_F",
-    lambda ctx: _enclosed(_rates(ctx)[1]),
-    lambda ctx: _exact_rate(ctx, along_gradient=True),
-    doc="the steepest first-order decrease, along −G",
-)
-
-#: Where the claims of this family range: batch gradients through random or low-rank heads, and
-#: through heads aligned with the gradient's top singular subspace.
-batch_gradients = Cases(_mixed_instances, _witnesses, random_batches, _boundary(aligned=False))
+#: Where the claims of this family range: batch gradients through random, low-rank or aligned heads, and
+#: through heads aligned with the gradient's top singular subspace alone.
+batch_gradients = Cases(_mixed_instances, _witnesses, random_batches, _boundary(aligned=False), family=FAMILY)
 aligned_heads = Cases(
     _aligned_instances,
     _aligned_witnesses,
     lambda V, n, seed: random_batches(V, n, seed, aligned=True),
     _boundary(aligned=True),
+    family=FAMILY,
 )
 
 
-#: The exact re-decisions (Ky Fan shares and r² + c² in balls) cost O(V³): the default verify runs at
-#: V = 64; --V runs any size.
-FAMILY = Family("compression", batch_gradients, default_V=64)
+# --------------------------------------------------------------------------- the claims
+#
+# The exact re-decisions (dense products over V in balls, eigenvalue sums of a Gram matrix of order up to 96)
+# cost O(V T k); the default verify runs at V = 64 and --V runs any size (the exact routes up to EXACT_V).
 
+DEFAULT_V = 64
 
-pythagoras = FAMILY.claim(
-    "pythagoras",
-    reference=REFERENCES["pythagoras"],
+pythagoras = declare(
+    "compression.pythagoras",
     source=f"{SEED_000}, Eq. 1 (§2.4, §3.3)",
     title="What the head destroys and what survives add up in squares",
     statement="r² + c² = 1 for r = ‖G − GΠ‖_F/‖G‖_F (destroyed in ker Wᵀ) and c = ‖GΠ‖_F/‖G‖_F (surviving)",
     domain="G the frequency-weighted cross-entropy logit gradient of a batch; W random, low rank, or aligned",
-    relation=Relation.EQUAL,
-    measure=measure_pythagoras,
-    judge_exactly=judge_pythagoras,
+    lhs=destroyed**2 + surviving**2,
+    relation="==",
+    rhs=1,
+    cases=batch_gradients,
+    default_V=DEFAULT_V,
 )
-ky_fan_attained = FAMILY.claim(
-    "ky-fan-attained",
-    reference=REFERENCES["ky-fan-attained"],
+ky_fan_attained = declare(
+    "compression.ky-fan-attained",
     source="rankwall (equality case of compression.ky-fan)",
     title="A head aligned with the gradient's top singular subspace keeps the best share",
     statement="c² = Σ_{i ≤ D} σ_i(G)² / ‖G‖_F² when col W is spanned by G's top D right singular vectors",
     domain="aligned heads W = (top D right singular vectors of G)",
-    relation=Relation.EQUAL,
-    measure=measure_ky_fan_attained,
-    judge_exactly=judge_ky_fan_attained,
+    lhs=surviving**2,
+    relation="==",
+    rhs=best_share,
     cases=aligned_heads,
+    default_V=DEFAULT_V,
 )
-ky_fan = FAMILY.claim(
-    "ky-fan",
-    reference=REFERENCES["ky-fan"],
+ky_fan = declare(
+    "compression.ky-fan",
     source="rankwall (links Eq. 1 to Prop. A.6 through Ky Fan's maximum principle)",
     title="No head keeps more than the best rank-D share of the gradient",
     statement="c² ≤ Σ_{i ≤ rank W} σ_i(G)² / ‖G‖_F², with equality when col W is G's top right singular subspace",
     domain="as for compression.pythagoras",
-    relation=Relation.AT_MOST,
-    direction="upper",
-    measure=measure_ky_fan,
-    judge_exactly=judge_ky_fan,
+    lhs=surviving**2,
+    relation="<=",
+    rhs=best_share,
+    cases=batch_gradients,
+    default_V=DEFAULT_V,
 )
-efficiency = FAMILY.claim(
-    "update-efficiency",
-    reference=REFERENCES["update-efficiency"],
+efficiency = declare(
+    "compression.update-efficiency",
     source=f"{SEED_000}, §3.4 (Figure 6, to first order)",
     title="The update that reaches the logits descends no faster than the logit gradient",
     statement="⟨G, GWWᵀ⟩/‖GWWᵀ‖_F ≤ ‖G‖_F: per unit of logit-update norm, the H-update's loss decrease is at most "
     "that along −G",
     domain="as for compression.pythagoras",
-    relation=Relation.AT_MOST,
-    direction="upper",
-    measure=measure_efficiency,
-    judge_exactly=judge_efficiency,
+    lhs=descent_along_update,
+    relation="<=",
+    rhs=descent_along_gradient,
+    cases=batch_gradients,
+    default_V=DEFAULT_V,
 )
 pythagoras.with_mutant(
     "r-plus-c-is-1",
     statement="r + c = 1  (false: r² + c² = 1, so r + c > 1 whenever both are positive)",
-    measure=lambda i, b, f: measure_pythagoras(i, b, f, power=1),
-    judge_exactly=lambda i, f: judge_pythagoras(i, f, power=1),
+    lhs=destroyed + surviving,
 )
 ky_fan.with_mutant(
     "one-value-fewer",
     statement="c² ≤ Σ_{i < rank W} σ_i(G)² / ‖G‖_F²  (false: an aligned head keeps the rank-W-th value too)",
-    measure=lambda i, b, f: measure_ky_fan(i, b, f, ceiling=lambda G, k: top_share(G, k - 1)),
-    judge_exactly=lambda i, f: judge_ky_fan(i, f, ceiling=lambda G, k: top_share(G, k - 1)),
+    rhs=singular_share(rank_W - 1),
     cases=aligned_heads,
 )
 ky_fan.with_mutant(
     "dimension-share",
     statement="c² ≤ rank W / V  (false: that is only what a random head keeps on average)",
-    measure=lambda i, b, f: measure_ky_fan(i, b, f, ceiling=dimension_share),
-    judge_exactly=lambda i, f: judge_ky_fan(i, f, ceiling=dimension_share),
+    rhs=rank_W / vocabulary,
 )
 ky_fan_attained.with_mutant(
     "top-D-minus-1",
     statement="c² = Σ_{i < D} σ_i(G)² / ‖G‖_F² for aligned heads  (false: the D-th value is kept too)",
-    measure=lambda i, b, f: measure_ky_fan_attained(i, b, f, drop=1),
-    judge_exactly=lambda i, f: judge_ky_fan_attained(i, f, drop=1),
+    rhs=singular_share(rank_W - 1),
 )
 efficiency.with_mutant(
     "update-beats-gradient",
     statement="‖G‖_F ≤ ⟨G, GWWᵀ⟩/‖GWWᵀ‖_F: the H-update descends at least as fast as −G  (false: Cauchy–Schwarz)",
-    measure=lambda i, b, f: measure_efficiency(i, b, f, reverse=True),
-    judge_exactly=lambda i, f: judge_efficiency(i, f, reverse=True),
-    # Where the head spans G's rows the mutant fails only to second order in the alignment (about 1e-32):
-    # certified exactly, but no float side could show it, so its witnesses are the others.
+    lhs=descent_along_gradient,
+    rhs=descent_along_update,
+    # Where the head spans G's rows (k ≥ min(T, V)) the ideal aligned head makes GW*W*ᵀ = G: the two rates are
+    # equal and the mutant holds there, so its witnesses are the others.
     witnesses=lambda V: [i for i in _witnesses(V) if not (i.aligned and i.D >= min(i.tokens, i.V))],
 )
 
@@ -1045,4 +1542,4 @@ STATEMENTS: tuple[Statement, ...] = (
               (_TESTS + "TestProjection", _TESTS + "TestEquationOne", _TESTS + "TestEnclosuresHoldTheExactQuantities",
                "tests/test_efficiency_anatomy.py::test_kernel_times_anisotropy_is_the_total"),
               "(c) in its strongest form, e_H <= c||G||_F"),
-)
+)  # fmt: skip
