@@ -640,8 +640,13 @@ class BatchRows:
 
 
 @functools.lru_cache(maxsize=1024)
+def _language(V: int, contexts: int, seed: int, unique_share: float) -> Any:
+    return er.construct_zipf_language(V, contexts, seed, unique_share=unique_share)
+
+
+@functools.lru_cache(maxsize=1024)
 def _batch_language(case: MiniBatch) -> tuple[Any, Any]:
-    counts = er.construct_zipf_language(case.V, case.contexts, case.seed, unique_share=case.unique_share)
+    counts = _language(case.V, case.contexts, case.seed, case.unique_share)
     return counts, er.sample_batch(counts, case.batch_tokens, case.seed)
 
 
@@ -667,7 +672,15 @@ def batch_domain(case: MiniBatch) -> str | None:
 
 
 def batch_rows(case: MiniBatch) -> BatchRows:
-    """Build the exact rows of a batch inside :func:`batch_domain` (else :class:`OutsideDomain`)."""
+    """The exact rows of a batch inside :func:`batch_domain` (else :class:`OutsideDomain`): fresh copies of
+    a per-process cache (the three mini-batch claims read the same rows; a caller may change its copy)."""
+    parts = _built_batch_rows(case)
+    fresh = {f: getattr(parts, f).copy() for f in ("error", "limit", "support", "tokens", "counts", "totals")}
+    return replace(parts, **fresh)
+
+
+@functools.lru_cache(maxsize=8)
+def _built_batch_rows(case: MiniBatch) -> BatchRows:
     why = batch_domain(case)
     if why is not None:
         raise OutsideDomain(f"instance: {why}")
@@ -730,10 +743,11 @@ def limit_certificate(case: MiniBatch) -> tuple[bool, Fraction | None]:
     L = flint.fmpq_mat(k, k, [flint.fmpq(int(square[i, j]), totals[i]) for i in range(k) for j in range(k)])
     inverse = L.inv()
     inverse_squared = sum((x * x for x in inverse.entries()), flint.fmpq(0))
-    delta, V = parts.delta, case.V
-    chosen = parts.counts[:, parts.tokens]
-    e_squared = sum(
-        (delta * (Fraction(1, V) - Fraction(int(chosen[i, j]), totals[i]))) ** 2 for i in range(k) for j in range(k)
+    # E_ij = δ(T_i − V n_ij)/(V T_i): ‖E‖_F² = (δ/V)² Σ_i s_i/T_i², s_i = Σ_j (T_i − V n_ij)² (integers)
+    deviations = parts.totals.astype(object)[:, None] - case.V * parts.counts[:, parts.tokens].astype(object)
+    row_sums = (deviations * deviations).sum(axis=1)
+    e_squared = (parts.delta / case.V) ** 2 * sum(
+        Fraction(int(s), t * t) for s, t in zip(row_sums, totals, strict=True)
     )
     product = Fraction(int(inverse_squared.p), int(inverse_squared.q)) * e_squared
     return True, product
@@ -767,15 +781,32 @@ def _outside_mass(parts: BatchRows) -> np.ndarray:
     return (1 - delta) * data + delta * outside.sum() / parts.counts.shape[1]
 
 
+#: The prime of the batch rows' residues: below 2^31, so a residue times a count stays inside int64.
+BATCH_PRIME = 2**31 - 1
+
+
+def error_residues(parts: BatchRows, prime: int = BATCH_PRIME) -> np.ndarray:
+    """The integer rows of P − Ñ^B (:class:`BatchRows`) reduced mod ``prime``, from the counts in int64:
+    (d − n)V·n_cv + n·T_c, less d·V·T_c at the batch token (every residue and count below 2^31)."""
+    num, den = parts.delta.numerator, parts.delta.denominator
+    k, V = parts.counts.shape
+    per_count = (den - num) * V % prime
+    per_row = (num % prime) * (parts.totals % prime) % prime
+    rows = (per_count * (parts.counts % prime) + per_row[:, None]) % prime
+    at_token = (den * V % prime) * (parts.totals % prime) % prime
+    rows[np.arange(k), parts.tokens] = (rows[np.arange(k), parts.tokens] - at_token) % prime
+    return rows.astype(np.int64)
+
+
 def _batch_error_rank(ctx: Context) -> RankInterval:
-    """rank(P − Ñ^B) on C^u_B exactly: a rank mod p of the integer rows from below, the rows and
-    (P − Ñ^B)1 = 0 from above (P's rows sum to 1 exactly), fraction-free elimination for a gap.
-    ``closeness``: minus the smallest mass of P outside T_B (0 where k_B = V)."""
+    """rank(P − Ñ^B) on C^u_B exactly: the rank mod a prime of the integer rows from below (a rank mod p is
+    at most the rank), the rows and (P − Ñ^B)1 = 0 from above (P's rows sum to 1 exactly), fraction-free
+    elimination for a gap. ``closeness``: minus the smallest mass of P outside T_B (0 where k_B = V)."""
     parts = _batch(ctx)
     k, V = parts.error.shape
     upper = min(k, V - 1)
     certificate = {"closeness": -float(_outside_mass(parts).min())}
-    lower = exact.rank_mod_prime(parts.error)
+    lower = exact.rank_mod_prime(error_residues(parts), BATCH_PRIME)
     if lower == upper:
         return RankInterval(lower, upper, "rank mod p", "rows and (P - Ñ^B)1 = 0", True, certificate)
     return exact_rank_interval(parts.error, certificate)

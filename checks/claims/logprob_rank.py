@@ -259,7 +259,7 @@ def singular_value_closeness(sigma: np.ndarray, bound: int) -> float:
     return float(sigma[bound] / sigma[0]) - 1.0
 
 
-def log_softmax_interval(case: LowRank, backend: Any) -> RankInterval:
+def log_softmax_interval(case: LowRank, backend: Any, rank_A: int) -> RankInterval:
     """rank(log softmax A) enclosed, with log softmax A computed in the backend; ``closeness`` at the
     theorem's bound rank(A) + 1. The right factor is [Aᵀ, 1]: L = A - z1ᵀ = [A, -z][I, 1]ᵀ has rows in
     rowspace(A) + span(1). An A that the backend's dtype cannot hold exactly is no integer instance
@@ -273,7 +273,6 @@ def log_softmax_interval(case: LowRank, backend: Any) -> RankInterval:
     u = tolerance.unit_roundoff(backend.dtype)
     error = tolerance.log_softmax_error(float64_copy(Z), float64_copy(L), u)
     bounds, sigma = log_probability_bounds(Z, L, error, right)
-    rank_A = exact.exact_rank(A)[0]
     return with_closeness(bounds, singular_value_closeness(sigma, rank_A + 1))
 
 
@@ -303,11 +302,17 @@ def _numpy_float64() -> Any:
     return numpy_float64()
 
 
+def _logit_rank(ctx: Context) -> RankInterval:
+    """rank A exactly (python-flint), once per context."""
+    return ctx.once("rank A", lambda: _exact_rank_of(_logit_matrix(ctx.case)))
+
+
 def _log_softmax_rank(ctx: Context, exactly: bool) -> RankInterval:
     """rank(log softmax A) in the backend, or (``exactly``) in float64: the same integer A either way."""
+    rank_A = _logit_rank(ctx).lo
     if exactly or _is_numpy_float64(ctx):
-        return ctx.once("log softmax float64", lambda: log_softmax_interval(ctx.case, _numpy_float64()))
-    return log_softmax_interval(ctx.case, ctx.backend)
+        return ctx.once("log softmax float64", lambda: log_softmax_interval(ctx.case, _numpy_float64(), rank_A))
+    return log_softmax_interval(ctx.case, ctx.backend, rank_A)
 
 
 def built_factor_matrices(ctx: Context) -> tuple[Any, Any]:
@@ -425,8 +430,8 @@ log_softmax_rank = _quantity(
 )
 logit_rank = _quantity(
     "rank A",
-    lambda ctx: _exact_rank_of(_logit_matrix(ctx.case)),
-    lambda ctx: _exact_rank_of(_logit_matrix(ctx.case)),
+    _logit_rank,
+    _logit_rank,
     reference=lambda ctx: rational_rank(_python_ints(ctx.case)),
     doc="the exact rank of the integer matrix A of a LowRank or RowShift case",
     exact_doc="python-flint's rank over the rationals",
