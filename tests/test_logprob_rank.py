@@ -280,17 +280,31 @@ class TestPlantedWrongRanksNeverHold:
         verdict = REGISTRY[claim_id].check(witness(claim_id), NUMPY)
         assert verdict.status is Status.INCONCLUSIVE, verdict.to_json()
 
-    def test_log_softmax_needs_an_upper_certificate(self, monkeypatch):
-        """A lower bound on the rank never proves 'rank <= b': without the factorization (and with a
-        shape above b) the claim is inconclusive, however low the SVD's count."""
+    def test_a_failed_factorization_check_leaves_the_float_route_undecided(self, monkeypatch):
+        """A lower bound on the rank never proves 'rank <= b': when the computed L fails its factorization
+        check, the float measure trusts neither end and decides nothing; the verdict is then the exact
+        route's (the factorization of the exact L, which needs no check, and a minor in balls)."""
         monkeypatch.setattr(claims, "factorization_residual", lambda Z, L: (1.0, 0.0))
         for claim_id in ("logprob-rank.log-softmax", "logprob-rank.bottleneck"):
-            verdict = REGISTRY[claim_id].check(REGISTRY[claim_id].witnesses(16)[0], NUMPY)
-            assert verdict.status is Status.INCONCLUSIVE and "factorization check" in verdict.method
+            case = REGISTRY[claim_id].witnesses(16)[0]
+            measured = REGISTRY[claim_id].measure(case, NUMPY, Fraction(1))
+            assert "factorization check" in measured.method and measured.certified_by is Certification.ONE_SIDED
+            verdict = REGISTRY[claim_id].check(case, NUMPY)
+            assert verdict.status is Status.HOLDS and "balls" in verdict.method, verdict.to_json()
+
+    def test_without_a_nonzero_minor_a_mutant_is_not_refuted(self, monkeypatch):
+        """The exact route's lower end is a minor certified nonzero in balls; without one (planted), the
+        mutant 'rank(log softmax A) <= rank A' is not refuted where the float route is untrusted too."""
+        monkeypatch.setattr(claims, "factorization_residual", lambda Z, L: (1.0, 0.0))
+        monkeypatch.setattr(claims, "minor_rank", lambda L, rows, upper: (0, "planted: no minor"))
+        mutant = REGISTRY["logprob-rank.log-softmax"].mutants["no-extra-rank"]
+        statuses = {mutant.check(case, NUMPY).status for case in mutant.witnesses(16)}
+        assert Status.INCONCLUSIVE in statuses and Status.VIOLATED not in statuses  # true where 1 ∈ rowspace A
 
     def test_a_computed_L_off_its_rounding_bound_refutes_nothing(self, monkeypatch):
-        """An error in log softmax of rank 2 above the rounding bound: the SVD sees rank(A) + 2, but
-        the factorization check fails, so neither end is trusted."""
+        """An error in log softmax of rank 2 above the rounding bound: the SVD sees rank(A) + 2, but the
+        factorization check fails, so the float route trusts neither end; the exact route, which uses the
+        computed L only to choose its minor, certifies rank(A) + 1."""
         log_softmax = er.log_softmax
 
         def perturbed(A):
@@ -299,9 +313,12 @@ class TestPlantedWrongRanksNeverHold:
             return L + 1e-6 * rng.standard_normal((L.shape[0], 2)) @ rng.standard_normal((2, L.shape[1]))
 
         monkeypatch.setattr(claims.er, "log_softmax", perturbed)
-        instance = REGISTRY["logprob-rank.log-softmax"].witnesses(16)[0]  # rank(A) = 0
-        verdict = REGISTRY["logprob-rank.log-softmax"].check(instance, NUMPY)
-        assert verdict.status is Status.INCONCLUSIVE and verdict.certificate["weyl_margin"] < 1e-6
+        claim = REGISTRY["logprob-rank.log-softmax"]
+        instance = claim.witnesses(16)[0]  # rank(A) = 0
+        assert claim.measure(instance, NUMPY, Fraction(1)).certificate["weyl_margin"] < 1e-6
+        verdict = claim.check(instance, NUMPY)
+        assert verdict.status is Status.HOLDS and verdict.certificate["rank_lower"] == 1
+        assert verdict.certified_by is Certification.TWO_SIDED and "balls" in verdict.method
 
 
 class TestTheExactRouteReadsTheBackendsInstance:
@@ -312,13 +329,18 @@ class TestTheExactRouteReadsTheBackendsInstance:
         float32 = resolve("array-api-strict", "no_float64", "float32")
         case = claims.Factors(rows=12, columns=20, rank=3, seed=1, scale=3.0)
         seen = []
-        interval = claims.bottleneck_interval
-        monkeypatch.setattr(claims, "bottleneck_interval", lambda H, W, d: seen.append(H) or interval(H, W, d))
-        ctx = Context(case, float32)
-        claims.bottleneck_rank.exact(ctx)
-        drawn = claims.factor_matrices(case)[0]
-        assert seen[-1].dtype == np.float64 and np.array_equal(seen[-1], drawn.astype(np.float32).astype(np.float64))
-        assert not np.array_equal(seen[-1], drawn)
+        exact_rank = claims.exact_log_probability_rank
+        monkeypatch.setattr(
+            claims,
+            "exact_log_probability_rank",
+            lambda L, rows, right: seen.append(right) or exact_rank(L, rows, right),
+        )
+        bounds = claims.bottleneck_rank.exact(Context(case, float32))
+        W = claims.factor_matrices(case)[1]
+        ones = np.ones((W.shape[0], 1))
+        assert np.array_equal(seen[-1], claims.integer_rows(np.hstack([W.astype(np.float32).astype(np.float64), ones])))
+        assert not np.array_equal(seen[-1], claims.integer_rows(np.hstack([W, ones])))  # the float64 draw differs
+        assert bounds.pinned and bounds.lo == 4 and "balls" in bounds.lower
         assert REGISTRY["logprob-rank.bottleneck"].check(case, float32).status is Status.HOLDS
 
 

@@ -11,10 +11,10 @@ object, which each kind of case fixes:
   to 1, whatever underflows in floating point); the k unique rows c_j, with Ñ_{c_j} = e_{t_j}. The
   float route measures rank(P − Ñ) over those rows in the backend, with error bounds that include
   the backend's rounding of the products HWᵀ; the exact route re-decides the same P from the same
-  factors in float64 arithmetic (its own error bounds), then with the dominance margins in 256-bit
-  balls. The mutant ``float-rows`` is about another object, on purpose, and says so: P̂, the NumPy
-  float64 softmax of the factors as computed, read exactly and normalised exactly (its zeros are the
-  underflowed entries);
+  factors without factorizing anything: the dominance margins (or the positivity floor) in float64
+  arithmetic with their own error bounds, then the margins in 256-bit balls. The mutant ``float-rows``
+  is about another object, on purpose, and says so: P̂, the NumPy float64 softmax of the factors as
+  computed, read exactly and normalised exactly (its zeros are the underflowed entries);
 - a *stochastic pattern*: the integer weights w of the constructor; P_T = w normalised by its row
   totals (rationals), the graph of its positive entries, its attracting and strongly connected
   components;
@@ -424,7 +424,7 @@ def dense_rank_lower(logits: er.LogitRows, tokens: np.ndarray) -> tuple[int, flo
     return exact.weyl_rank_lower_bound(M, u, entry_error=entry_error)[:2]
 
 
-def float_bounds(logits: er.LogitRows, tokens: np.ndarray) -> RankInterval:
+def float_bounds(logits: er.LogitRows, tokens: np.ndarray, dense: bool = True) -> RankInterval:
     """rank(P - Ñ) over the k unique rows, for the real P = softmax(HWᵀ) of the given factors, from
     floats computed in the factors' namespace and dtype (unit roundoff u).
 
@@ -432,7 +432,7 @@ def float_bounds(logits: er.LogitRows, tokens: np.ndarray) -> RankInterval:
     the k x k submatrix is strictly diagonally dominant with margins α_j (the mass outside T),
     computed with relative error γ_{V+D+8} < 1, so a positive computed margin is a positive real
     one; k = V: every entry of P is at least exp(floor) > 0, so P_T is a positive stochastic matrix
-    and rank(I - P_T) = V - 1. Route 3 when k V is small: the SVD with a Weyl margin. ``closeness``
+    and rank(I - P_T) = V - 1. Route 3 when k V is small (and ``dense``): the SVD with a Weyl margin. ``closeness``
     is minus the smallest margin (k < V) or minus exp(floor) (k = V): how near the rows come to
     losing the positivity the lower end rests on."""
     k, V = len(tokens), logits.shape[1]
@@ -453,7 +453,7 @@ def float_bounds(logits: er.LogitRows, tokens: np.ndarray) -> RankInterval:
         routes["closeness"] = -math.exp(floor) if math.isfinite(floor) else 0.0
     names = ["strict diagonal dominance" if k < V else "positivity (one attracting class)"]
     lower = routes.get("dominance", routes.get("positivity", 0))
-    if k * V <= DENSE_ENTRIES:
+    if dense and k * V <= DENSE_ENTRIES:
         routes["svd_weyl"], routes["weyl_margin"] = dense_rank_lower(logits, tokens)
         names.append("SVD + Weyl margin")
         lower = max(lower, routes["svd_weyl"])
@@ -482,27 +482,17 @@ def ball_bounds(logits: er.LogitRows, tokens: np.ndarray) -> RankInterval:
     return RankInterval(k, k, "interval-256 dominance margins", "rows and (P - Ñ)1 = 0", False, certificate)
 
 
-def float64_bounds(ctx: Context) -> RankInterval:
-    """:func:`float_bounds` on the context's factors read exactly, in float64 (once per context)."""
-    return ctx.once("float64 bounds", lambda: float_bounds(*exact_factors(ctx)))
-
-
-def _is_numpy_float64(ctx: Context) -> bool:
-    return ctx.backend.name == "numpy" and ctx.backend.dtype_name == "float64"
-
-
 def _measure_prediction_error_rank(ctx: Context) -> RankInterval:
     """rank(P − Ñ) from the float routes in the backend (:func:`float_bounds`)."""
-    if _is_numpy_float64(ctx):
-        return float64_bounds(ctx)
     return float_bounds(*built_logits(ctx))
 
 
 def _exact_prediction_error_rank(ctx: Context) -> RankInterval:
-    """rank(P − Ñ) of the same P: the float routes in float64 on the factors read exactly, and where
-    they leave the rank open (k < V), the dominance margins in 256-bit balls."""
-    bounds = float64_bounds(ctx)
+    """rank(P − Ñ) of the same P, from the factors read exactly and no factorization of anything: the
+    dominance margins (k < V) or the positivity floor (k = V) in float64, each with its error bound, and
+    where the margins underflow, the margins in 256-bit balls."""
     logits, tokens = exact_factors(ctx)
+    bounds = float_bounds(logits, tokens, dense=False)
     if bounds.pinned or len(tokens) >= logits.shape[1]:
         return bounds
     return with_closeness(ball_bounds(logits, tokens), bounds.certificate["closeness"])
@@ -1070,8 +1060,8 @@ prediction_error_rank = _quantity(
     _exact_prediction_error_rank,
     reference=reference_prediction_error_rank,
     doc="the rank of the prediction error P − Ñ over the k unique rows of a unique-continuation case",
-    exact_doc="the float routes in float64 on the built factors read exactly, then the dominance margins in "
-    "256-bit balls; the upper end min(k, V − 1) from the rows and (P − Ñ)1 = 0",
+    exact_doc="the dominance margins (or the positivity floor) in float64 on the built factors read exactly, "
+    "then in 256-bit balls; the upper end min(k, V − 1) from the rows and (P − Ñ)1 = 0",
 )
 unique_tokens = _quantity(
     "k",

@@ -10,18 +10,22 @@ object, which each kind of case fixes:
 - a *factors* case: the Gaussian factors H (times the scale) and W as the context's backend holds
   them (rounded to its dtype), read exactly, the logits Z = HWᵀ of those factors and
   L = log softmax(Z), exactly. The exact route reads the same rounded factors (never the float64
-  draw), and computes from them in float64 with its own error bounds;
+  draw);
 - a *row-shift* case: the integer matrix A and the integer shifts λ, μ; every quantity is an exact
   rank over the rationals (python-flint).
 
-Ranks are certified as intervals (:class:`~rankwall.checks.quantities.Interval`). For L, the lower end
-is the number of singular values of the computed L above a Weyl margin (the rounding of the log
-softmax and of the products, and the SVD's backward error: a rounding-model certificate), the upper end
-the factorization L = [A, −z][I, 1]ᵀ (or [H, −z][W, 1]ᵀ): rank L ≤ rank_Q of the right factor, exact,
-once the computed L passes a factorization residual check against its rounding bound (an L that fails
-it is not trusted at either end). Each rank carries a continuous ``closeness`` for the search's
-``target()``: σ_{b+1}/σ_1 − 1 of the computed L at the theorem's bound b (rank A + 1, or d + 1), and for
-the shift gap, the gap minus 1 minus the relative gap σ_r/σ_1 of the lower-ranked shift.
+Ranks are certified as intervals (:class:`~rankwall.checks.quantities.Interval`). For L, the float
+measure's lower end is the number of singular values of the computed L above a Weyl margin (the rounding
+of the log softmax and of the products, and the SVD's backward error: a rounding-model certificate), its
+upper end the factorization L = [A, −z][I, 1]ᵀ (or [H, −z][W, 1]ᵀ): rank L ≤ rank_Q of the right factor,
+exact, once the computed L passes a factorization residual check against its rounding bound (an L that
+fails it is not trusted at either end). The exact route evaluates the exact L itself: the same
+factorization bound (exact, with nothing to check), and from below a minor of L whose determinant, in
+balls at 128 then 512 bits, excludes 0 (the float L only chooses which minor: column-pivoted QR).
+
+Each rank carries a continuous ``closeness`` for the search's ``target()``: σ_{b+1}/σ_1 − 1 of the
+computed L at the theorem's bound b (rank A + 1, or d + 1), and for the shift gap, the gap minus 1 minus
+the relative gap σ_r/σ_1 of the lower-ranked shift.
 """
 
 from __future__ import annotations
@@ -53,6 +57,7 @@ from typing import Any, ClassVar
 import array_api_compat
 import flint
 import numpy as np
+import scipy.linalg
 from hypothesis import strategies as st
 
 from rankwall.checks import exact, tolerance
@@ -292,14 +297,58 @@ def bottleneck_interval(H: Any, W: Any, d: int) -> RankInterval:
     return with_closeness(bounds, singular_value_closeness(sigma, d + 1))
 
 
-def _is_numpy_float64(ctx: Context) -> bool:
-    return ctx.backend.name == "numpy" and ctx.backend.dtype_name == "float64"
+# --------------------------------------------------------------------------- the exact route: a nonzero minor in balls
 
 
-def _numpy_float64() -> Any:
-    from rankwall.checks.toolkit import numpy_float64
+def pivots(L: np.ndarray, r: int) -> tuple[np.ndarray, np.ndarray]:
+    """Rows and columns of an r x r submatrix of L likely to be well conditioned, chosen on the float L by
+    column-pivoted QR (of L for the columns, of the chosen columns' transpose for the rows). Only a choice:
+    what certifies is the determinant in balls (:func:`minor_rank`)."""
+    columns = scipy.linalg.qr(L, mode="r", pivoting=True)[1][:r]
+    rows = scipy.linalg.qr(L[:, columns].T, mode="r", pivoting=True)[1][:r]
+    return rows, columns
 
-    return numpy_float64()
+
+def ball_log_softmax(Z: flint.arb_mat) -> list[list[flint.arb]]:
+    """L = Z − lse(Z)1ᵀ row by row in balls at the working precision, lse(z) = s + log Σ_j e^{z_j − s} for
+    s the midpoint of the row's largest entry (any real s gives the same lse; this one keeps e^{z_j − s} <= ~1)."""
+    rows = []
+    for i in range(Z.nrows()):
+        z = [Z[i, j] for j in range(Z.ncols())]
+        s = flint.arb(max(x.mid() for x in z))
+        lse = s + sum(((x - s).exp() for x in z), flint.arb(0)).log()
+        rows.append([x - lse for x in z])
+    return rows
+
+
+def minor_rank(L: np.ndarray, logits_rows: Callable[[np.ndarray], flint.arb_mat], upper: int) -> tuple[int, str]:
+    """A lower bound on rank L for the exact L = log softmax(Z): the largest r <= ``upper`` whose r x r minor
+    (at :func:`pivots` of the float L) has a determinant ball excluding 0, at 128 bits, then 512 (a nonzero
+    minor of the exact matrix, so rank L >= r). ``logits_rows(rows)`` gives those rows of the exact Z in balls
+    at the working precision."""
+    for r in range(min(upper, *L.shape), 0, -1):
+        rows, columns = pivots(L, r)
+        for bits in exact.BALL_PRECISIONS[:2]:
+            with exact.precision(bits):
+                full = ball_log_softmax(logits_rows(rows))
+                minor = flint.arb_mat(r, r, [full[i][j] for i in range(r) for j in columns])
+                determinant = minor.det()
+                if determinant > 0 or determinant < 0:
+                    return r, f"a nonzero {r} x {r} minor of the exact L in {bits}-bit balls"
+    return 0, "nothing (no minor certified nonzero)"
+
+
+def exact_log_probability_rank(
+    L: np.ndarray, logits_rows: Callable[[np.ndarray], flint.arb_mat], right: np.ndarray
+) -> RankInterval:
+    """rank L of the exact L = log softmax(Z) = [·, −z]·``right``ᵀ: the upper end min(rows, rank_Q right)
+    from the factorization, exactly (it holds in exact arithmetic, with no residual to check); the lower end
+    from a nonzero minor in balls (:func:`minor_rank`), never from a float SVD."""
+    rank_right, how = exact.exact_rank(right)
+    upper = min(L.shape[0], rank_right)
+    lower, certified = minor_rank(L, logits_rows, upper)
+    factorization = f"the factorization through {right.shape[1]} columns ({how} {rank_right})"
+    return RankInterval(lower, upper, certified, factorization, False, {})
 
 
 def _logit_rank(ctx: Context) -> RankInterval:
@@ -307,12 +356,24 @@ def _logit_rank(ctx: Context) -> RankInterval:
     return ctx.once("rank A", lambda: _exact_rank_of(_logit_matrix(ctx.case)))
 
 
-def _log_softmax_rank(ctx: Context, exactly: bool) -> RankInterval:
-    """rank(log softmax A) in the backend, or (``exactly``) in float64: the same integer A either way."""
-    rank_A = _logit_rank(ctx).lo
-    if exactly or _is_numpy_float64(ctx):
-        return ctx.once("log softmax float64", lambda: log_softmax_interval(ctx.case, _numpy_float64(), rank_A))
-    return log_softmax_interval(ctx.case, ctx.backend, rank_A)
+def _measure_log_softmax_rank(ctx: Context) -> RankInterval:
+    """rank(log softmax A), the log softmax computed in the backend (:func:`log_softmax_interval`)."""
+    return log_softmax_interval(ctx.case, ctx.backend, _logit_rank(ctx).lo)
+
+
+def _exact_log_softmax_rank(ctx: Context) -> RankInterval:
+    """rank(log softmax A) of the exact L = A − lse(A)1ᵀ (:func:`exact_log_probability_rank`): the integer A
+    in balls, the right factor [Aᵀ, 1]; ``closeness`` from the float L, at rank A + 1."""
+    A = low_rank_matrix(ctx.case) * ctx.case.scale
+    L = er.log_softmax(A.astype(np.float64))
+    right = np.vstack([A, np.ones((1, A.shape[1]), dtype=np.int64)]).T
+
+    def logits_rows(rows: np.ndarray) -> flint.arb_mat:
+        return flint.arb_mat(len(rows), A.shape[1], [int(x) for x in A[rows].ravel()])
+
+    bounds = exact_log_probability_rank(L, logits_rows, right)
+    sigma = np.linalg.svd(L, compute_uv=False)
+    return with_closeness(bounds, singular_value_closeness(sigma, _logit_rank(ctx).lo + 1))
 
 
 def built_factor_matrices(ctx: Context) -> tuple[Any, Any]:
@@ -320,15 +381,25 @@ def built_factor_matrices(ctx: Context) -> tuple[Any, Any]:
     return ctx.once("built factors", lambda: tuple(ctx.backend.asarray(x) for x in factor_matrices(ctx.case)))
 
 
-def _bottleneck_rank(ctx: Context, exactly: bool) -> RankInterval:
-    """rank(log softmax(HWᵀ)) in the backend, or (``exactly``) in float64 from the same rounded factors."""
-    if exactly or _is_numpy_float64(ctx):
-
-        def in_float64() -> RankInterval:
-            return bottleneck_interval(*(float64_copy(x) for x in built_factor_matrices(ctx)), ctx.case.rank)
-
-        return ctx.once("bottleneck float64", in_float64)
+def _measure_bottleneck_rank(ctx: Context) -> RankInterval:
+    """rank(log softmax(HWᵀ)) with Z and L computed in the backend from its rounded factors."""
     return bottleneck_interval(*built_factor_matrices(ctx), ctx.case.rank)
+
+
+def _exact_bottleneck_rank(ctx: Context) -> RankInterval:
+    """rank(log softmax(HWᵀ)) of the exact L for the factors as the backend holds them, read exactly
+    (:func:`exact_log_probability_rank`): HWᵀ in balls, the right factor [W, 1] read exactly."""
+    H, W = (float64_copy(x) for x in built_factor_matrices(ctx))
+    L = er.log_softmax(H @ W.T)
+    right = integer_rows(np.hstack([W, np.ones((W.shape[0], 1))]))
+    transposed = flint.arb_mat(W.shape[1], W.shape[0], [float(x) for x in W.T.ravel()])
+
+    def logits_rows(rows: np.ndarray) -> flint.arb_mat:
+        return flint.arb_mat(len(rows), H.shape[1], [float(x) for x in H[rows].ravel()]) * transposed
+
+    bounds = exact_log_probability_rank(L, logits_rows, right)
+    sigma = np.linalg.svd(L, compute_uv=False)
+    return with_closeness(bounds, singular_value_closeness(sigma, ctx.case.rank + 1))
 
 
 def _logit_matrix(case: LowRank | RowShift) -> np.ndarray:
@@ -421,12 +492,12 @@ def _quantity(name: str, measure: Callable[[Context], Any], exact_fn: Callable[[
 
 log_softmax_rank = _quantity(
     "rank(log softmax A)",
-    lambda ctx: _log_softmax_rank(ctx, exactly=False),
-    lambda ctx: _log_softmax_rank(ctx, exactly=True),
+    _measure_log_softmax_rank,
+    _exact_log_softmax_rank,
     reference=reference_log_softmax_rank,
     doc="the rank of log softmax(A) for an integer matrix A of chosen rank (a LowRank case)",
-    exact_doc="the same certificate in float64 on the same integer A (SVD + Weyl margin; the factorization "
-    "through [Aᵀ, 1], exact rank)",
+    exact_doc="the exact L = A − lse(A)1ᵀ: a nonzero minor in balls from below, the factorization through "
+    "[Aᵀ, 1] (its exact rank) from above",
 )
 logit_rank = _quantity(
     "rank A",
@@ -465,12 +536,12 @@ shift_rank_gap = _quantity(
 )
 bottleneck_rank = _quantity(
     "rank(log softmax(HWᵀ))",
-    lambda ctx: _bottleneck_rank(ctx, exactly=False),
-    lambda ctx: _bottleneck_rank(ctx, exactly=True),
+    _measure_bottleneck_rank,
+    _exact_bottleneck_rank,
     reference=reference_bottleneck_rank,
     doc="the rank of the log-probabilities of rank-d logits HWᵀ (a Factors case)",
-    exact_doc="the same certificate in float64 on the factors as the backend holds them (SVD + Weyl margin; the "
-    "factorization through [W, 1] read exactly, exact rank)",
+    exact_doc="the exact L for the factors as the backend holds them: a nonzero minor of HWᵀ − lse in balls from "
+    "below, the factorization through [W, 1] read exactly (its exact rank) from above",
 )
 hidden_size = _quantity(
     "d",
