@@ -58,6 +58,8 @@ __all__ = [
     "attracting_classes",
     "batch_error_rank",
     "batch_unique_contexts",
+    "closed_batches",
+    "complete_continuations",
     "converged_batches",
     "defect_rank",
     "float_rows_error_rank",
@@ -1375,6 +1377,14 @@ closed_batches = Cases(
     boundary=BATCH_BOUNDARY,
     family=FAMILY,
 )
+#: Unique continuations with k = V (every token the only continuation of a context), logits that underflow
+#: float64 on the witness: the cases of the float-rows mutant.
+complete_continuations = Cases(
+    lambda: unique_continuation_instances(k_equals_V=True),
+    lambda V: [UniqueContinuation(V=min(V, 6), k=min(V, 6), D=2, seed=0, scale=1e4)],
+    boundary={"V = 2 or 3": lambda c: c.V <= 3, "scale 1000 (float64 margins underflow)": lambda c: c.scale >= 1000},
+    family=FAMILY,
+)
 
 # --------------------------------------------------------------------------- the claims
 
@@ -1469,8 +1479,7 @@ unique_continuation_claim.with_mutant(
     domain="P̂ = the float64 softmax(HWᵀ) read exactly, k V ≤ 2^14",
     hypothesis=small_enough_for_float_rows,
     lhs=float_rows_error_rank,
-    witnesses=lambda V: [UniqueContinuation(V=min(V, 6), k=min(V, 6), D=2, seed=0, scale=1e4)],
-    strategy=lambda: unique_continuation_instances(k_equals_V=True),
+    cases=complete_continuations,
 )
 attracting_claim.with_mutant(
     "all-components",
