@@ -220,8 +220,6 @@ BOUNDS = {
     "error-rank.mini-batch-limit": "lower",
     "error-rank.wcdd": "lower",
 }
-#: The factor that makes each bound false: twice a lower bound.
-FALSIFYING = {"lower": Fraction(2)}
 
 
 def witness(claim_id: str, V: int = 16) -> Case:
@@ -242,25 +240,6 @@ class TestEveryClaimNamesItsBound:
         assert verdict.status is Status.VIOLATED and verdict.method.endswith("upper < 64")
         assert (verdict.lhs, verdict.rhs) == (63, 64)  # as written: rank(P − Ñ) >= the tightened bound
         assert verdict.certified_by is Certification.TWO_SIDED  # pinned: dominance from below, structure from above
-
-    @pytest.mark.parametrize("claim_id", sorted(BOUNDS))
-    def test_the_tightened_bound_is_refuted_by_the_search(self, claim_id):
-        factor = FALSIFYING[BOUNDS[claim_id]]
-        result = search(REGISTRY[claim_id], NUMPY, tighten=factor, budget=300, seed=0)
-        assert result.counterexample is not None, f"{claim_id} x {factor} survived {result.examples} examples"
-        assert result.counterexample.status is Status.VIOLATED and result.counterexample.certified_by is not None
-
-
-class TestCertificationIsStated:
-    """A verdict names what certifies it: exact, two-sided or one-sided, never nothing."""
-
-    @pytest.mark.parametrize("claim", FAMILY + [m for c in FAMILY for m in c.mutants.values()], ids=lambda c: c.id)
-    def test_every_exact_measurement_and_decided_verdict_says_how(self, claim):
-        for instance in claim.witnesses(16):
-            measured = claim.measure(instance, NUMPY, Fraction(1))
-            assert not measured.exact_sides or measured.certified_by is not None, measured
-            verdict = claim.check(instance, NUMPY)
-            assert verdict.status is Status.INCONCLUSIVE or verdict.certified_by is not None, verdict.to_json()
 
 
 def moved(route, offset: int):
@@ -410,13 +389,13 @@ class TestMiniBatchHypothesisAndConclusions:
         exact_rank = exact.exact_rank
         monkeypatch.setattr(exact, "exact_rank", lambda M: (exact_rank(M)[0] - (M.shape[0] == M.shape[1]), "planted"))
         claim = REGISTRY["error-rank.mini-batch-limit"]
-        verdicts = [claim.check(i, NUMPY) for i in claim.witnesses(2048)]
+        verdicts = [claim.check(i, NUMPY) for i in claim.witnesses(64)]
         assert verdicts and all(v.status is Status.VIOLATED for v in verdicts)
 
     def test_the_weyl_hypothesis_is_exact(self):
         """‖E‖_F²‖L⁻¹‖_F² is a rational below 1 on every witness, and grows with δ: far from convergence
         the Weyl step is out of reach and the case is outside the limit claim."""
-        case = REGISTRY["error-rank.mini-batch-limit"].witnesses(1024)[0]
+        case = REGISTRY["error-rank.mini-batch-limit"].witnesses(64)[0]
         chained, product = claims.limit_certificate(case)
         assert chained and isinstance(product, Fraction) and 0 < product < 1
         far = dataclasses.replace(case, delta=0.9)
@@ -428,10 +407,10 @@ class TestMutantsAreRefutedThroughTheirMeasurement:
 
     @pytest.mark.parametrize("mutant", [m for c in FAMILY for m in c.mutants.values()], ids=lambda m: m.id)
     def test_refuted_on_a_witness(self, mutant):
+        """Refuted on a witness, and every decided verdict names what certifies it."""
         verdicts = [mutant.check(i, NUMPY) for i in mutant.witnesses(16)]
-        violated = [v for v in verdicts if v.status is Status.VIOLATED]
-        assert violated, f"{mutant.id} survived every witness"
-        assert all(v.certified_by is not None for v in violated)
+        assert any(v.status is Status.VIOLATED for v in verdicts), f"{mutant.id} survived every witness"
+        assert all(v.certified_by is not None for v in verdicts if v.status is not Status.INCONCLUSIVE)
 
     def test_float_rows_lose_rank_to_underflow(self):
         """The doc's example: float64 rows of scale 1e4 have two attracting classes, rank V - 2."""
@@ -484,7 +463,8 @@ QUANTITIES = [
 
 class TestEveryQuantityMeetsItsReference:
     """Issue 26: each exported quantity's float measure and exact value enclose its reference (the slow
-    way, sharing no code with them) on the witnesses at V = 2, 3 and 16."""
+    way, sharing no code with them) on the witnesses at V = 16 (the corpus contexts aside: V = 65; the claims'
+    sides at V = 2, 3, 16 and 64 are tests/test_references.py's)."""
 
     def test_every_quantity_is_exported_and_listed(self):
         exported = [getattr(claims, name) for name in claims.__all__]
@@ -493,7 +473,7 @@ class TestEveryQuantityMeetsItsReference:
 
     @pytest.mark.parametrize(("quantity", "claim_id"), QUANTITIES, ids=lambda x: str(x))
     def test_measure_and_exact_value_enclose_the_reference(self, quantity, claim_id):
-        cases = [c for c in witnesses_at(REGISTRY[claim_id], (2, 3, 16)) if (c.vocabulary or 0) <= 16]
+        cases = [c for c in REGISTRY[claim_id].witnesses(16) if (c.vocabulary or 65) <= 16]
         assert cases and not quantity_disagreements(quantity, cases, NUMPY)
 
 
@@ -546,16 +526,18 @@ class TestReferences:
         assert claims.reference_strong_components(ctx) >= 3
 
 
-BOUND_CLAIMS = [c for c in FAMILY if c.direction is not None]
-
-
 class TestClosenessForTheSearch:
-    """Every integer bound puts a continuous ``closeness`` in its certificate (larger is nearer a
-    violation): at most 0 where the claim holds on its witnesses."""
+    """Every claim holds on its witnesses, each verdict naming what certifies it; every integer bound puts a
+    continuous ``closeness`` in its certificate (larger is nearer a violation), at most 0 where it holds."""
 
-    @pytest.mark.parametrize("claim", BOUND_CLAIMS, ids=lambda c: c.id)
+    @pytest.mark.parametrize("claim", FAMILY, ids=lambda c: c.id)
     def test_at_most_zero_where_the_claim_holds(self, claim):
-        verdicts = [claim.check(case, NUMPY) for case in claim.witnesses(64)]
+        """At V = 16, or 64 for the batches (at 16 every batch token is unique, k_B = V, and the mass outside
+        T_B is 0 on every witness)."""
+        verdicts = [claim.check(case, NUMPY) for case in claim.witnesses(64 if "batch" in claim.id else 16)]
+        assert all(v.status is Status.HOLDS and v.certified_by is not None for v in verdicts)
+        if claim.direction is None:
+            return
         values = [v.certificate["closeness"] for v in verdicts]
         assert all(math.isfinite(x) and x <= 0 for x in values), values
         assert len(set(values)) > 1, "a constant gives the search nothing to climb"
@@ -578,7 +560,7 @@ class TestDomainGuards:
         far ones are outside its domain, counted apart; the rank claim checks all six."""
         signs = dataclasses.replace(REGISTRY["error-rank.mini-batch-signs"], witnesses=claims._batch_witnesses)
         for claim, outside in ((signs, 2), (REGISTRY["error-rank.mini-batch"], 0)):
-            (report,) = verify(plan([claim], [1024], 0, 0), NUMPY, NUMPY).reports
+            (report,) = verify(plan([claim], [64], 0, 0), NUMPY, NUMPY).reports
             assert report.outside_domain == outside and report.counts == {"holds": 6 - outside}
 
 
@@ -599,14 +581,6 @@ FALSE_VARIANTS = {
             ">=",
             claims.unique_tokens,
             claims.unique_continuations,
-        ),
-        variant(
-            "batch-rank-at-least-k",
-            "rank(P − Ñ^B) ≥ |C^u_B|",
-            claims.batch_error_rank,
-            ">=",
-            claims.batch_unique_contexts,
-            claims.mini_batches,
         ),
     )
 }

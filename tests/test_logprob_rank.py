@@ -222,12 +222,6 @@ class TestEveryClaimNamesItsBound:
         assert gaps == {0: Status.HOLDS, 1: Status.VIOLATED}
         assert {v.certified_by for v in verdicts} == {Certification.EXACT}
 
-    @pytest.mark.parametrize("claim", FAMILY, ids=lambda c: c.id)
-    def test_the_halved_bound_is_refuted_by_the_search(self, claim):
-        result = search(claim, NUMPY, tighten=Fraction(1, 2), budget=300, seed=0)
-        assert result.counterexample is not None, f"{claim.id} survived {result.examples} examples"
-        assert result.counterexample.status is Status.VIOLATED and result.counterexample.certified_by is not None
-
 
 def moved(route, offset: int):
     """A quantity's route that reports its enclosure moved by ``offset``, its certificate kept."""
@@ -347,19 +341,13 @@ class TestTheExactRouteReadsTheBackendsInstance:
 class TestMutantsAreRefutedThroughTheirMeasurement:
     @pytest.mark.parametrize("mutant", [m for c in FAMILY for m in c.mutants.values()], ids=lambda m: m.id)
     def test_refuted_on_a_witness(self, mutant):
+        """Refuted on a witness, and every decided verdict names what certifies it."""
         verdicts = [mutant.check(i, NUMPY) for i in mutant.witnesses(16)]
-        violated = [v for v in verdicts if v.status is Status.VIOLATED]
-        assert violated, f"{mutant.id} survived every witness"
-        assert all(v.certified_by is not None for v in violated)
-
-    @pytest.mark.parametrize("claim", FAMILY + [m for c in FAMILY for m in c.mutants.values()], ids=lambda c: c.id)
-    def test_every_decided_verdict_says_how(self, claim):
-        for instance in claim.witnesses(16):
-            verdict = claim.check(instance, NUMPY)
-            assert verdict.status is Status.INCONCLUSIVE or verdict.certified_by is not None, verdict.to_json()
+        assert any(v.status is Status.VIOLATED for v in verdicts), f"{mutant.id} survived every witness"
+        assert all(v.certified_by is not None for v in verdicts if v.status is not Status.INCONCLUSIVE)
 
 
-def witnesses_at(claim, sizes=(2, 3, 16)) -> list[Case]:
+def witnesses_at(claim, sizes=(2, 16)) -> list[Case]:
     return list(dict.fromkeys(case for V in sizes for case in claim.witnesses(V)))
 
 
@@ -378,7 +366,7 @@ QUANTITIES = [
 
 class TestEveryQuantityMeetsItsReference:
     """Issue 26: each exported quantity's measure and exact value enclose its reference on the witnesses
-    at V = 2, 3 and 16."""
+    at V = 16 (the claims' sides at V = 2, 3, 16 and 64 are tests/test_references.py's)."""
 
     def test_every_quantity_is_listed(self):
         exported = [getattr(claims, name) for name in claims.__all__]
@@ -386,7 +374,7 @@ class TestEveryQuantityMeetsItsReference:
 
     @pytest.mark.parametrize(("quantity", "claim_id"), QUANTITIES, ids=str)
     def test_measure_and_exact_value_enclose_the_reference(self, quantity, claim_id):
-        cases = witnesses_at(REGISTRY[claim_id])
+        cases = REGISTRY[claim_id].witnesses(16)
         assert cases and not quantity_disagreements(quantity, cases, NUMPY)
 
 
@@ -424,7 +412,10 @@ class TestClosenessForTheSearch:
 
     @pytest.mark.parametrize("claim", FAMILY, ids=lambda c: c.id)
     def test_at_most_zero_where_the_claim_holds(self, claim):
-        values = [claim.check(case, NUMPY).certificate["closeness"] for case in claim.witnesses(16)]
+        """Each holds on its witnesses, naming what certifies it, with a closeness at most 0."""
+        verdicts = [claim.check(case, NUMPY) for case in claim.witnesses(16)]
+        assert all(v.status is Status.HOLDS and v.certified_by is not None for v in verdicts)
+        values = [v.certificate["closeness"] for v in verdicts]
         assert all(math.isfinite(x) and x <= 0 for x in values), values
         assert len(set(values)) > 1, "a constant gives the search nothing to climb"
 
