@@ -84,6 +84,8 @@ from rankwall.theory import error_rank as er
 
 #: The family's name: the prefix of its claim ids, and what its quantities and cases belong to.
 FAMILY = "logprob-rank"
+#: The docs page that states the family's theorem (ER.6) and decides its claims.
+PAGE = "error_rank"
 
 SEED_000 = "seed 000"  # "Lost in Backpropagation: The LM Head is a Gradient Bottleneck"
 SEED_001 = "seed 001"  # "Breaking the softmax bottleneck: your output layer is a rank-d wall"

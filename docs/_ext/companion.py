@@ -177,10 +177,13 @@ class FamilyList(SphinxDirective):
         for module in FAMILY_MODULES:
             name = module.__name__.rsplit(".", 1)[1]
             prefixes = sorted({f.name for f in vars(module).values() if isinstance(f, Family)})
+            if not prefixes and isinstance(getattr(module, "FAMILY", None), str):  # a family of declared claims
+                prefixes = [module.FAMILY]
             held = [f"{prefix}.* ({sum(c.id.startswith(prefix + '.') for c in REGISTRY)})" for prefix in prefixes]
             public = f"rankwall.{name}"
+            page = getattr(module, "PAGE", name)  # a family whose theorems another family's page states
             rows.append((nodes.paragraph("", "", nodes.literal(public, public)), _text(", ".join(held)),
-                         _joined([_doc_ref(name, doc)])))
+                         _joined([_doc_ref(page, doc)])))
         return [_table(("module", "claims (how many)", "page"), rows, (30, 45, 25), ("family-list",))]
 
 
