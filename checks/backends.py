@@ -14,13 +14,10 @@ import array_api_compat
 import numpy as np
 
 from rankwall.checks.tolerance import dtype_name
+from rankwall.errors import BackendUnavailable  # re-exported: the classes live in rankwall.errors
 
 BACKENDS = ("numpy", "torch", "cupy", "array-api-strict")
 DTYPES = ("float64", "float32")
-
-
-class BackendUnavailable(RuntimeError):
-    """The requested backend, device or dtype is not available on this machine."""
 
 
 @dataclass(frozen=True)

@@ -24,16 +24,13 @@ from typing import Any
 from rankwall.checks.backends import Backend, resolve
 from rankwall.checks.search import SearchResult, search
 from rankwall.checks.verdict import REGISTRY, Case, Claim, Verdict
+from rankwall.errors import ClusterUnavailable  # re-exported: the classes live in rankwall.errors
 
 INSTALL = "pip install -e '.[dask]'"
 #: Seconds to wait for a ``--scheduler`` to answer and to have a worker.
 CONNECT_TIMEOUT = 30
 #: A backend as the command line names it: (name, device, dtype).
 BackendSpec = tuple[str, str | None, str]
-
-
-class ClusterUnavailable(RuntimeError):
-    """Dask is not installed, or the cluster cannot be reached; the message names the flag."""
 
 
 def _distributed(flag: str) -> Any:

@@ -157,6 +157,11 @@ ATTENTION = EXPERIMENTS + "attention_heads.json"
 SIGNS = EXPERIMENTS + "sign_agreement.json"
 LOWRANK = EXPERIMENTS + "lowrank_heads.json"
 ANATOMY = EXPERIMENTS + "efficiency_anatomy.json"
+GRADIENT_TAIL = EXPERIMENTS + "gradient_tail.json"
+TRAJECTORY = EXPERIMENTS + "attention_trajectory.json"
+GENERATIONS = EXPERIMENTS + "spamlang_generations.json"
+DEPTH = EXPERIMENTS + "efficiency_depth.json"
+MOS_LM = EXPERIMENTS + "mos_lm.json"
 TRAINED, RANDOM = "model head", "random Gaussian head"
 
 
@@ -312,6 +317,97 @@ def _trace_in_float32() -> str:
     return f"1,000 float32 rows of 64: largest |tr J - (1 - Σp²)| = {gap:.1e}, float32 u = {2.0**-24:.1e}"
 
 
+def _replace_versus_remove() -> str:
+    """Seed 002's "about 841 times less": the ratio of its printed ablation costs, and the shift cost that
+    841 needs."""
+    remove, shift = 1.1252, 0.0013
+    return (f"1.1252 / 0.0013 = {remove / shift:.0f}; 841 needs a shift cost of 1.1252 / 841 = {remove / 841:.6f}, "
+            f"which rounds to the printed 0.0013 (anything in [0.00125, 0.00135) gives {remove / 0.00135:.0f} "
+            f"to {remove / 0.00125:.0f})")
+
+
+def _weighted_cross_entropy_gradient() -> str:
+    """Seed 000, §2.2: diag(f)(P - Ñ) is the gradient of the frequency-weighted cross-entropy
+    sum_c f_c CE(Ñ_c, softmax(z_c)), by autograd in float64 on logits with idle contexts (f_c = 0)."""
+    import numpy as np
+    import torch
+
+    from rankwall.theory import updates as up
+
+    P, counts, f = up.construct_logit_gradient(12, 8, seed=0, idle=3)
+    logits = torch.tensor(np.log(P), dtype=torch.float64, requires_grad=True)
+    N = torch.tensor(counts / counts.sum(axis=1, keepdims=True), dtype=torch.float64)
+    weights = torch.tensor(f, dtype=torch.float64)
+    loss = -(weights[:, None] * N * torch.log_softmax(logits, dim=1)).sum()
+    loss.backward()
+    formula = up.logit_gradient(torch.softmax(logits, dim=1).detach().numpy(), counts, f)
+    gap = float(np.abs(logits.grad.numpy() - formula).max())
+    return (f"autograd of sum_c f_c CE(Ñ_c, softmax(z_c)), float64, 12 contexts (3 with f_c = 0), V = 8: "
+            f"largest |gradient - diag(f)(P - Ñ)| = {gap:.1e} (u = {2.0**-53:.1e}, f up to {f.max()})")
+
+
+def _sightings_at_largest_V() -> str:
+    """Seed 000, §3.2: 41M tokens over V = 131,072 distinct tokens."""
+    return (f"41M tokens / 131,072 = {41e6 / 131072:,.0f} sightings per token at the largest V; "
+            f"{41e6 / 1024:,.0f} at V = 1,024")
+
+
+def _regularization_control() -> str:
+    """Seed 001's arithmetic on the 1B Word perplexities it prints (41.47/42.77 softmax, 36.39/37.10 MoS)."""
+    soft_train, soft_test, mos_train, mos_test = 41.47, 42.77, 36.39, 37.10
+    return (f"train gap {soft_train - mos_train:.2f}; generalization gaps {mos_test - mos_train:.2f} (MoS) and "
+            f"{soft_test - soft_train:.2f} (softmax); ratios {mos_test / mos_train:.3f} and "
+            f"{soft_test / soft_train:.3f}")
+
+
+def _ablation_controls() -> str:
+    """Seed 001's ablation perplexities as printed (lower is better)."""
+    return (f"as printed: MoC worse than its AWD-LSTM baseline on WikiText-2 by {65.98 - 65.40:.2f}; the baseline "
+            f"with MoS's hyperparameters worse than with its own on PTB by {74.86 - 58.95:.2f}")
+
+
+def _scaled_attention_at_initialisation() -> str:
+    """Seed 002: the 1/sqrt(d) scale at initialisation, for unit Gaussian queries and keys (d = 64, 64 keys):
+    median top weight m of the attention rows with and without it."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    d, keys, rows = 64, 64, 2000
+    q, k = rng.standard_normal((rows, d)), rng.standard_normal((rows, keys, d))
+    scores = np.einsum("rd,rkd->rk", q, k)
+    parts = []
+    for name, z in (("with 1/sqrt(d)", scores / np.sqrt(d)), ("without", scores)):
+        p = np.exp(z - z.max(axis=1, keepdims=True))
+        p /= p.sum(axis=1, keepdims=True)
+        m = p.max(axis=1)
+        parts.append(f"{name}: median m {np.median(m):.2f}, {np.mean(m > 0.5):.0%} of rows past 1/2")
+    return f"unit Gaussian queries and keys, d = {d}, {keys} keys: " + "; ".join(parts)
+
+
+def _previous_token_head(heads: list[dict]) -> str:
+    """SmolLM2's most previous-token attention head (the nearest evidence for seed 002's head (0,1))."""
+    h = max(heads, key=lambda h: h["previous_token_share"])
+    return (f"SmolLM2's most previous-token head, layer {h['layer']} head {h['head']}: previous token on "
+            f"{h['previous_token_share']:.1%} of rows, {h['share_m_above_0.9']:.1%} of rows past 0.9, "
+            f"median m {h['median_m']:.2f}")
+
+
+def _efficiency_against_subspace(heads: list[dict]) -> str:
+    """Fig. 6 in miniature against the random-subspace identity: the loss-decrease ratio of random Gaussian
+    heads beside sqrt(V/D)."""
+    return "random Gaussian heads: " + ", ".join(
+        f"D = {h['D']}: {h['total']:.1f}x (sqrt(V/D) = {(h['V'] / h['D']) ** 0.5:.1f})"
+        for h in heads if h["kind"] == "random Gaussian")
+
+
+def _gradient_tail(heads: dict, D: int) -> str:
+    """Prop. A.6 past 2D tokens on SmolLM2 (``rankwall experiment gradient-tail``)."""
+    model, rand = heads["model head"][-1], heads["random Gaussian head"][-1]
+    return (f"SmolLM2, n = {model['tokens']:,} > 2D = {2 * D:,}: certified rank >= {model['certified_rank']:,}, "
+            f"tail beyond 2D >= {model['tail_beyond_2D_lower']:.2%} of ||G||_F (random head "
+            f"{rand['tail_beyond_2D_lower']:.2%}); at n <= 2D it is 0")
+
+
 def _seed002_arithmetic() -> str:
     """The seed's ratios from its own printed values (0.0050, 0.0293, 0.0519; 1.1252 of 4.174 - 1.573 nats)."""
     return (f"0.0293/0.0050 = {0.0293 / 0.0050:.2f}, 0.0519/0.0050 = {0.0519 / 0.0050:.2f}, "
@@ -395,6 +491,61 @@ def _essential(head: dict) -> str:
             f"± {iv['shift']['standard_error']:.3f}")
 
 
+def _commitment(c: dict, steps: int) -> str:
+    """Seed 002's commitment, from a fresh run of its model (``rankwall experiment attention-trajectory``)."""
+    reached = (f"reaches m >= 0.9 at step {c['window'][1]}" if c["committed"]
+               else f"never reaches m = 0.9 in {steps:,} steps")
+    return (f"fresh run: head {c['head']} (previous token on {c['final_previous']:.0%} of rows at the end) crosses "
+            f"m = 0.2 at step {c['window'][0]} and {reached}, ending at m = {c['final_m']:.2f}; within 0.01 of that "
+            f"from step {c['hold_from']} ({c['hold_steps']} steps), held-out loss "
+            f"{c['valid_loss_over_hold'][0]:.2f} -> {c['valid_loss_over_hold'][1]:.2f}; control head "
+            f"{c['control']['head']} ends at m = "
+            f"{c['control']['final_m']:.2f}, previous token on {c['control']['final_previous']:.0%}")
+
+
+def _turnover(c: dict) -> str:
+    return (f"fresh run, head {c['head']}: median gain peaks at {c['peak_gain']:.4f} at step {c['peak_step']}, where "
+            f"m = {c['m_at_peak']:.2f}; {c['final_gain']:.4f} at the end (m = {c['final_m']:.2f})")
+
+
+def _trajectory_fit(final: dict) -> str:
+    fit = final["fit"]
+    return (f"seed 002's architecture trained afresh: exponent {fit['slope']:.2f}, constant {fit['constant']:.3f} "
+            f"({fit['rows']:,} held-out rows)")
+
+
+def _trajectory_ablations(final: dict) -> str:
+    a = final["ablations"]
+    return (f"fresh run, head {final['committed']}: zeroed {a['zero']['delta']:+.3f} (sd {a['zero']['sd']:.3f}), "
+            f"shift-by-one {a['shift']['delta']:+.4f} (sd {a['shift']['sd']:.4f}), a same-layer head zeroed "
+            f"{a['zero_same_layer_head']['delta']:+.4f} ({a['draws']} draws)")
+
+
+def _generations(records: list[dict]) -> str:
+    """Table 1 in miniature: how long each tied SpamLang miniature repeats its seed token."""
+    parts = [f"V = {r['V']:,}: {r['mean_run']:.1f} of {r['length']} steps ({r['never_stops']:.0%} never stop)"
+             for r in records if r["tied"]]
+    head = f"tied miniatures at temperature {records[0]['temperature']}, mean run of the seed token: "
+    return head + ", ".join(parts)
+
+
+def _depth_collapse(result: dict) -> str:
+    last = result["collapse"][-1]
+    return (f"after {last['step']} steps, largest |log ratio| of the loss-decrease curves: {last['within_pair']:.3f} "
+            f"between the two D = 128 models (2 and 4 blocks), {last['to_control']:.3f} to the D = 64 model")
+
+
+def _mos_lm(records: list[dict], key: str, spec: str) -> str:
+    main = {r["head"]: r for r in records if r["head"] != "mos" or r["K"] == records[2]["K"]}
+    return ", ".join(f"{head} {format(main[head][key], spec)}" for head in ("softmax", "moc", "mos"))
+
+
+def _mos_sweep(records: list[dict]) -> str:
+    mos = sorted((r for r in records if r["head"] == "mos"), key=lambda r: r["K"])
+    return "MoS by K: " + ", ".join(f"K = {r['K']}: perplexity {r['perplexity']:.1f}, numerical rank "
+                                    f"{r['numerical_rank']['1e-03']}" for r in mos)
+
+
 def _gap(sweep: dict) -> float:
     return sweep["runs"][0]["valid_loss"][-1] - sweep["runs"][-1]["valid_loss"][-1]
 
@@ -431,22 +582,25 @@ ROWS: tuple[Row, ...] = (
         "reconstructed, and stronger than stated: every top-1 probability in (1/V, 1) exactly, precision "
         "needed only at 1", "thm-top1"),
     Row("000", "§2.1, Prop. A.4 (D >= 2)", "two hidden dimensions suffice, without a bias",
-        Status.QUALIFIED, "expressivity", "rankwall verify expressivity.d1-bias-argmax",
-        (Checked(("expressivity.d1-bias-argmax", "expressivity.top1-witness[d1-without-bias]")),),
-        "sufficient, and for V >= 3 also necessary, with or without a bias: at D = 1 a bias makes every "
-        "token the argmax but not with every top-1 probability; V = 2 needs only D = 1 without a bias",
+        Status.REPRODUCED, "expressivity", "rankwall verify expressivity.d1-bias-argmax",
+        (Checked(("expressivity.top1-witness", "expressivity.d1-bias-argmax",
+                  "expressivity.top1-witness[d1-without-bias]")),),
+        "holds as stated (D >= 2 suffices, EX.2); beyond it, for V >= 3 D = 1 does not, with or without a "
+        "bias: a bias makes every token the argmax but at most two reach every top-1 probability (EX.3); "
+        "V = 2 needs only D = 1 without a bias",
         "thm-d1"),
     Row("000", "§2.2, Eq. 7", "a gradient step on H and W moves the logits by a matrix of rank at most 2D",
         Status.REPRODUCED, "updates", "rankwall verify 'updates.*-rank'",
         (Checked(("updates.exact-step-rank", "updates.first-order-rank")),), "", "thm-update-rank"),
     Row("000", "§2.2, Result 1", "the logit gradient has full rank V",
-        Status.QUALIFIED, "updates", "rankwall verify error-rank.unique-continuation",
-        (Computed(_rank_v_minus_one), Checked(("error-rank.unique-continuation",))),
-        "an erratum in an informal summary: every row of P - Ñ sums to zero, so the rank is at most V - 1, "
-        "which the seed's own next paragraph, Result 2 and the proof of A.7 (B.3) say",
+        Status.REFUTED, "updates", "rankwall verify error-rank.unique-continuation",
+        (Computed(_rank_v_minus_one), Checked(("error-rank.unique-continuation", "updates.gradient-rank"))),
+        "false as written, for every P: every row of P - Ñ sums to zero, so the rank is at most V - 1; an "
+        "erratum in an informal summary, since the seed's own next paragraph, Result 2 and the proof of A.7 "
+        "(B.3) say V - 1 (the next row)",
         "thm-logit-gradient"),
     Row("000", "§2.2, Prop. A.5", "when many distinct tokens are each the unique continuation of a context, "
-        "rank(P - Ñ) >= min(#such contexts, V - 1) for every positive P",
+        "rank(P - Ñ) >= min(#distinct such tokens, V - 1) for every positive P",
         Status.REPRODUCED, "error_rank", "rankwall verify 'error-rank.*'",
         (Checked(("error-rank.unique-continuation", "error-rank.wcdd")),),
         "the statement is lost and its proof (B.2) is empty: reconstructed from the §2.2 sketch, positivity "
@@ -456,6 +610,23 @@ ROWS: tuple[Row, ...] = (
         Status.REPRODUCED, "updates", "rankwall verify 'updates.eckart-young*'",
         (Checked(("updates.eckart-young", "updates.eckart-young-attained")),),
         "the statement is lost and reconstructed from its one-line proof", "thm-eckart-young"),
+    Row("000", "§2.4, App. A.3.1", "the bound of Prop. A.6 is non-vacuous: the singular values of the logit "
+        "gradient beyond 2D are not negligible",
+        Status.QUALIFIED, "experiments", "rankwall experiment gradient-tail",
+        (Recorded((Pointer(GRADIENT_TAIL, ("heads",)), Pointer(GRADIENT_TAIL, ("D",))), _gradient_tail),),
+        "positive, certified, on SmolLM2 once a batch has more than 2D tokens, and small at 2,048 tokens; every "
+        "spot-check batch (n <= 1,024 < 2D) has a tail of exactly 0, so Figure 7's evidence cannot bear on it; "
+        "the seed's 500,000-token batches are beyond two cores", "thm-eckart-young"),
+    Row("000", "§2.2", "the first-order optimal logit update is the logit gradient diag(f)(P - Ñ), the gradient "
+        "of the frequency-weighted cross-entropy",
+        Status.REPRODUCED, "updates", "none (autograd)",
+        (Computed(_weighted_cross_entropy_gradient),), "", "thm-logit-gradient"),
+    Row("000", "§3.2", "even at the largest V, each distinct token of SpamLang occurs roughly 300 times in "
+        "expectation",
+        Status.REPRODUCED, "experiments", "none (arithmetic)",
+        (Computed(_sightings_at_largest_V),),
+        "41M tokens over V = 131,072; 300 is the floor, at the largest V, and smaller vocabularies saw each "
+        "token far more often"),
     Row("000", "§2.3, Result 2; Prop. A.7, B.3", "near convergence a mini-batch's prediction error "
         "has rank close to V - 1; under condition (9) it keeps the sign pattern of Ñ - Ñ^B",
         Status.QUALIFIED, "error_rank", "rankwall verify 'error-rank.mini-batch*'",
@@ -514,12 +685,13 @@ ROWS: tuple[Row, ...] = (
         "one model; a random head keeps it too, so it is the geometry, not training"),
     Row("000", "§3.3, Fig. 5", "the first 5-10 coefficients shrink strongly but stay correlated with the "
         "full gradient",
-        Status.QUALIFIED, "experiments", "rankwall experiment sign-agreement",
+        Status.REPRODUCED, "experiments", "rankwall experiment sign-agreement",
         (Recorded((Pointer(SIGNS, ("heads",)), Pointer(SIGNS, ("chance_sign_agreement",))),
                   lambda heads, chance: "sign kept on the top 10: "
                   f"SmolLM2 {heads[TRAINED]['top_k_sign_agreement']['10']:.3f}, random head "
                   f"{heads[RANDOM]['top_k_sign_agreement']['10']:.3f}, chance {chance:.3f}"),),
-        "above chance, but below a random head of the same shape: nothing here is learned alignment"),
+        "the seed claims correlation only, and the top 10 keep their sign above chance, as the rows beside it "
+        "are reproduced; a random head of the same shape keeps more, so nothing here is learned alignment"),
     Row("000", "§3.3, Fig. 5", "the projected gradient puts a larger share of its norm in the tail of "
         "low-probability tokens, as noise",
         Status.REPRODUCED, "experiments", "rankwall experiment sign-agreement",
@@ -537,16 +709,16 @@ ROWS: tuple[Row, ...] = (
                   f"{e['logit gradient'][0] / e['hidden-state update'][0]:.0f}x less"),),
         "one model, 1,024 tokens of wikitext-2", "thm-compression"),
     Row("000", "§3.4, Fig. 6", "the update along the H-gradient gets more efficient as D grows",
-        Status.IN_MINIATURE, "experiments", "rankwall experiment efficiency-anatomy",
-        (Recorded((Pointer(ANATOMY, ("heads",)),),
-                  lambda heads: "loss-decrease ratio, -G over -GWW^T, random Gaussian heads (V = "
-                  f"{heads[0]['V']:,}): " + ", ".join(
-                      f"D = {h['D']}: {h['total']:.1f}x" for h in heads if h["kind"] == "random Gaussian")),),
-        "random heads at V = 4,096, not trained families", "thm-compression"),
+        Status.OUT_OF_REACH, "experiments", "rankwall experiment efficiency-anatomy",
+        (Recorded((Pointer(ANATOMY, ("heads",)),), _efficiency_against_subspace),),
+        "the random-head ratios are sqrt(V/D), the identity of a random D-dimensional subspace, not a "
+        "miniature of trained heads; the claim about trained families needs trained heads at several D",
+        "thm-compression"),
     Row("000", "§3.4, Fig. 6", "models that share D (Pythia 1B and 1.4B) give the same curve, whatever "
         "their size",
-        Status.OUT_OF_REACH, "experiments", "none",
-        (), "needs two trained models of different size sharing D; SmolLM2 is the only real model here"),
+        Status.OUT_OF_REACH, "experiments", "rankwall experiment efficiency-depth",
+        (), "rankwall experiment efficiency-depth trains two models sharing D = 128 at two depths beside one at "
+        "D = 64 and compares their curves; it has no recorded run yet (it did not fit the shared machine's time)"),
     Row("000", "§2.4, App. A.3.1, Fig. 7(a)", "the logit gradient's rank grows with the batch and "
         "approaches V",
         Status.IN_MINIATURE, "error_rank", "rankwall experiment batch-rank",
@@ -594,8 +766,10 @@ ROWS: tuple[Row, ...] = (
         (), "the miniature uses one learning rate; a sweep of rates at every V is beyond two cores"),
     Row("000", "§3.2, Table 1", "the repetition mechanism is only partially learned: models repeat a token for "
         "a few steps only",
-        Status.OUT_OF_REACH, "experiments", "none",
-        (), "our runs log losses, not generations"),
+        Status.IN_MINIATURE, "experiments", "rankwall experiment spamlang-generations",
+        (Recorded((Pointer(GENERATIONS, ("records",)),), _generations),),
+        "context-free SpamLang miniatures at D = 64, V up to 16,384 (the larger V did not fit the recorded run), "
+        "sampled at the seed's temperature 0.9"),
     Row("000", "App. G.1", "weight decay had minimal impact; D = 32,768 at learning rate 1e-4 ends with losses "
         "0.2-0.4",
         Status.OUT_OF_REACH, "experiments", "rankwall experiment spamlang",
@@ -662,11 +836,13 @@ ROWS: tuple[Row, ...] = (
         "head); at D = 2 the float64 certificate stops short of the ceiling", "thm-heads"),
     Row("001", "the evidence (PTB)", "measured ranks: softmax d = 400 gives 400, MoC d = 280 gives 280, "
         "MoS gives 9,981 of 10,000",
-        Status.QUALIFIED, "experiments", "rankwall experiment mos-rank",
+        Status.OUT_OF_REACH, "experiments", "rankwall experiment mos-rank",
         (Recorded((Pointer(EXPERIMENTS + "mos_rank.json", ("records",)),),
                   lambda rec: "certified: softmax " + _rank_cells(rec, ("softmax",)) + "; MoS K >= 2 "
                   + _rank_cells(rec, ("mos",), K_from=2)),),
-        "certified ranks are d + 1; the essay's are numerical ranks of trained models at V = 10,000", "thm-heads"),
+        "reproduces no trained-PTB rank: the certified ranks here are of random heads, d + 1 by (a); the "
+        "essay's reference decoder (nn.Linear) has a bias, so its ceiling is d + 2 (402 and 282), and the "
+        "essay does not say whether it measured log P, centred log P or the logits", "thm-heads"),
     Row("001", "the evidence (PTB)", "rank climbs with K (6,467, 8,930, 9,973) and saturates at 9,981 "
         "by K = 15",
         Status.QUALIFIED, "experiments", "rankwall experiment mos-rank",
@@ -677,11 +853,10 @@ ROWS: tuple[Row, ...] = (
         "for generic heads the certified rank jumps to min(N, V) at K = 2; the climb is about trained models"),
     Row("001", "the evidence (PTB)", "perplexity is best at K = 15 and worse at K = 20, where rank has "
         "saturated",
-        Status.OUT_OF_REACH, "experiments", "rankwall experiment lowrank-heads",
-        (Recorded((Pointer(EXPERIMENTS + "lowrank_heads.json", ("bpe", "runs")),),
-                  lambda runs: "nearest run: last validation loss at most "
-                  f"{max(r['valid_loss'][-1] - min(r['valid_loss']) for r in runs):.4f} nats above the best"),),
-        "needs a K sweep trained past its validation minimum on a binding vocabulary; our CPU runs still improve"),
+        Status.OUT_OF_REACH, "experiments", "rankwall experiment mos-lm",
+        (Recorded((Pointer(MOS_LM, ("records",)),), _mos_sweep),),
+        "the miniature K sweep (400 steps, V = 1,024, d = 32, K up to 8) has undertrained mixtures whose log P has "
+        "a numerical rank of a few: it neither shows nor tests the turn at K = 15"),
     Row("001", "the evidence (spectra)", "softmax and MoC put about 96% of normalized singular values "
         "below 1e-9; MoS's are spread from 1e-5 upward",
         Status.QUALIFIED, "experiments", "rankwall experiment mos-rank",
@@ -701,6 +876,29 @@ ROWS: tuple[Row, ...] = (
                   lambda ch, bpe: f"characters (V = {ch['V']}): smallest-minus-largest D gap {_gap(ch):.3f} nats; "
                   f"BPE (V = {bpe['V']:,}): {_gap(bpe):.3f}"),),
         "a low-rank head against D, not MoS against softmax"),
+    Row("001", "what happened to the idea (sigsoftmax)", "sigsoftmax, a one-softmax output nonlinearity, also "
+        "escapes the rank limit",
+        Status.REPRODUCED, "heads", "rankwall verify heads.nonlinear-heads-exceed",
+        (Checked(("heads.nonlinear-heads-exceed",)),),
+        "rank log P >= d + 2 certified on its witnesses, sigsoftmax among them; for almost every parameter, "
+        "given one such witness (HD.1 (b))", "thm-heads"),
+    Row("001", "the trap (Shazeer et al.)", "MoE layers are mixtures of contexts: they do not raise the rank of "
+        "the output layer by one",
+        Status.REPRODUCED, "heads", "rankwall verify heads.softmax-moc-rank",
+        (Checked(("heads.softmax-moc-rank",)),),
+        "the ceiling rank[W, 1] <= d + 1 holds whatever computes h, a backbone of MoE layers included "
+        "(HD.1 (a)); that MoE is MoC is the paper's taxonomy, which nothing here checks", "thm-heads"),
+    Row("001", "three controls (regularization)", "on 1B Word MoS trains 5.08 perplexity points lower; its "
+        "generalization gap is a bit narrower, 0.71 against 1.30 (ratios 1.020 and 1.031)",
+        Status.REPRODUCED, "experiments", "none (arithmetic)",
+        (Computed(_regularization_control),),
+        "the essay's arithmetic on its printed perplexities checks out; the perplexities need the trained models"),
+    Row("001", "three controls (ablation)", "MoC is worse than MoS, and on WikiText-2 worse than its AWD-LSTM "
+        "baseline (65.98 against 65.40); the baseline with MoS's hyperparameters is far worse (74.86 against 58.95)",
+        Status.OUT_OF_REACH, "experiments", "none",
+        (Computed(_ablation_controls),),
+        "needs the trained AWD-LSTM, MoC and MoS models; the figure is only the printed values' arithmetic, "
+        "which agrees with the essay's reading"),
     Row("001", "what happened to the idea (stolen probability)", "a token whose embedding lies inside the "
         "convex hull of the others can never be the argmax",
         Status.REPRODUCED, "expressivity", "rankwall verify expressivity.argmaxable-vs-hull",
@@ -715,8 +913,11 @@ ROWS: tuple[Row, ...] = (
         "one model; every unargmaxable token ties an identical row of the quantized head", "thm-argmaxable"),
     Row("001", "the evidence (appendix)", "expected pairwise KL between contexts: softmax 4.763, MoC 4.864, "
         "MoS 5.284",
-        Status.OUT_OF_REACH, "experiments", "none",
-        (), "needs the trained PTB models"),
+        Status.OUT_OF_REACH, "experiments", "rankwall experiment mos-lm",
+        (Recorded((Pointer(MOS_LM, ("records",)),),
+                  lambda rec: "miniature, expected pairwise KL: " + _mos_lm(rec, "expected_pairwise_kl", ".3f")),),
+        "the miniature reverses the order: its mixture heads are undertrained (their contexts' distributions barely "
+        "differ), so it does not bear on the trained PTB models"),
     Row("001", "Corollary 1", "if d < rank(A) - 1, then for any function family and any parameter some "
         "context has P_theta != P*",
         Status.QUALIFIED, "models", "rankwall spot --tokens 1024 --json",
@@ -737,8 +938,11 @@ ROWS: tuple[Row, ...] = (
         "needs word-level language models trained at d in the hundreds; our largest binding D is 128, and "
         "every larger D still helped"),
     Row("001", "what it won", "MoS improves perplexity over softmax (PTB, WikiText-2, 1B Word: 5.67 points)",
-        Status.OUT_OF_REACH, "experiments", "none",
-        (), "needs trained MoS and softmax language models on those corpora"),
+        Status.OUT_OF_REACH, "experiments", "rankwall experiment mos-lm",
+        (Recorded((Pointer(MOS_LM, ("records",)),),
+                  lambda rec: "miniature at matched parameters, perplexity: " + _mos_lm(rec, "perplexity", ".1f")),),
+        "in the miniature (400 CPU steps) softmax at matched parameters wins: the mixtures are undertrained; trained "
+        "MoS and softmax models on those corpora are still needed"),
     Row("001", "what it won (Switchboard)", "MoS in a Seq2Seq decoder wins on perplexity and every BLEU figure",
         Status.OUT_OF_REACH, "experiments", "none",
         (), "needs trained dialogue models"),
@@ -757,10 +961,12 @@ ROWS: tuple[Row, ...] = (
         Status.REPRODUCED, "softmax_jacobian", "rankwall verify softmax-jacobian.envelope-attained",
         (Checked(("softmax-jacobian.envelope-attained", "softmax-jacobian.envelope")),),
         "the exact envelope is min(m, 2m(1 - m)): below 2m(1 - m) when m < 1/2", "thm-envelope"),
-    Row("002", "how tight that is", "the row's width does not enter: 64 and 2 positions at m = 0.99 share "
-        "their bounds",
-        Status.REPRODUCED, "softmax_jacobian", "rankwall verify 'softmax-jacobian.*'",
-        (Computed(_width_does_not_enter), Checked(("softmax-jacobian.upper-bound",))), "", "thm-bounds"),
+    Row("002", "how tight that is", "the row's width does not enter: a 64-way softmax at m = 0.99 has the "
+        "gradient capacity of a two-way one (they share their bounds)",
+        Status.QUALIFIED, "softmax_jacobian", "rankwall verify 'softmax-jacobian.*'",
+        (Computed(_width_does_not_enter), Checked(("softmax-jacobian.upper-bound",))),
+        "true of the bounds, which depend on m alone; false of the norms, the 64-way row's being about half "
+        "the two-way row's", "thm-bounds"),
     Row("002", "how tight that is", "the two curves are a factor (1 + m)/m apart, under 2.01 above m = 0.99",
         Status.QUALIFIED, "softmax_jacobian", "rankwall verify 'softmax-jacobian.*-bound'",
         (Computed(_bounds_ratio), Checked(("softmax-jacobian.lower-bound", "softmax-jacobian.upper-bound"))),
@@ -777,15 +983,18 @@ ROWS: tuple[Row, ...] = (
          Recorded((Pointer(SPOT, ("attention", "row_sum_median")),
                    Pointer(SPOT, ("attention", "rows_summing_to_zero_within_float32_rounding"))),
                   lambda med, n: f"SmolLM2: median relative row sum {med:.1e}, {n:,} rows zero to float32 rounding")),
-        "rank J = |supp p| - 1 is reconstructed; the seed shows one zero eigenvalue", "thm-rank"),
+        "J1 = 0 is SJ.1; the rank, |supp p| - 1, is new (SJ.3): the seed shows one zero eigenvalue",
+        "thm-variance"),
     Row("002", "a bound that predicts", "the realised gain goes as (2m(1 - m))^1.03 with constant 0.128 "
         "(48,384 rows)",
         Status.QUALIFIED, "models", "rankwall spot --tokens 1024 --json",
         (Recorded((Pointer(SPOT, ("attention", "gain_vs_capacity_log_slope")),
                    Pointer(SPOT, ("attention", "gain_vs_capacity_constant")),
                    Pointer(SPOT, ("attention", "rows"))),
-                  lambda s, c, n: f"SmolLM2: exponent {s:.2f}, constant {c:.3f} ({n:,} rows)"),),
-        "another model: the exponent is again near one, the constant about ten times smaller", "thm-bounds"),
+                  lambda s, c, n: f"SmolLM2: exponent {s:.2f}, constant {c:.3f} ({n:,} rows)"),
+         Recorded((Pointer(TRAJECTORY, ("final",)),), _trajectory_fit)),
+        "on SmolLM2 and on the seed's architecture trained afresh the exponent is again near one; the constants "
+        "differ", "thm-bounds"),
     Row("002", "a bound that predicts", "as a rate, a head at m = 0.98 changes its routing about 13x slower "
         "than at m = 0.5, at m = 0.9999 about 2,500x",
         Status.REPRODUCED, "softmax_jacobian", "none (a formula)",
@@ -804,12 +1013,17 @@ ROWS: tuple[Row, ...] = (
     Row("002", "the part that changes the story", "the saturated head is essential (zeroing it costs "
         "1.125 nats) yet replaceable (a fixed shift-by-one costs 0.0013)",
         Status.QUALIFIED, "experiments", "rankwall experiment attention-heads",
-        (Recorded((Pointer(ATTENTION, ("chosen", 0)),), _essential),),
-        "essential and replaceable on SmolLM2, by a tenth of a nat, but the head is not saturated"),
+        (Recorded((Pointer(ATTENTION, ("chosen", 0)),), _essential),
+         Recorded((Pointer(TRAJECTORY, ("final",)),), _trajectory_ablations)),
+        "essential and replaceable on SmolLM2, by a tenth of a nat, but that head is not saturated (its median m "
+        "is in the figure), so the claim about a saturated head is untested there; on the seed's architecture "
+        "trained afresh, see the figure"),
     Row("002", "when the commitment happened", "the head commits between steps 200 and 400, then holds for "
         "800 steps while the loss falls from 2.03 to 1.68",
-        Status.OUT_OF_REACH, "models", "none",
-        (), "needs a training run of an attention model with per-head logging"),
+        Status.QUALIFIED, "experiments", "rankwall experiment attention-trajectory",
+        (Recorded((Pointer(TRAJECTORY, ("commitment",)), Pointer(TRAJECTORY, ("steps",))), _commitment),),
+        "our fresh run of the seed's architecture (its learning rate and batch are not given; ours: AdamW 1e-3, "
+        "32 x 64 characters) grows a previous-token head that does not commit"),
     Row("002", "one head of sixteen", "head (0,3) at m = 0.046, where 2m(1 - m) = 0.088",
         Status.QUALIFIED, "softmax_jacobian", "rankwall verify softmax-jacobian.envelope",
         (Computed(_envelope_below_half), Checked(("softmax-jacobian.envelope",))),
@@ -822,8 +1036,9 @@ ROWS: tuple[Row, ...] = (
         "another model; a log-slope below one means the fraction changes with m", "thm-bounds"),
     Row("002", "when the commitment happened", "the realised gradient turns over at m = 0.21, peaking at 0.0358 "
         "around step 200",
-        Status.OUT_OF_REACH, "models", "none",
-        (), "needs a training run of an attention model with per-head logging"),
+        Status.QUALIFIED, "experiments", "rankwall experiment attention-trajectory",
+        (Recorded((Pointer(TRAJECTORY, ("commitment",)),), _turnover),),
+        "the same reading on our fresh run: the gain rises and turns over before the capacity 2m(1 - m) peaks"),
     Row("002", "the other two lines", "the trace identity holds on the model's rows to 1.9e-7",
         Status.REPRODUCED, "softmax_jacobian", "rankwall verify softmax-jacobian.trace",
         (Computed(_trace_in_float32), Checked(("softmax-jacobian.trace",))),
@@ -834,6 +1049,29 @@ ROWS: tuple[Row, ...] = (
         (Computed(_seed002_arithmetic),),
         "the seed's arithmetic from its own printed values checks out; the measurements behind them need its "
         "model"),
+    Row("002", "the part that changes the story", "replacing the head by a fixed shift-by-one costs about 841 "
+        "times less than removing it",
+        Status.QUALIFIED, "models", "none (arithmetic)",
+        (Computed(_replace_versus_remove),),
+        "the printed costs, 1.1252 and 0.0013 nats, give 866, not 841; 841 follows only from an unrounded "
+        "shift cost near 0.00134"),
+    Row("002", "one head of sixteen", "head (0,1) is a previous-token head: its argmax is one position back on "
+        "99.8% of rows, and 94.6% of its rows are past 0.9",
+        Status.OUT_OF_REACH, "models", "rankwall spot --tokens 1024 --json",
+        (Recorded((Pointer(SPOT, ("attention", "heads")),), _previous_token_head),),
+        "a head of the seed's model; the nearest evidence is SmolLM2's most previous-token head, far less "
+        "confident"),
+    Row("002", "when the commitment happened", "the control head (0,0) stops at m = 0.76 with 10x more routing "
+        "gradient, its previous-token share still climbing from 0.921 to 0.988",
+        Status.OUT_OF_REACH, "models", "none",
+        (), "needs a training run of an attention model with per-head logging"),
+    Row("002", "the part that changes the story; what to keep", "the 1/sqrt(d) scale of attention logits exists "
+        "to keep m on the near side of the hump at initialisation, not for numerical stability",
+        Status.QUALIFIED, "softmax_jacobian", "none (a computation)",
+        (Computed(_scaled_attention_at_initialisation),),
+        "the effect holds at initialisation: with the scale, unit Gaussian scores keep m far from 1, and without "
+        "it the rows saturate; why the scale was introduced is its authors' reasoning, which nothing here checks",
+        "thm-bounds"),
 )
 
 

@@ -83,7 +83,10 @@ def load_claims(source: str) -> list[Claim]:
                     f"--claims: {source} failed to load: {type(error).__name__}: {error} "
                     f"({Path(where.filename).name}, line {where.lineno})"
                 ) from None
-        _LOADED[key] = sorted({c.id for c in REGISTRY} - before)
+        declared = sorted({c.id for c in REGISTRY} - before)
+        if not declared:
+            raise InputError(f"--claims: {source} declares no claim (call rankwall.declare(...) in it)")
+        _LOADED[key] = declared
     return [REGISTRY[claim_id] for claim_id in _LOADED[key]]
 
 

@@ -87,10 +87,25 @@ def write_text(path: Path, text: str) -> Path:
     return path
 
 
+def write_bytes(path: Path, data: bytes) -> Path:
+    """Write ``data`` to ``path`` under a temporary name and rename it (never a half-written file)."""
+    with _replacing(path) as temporary:
+        temporary.write_bytes(data)
+    return path
+
+
 def write_array(path: Path, array: Any) -> Path:
     """Write a NumPy array as ``.npy`` (exact binary values) under a temporary name and rename it."""
     with _replacing(path) as temporary, temporary.open("wb") as handle:
         np.save(handle, array, allow_pickle=False)
+    return path
+
+
+def write_figure(path: Path, draw: Callable[[Path], None]) -> Path:
+    """Draw a figure into ``path`` (``draw`` saves it to the path it is given) under a temporary name and
+    rename it."""
+    with _replacing(path) as temporary:
+        draw(temporary)
     return path
 
 

@@ -51,6 +51,7 @@ from rankwall.checks.verdict import (
     Relation,
     tightened_integer_bound,
 )
+from rankwall.errors import UndefinedStatement  # re-exported: the classes live in rankwall.errors
 from rankwall.theory._rounding import gamma, smallest_normal, unit_roundoff
 from rankwall.theory.validation import InputError
 
@@ -66,9 +67,17 @@ LIBM_RELATIVE_ERROR = 2 * U64
 REFERENCE_BITS = 256
 
 
-class UndefinedStatement(InputError):
-    """A declared side that has no value on a case (a division by a quantity that is exactly zero there,
-    the square root of a negative one): the statement is undefined on its cases, which is bad input."""
+@dataclass(frozen=True)
+class Approximately:
+    """A reference value known to within ``error`` (absolute): a number computed in mpmath at a finite
+    precision whose rounding does not scale with the value (a sum that is 0 in exact arithmetic comes
+    out as a tiny number). A reference otherwise is an int, a Fraction (exact), or an mpmath number
+    accurate to 2^-200 of itself."""
+
+    value: Any
+    error: Any
+
+
 
 
 @dataclass(frozen=True)
@@ -200,8 +209,11 @@ class Quantity:
     def __bool__(self) -> bool:
         raise TypeError("a quantity has no truth value: compare it in a claim (rankwall.declare)")
 
+    def __repr__(self) -> str:
+        return f"<quantity {self}>"
 
-@dataclass(eq=False)
+
+@dataclass(eq=False, repr=False)
 class Base(Quantity):
     """A quantity a family (or a user) defines: ``measure(ctx)`` gives a :class:`Measured` (or, for an
     integer quantity, a :class:`~rankwall.checks.verdict.RankInterval`), ``exact(ctx)`` a
@@ -280,7 +292,7 @@ def quantity(
     return Base(name, measure, exact, compare, integer, follows_backend, doc, reference, family, exact_doc)
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class Constant(Quantity):
     """An exact rational constant."""
 
@@ -332,7 +344,7 @@ UNARY = ("neg", "abs", "sqrt", "log", "exp")
 INTEGER_OPS = ("+", "-", "*", "min", "max", "neg", "abs")
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class Combination(Quantity):
     """``operands[0] op operands[1]`` for op in ``+ - * /``, ``x ^ n`` for an integer constant n, the
     minimum or maximum of the operands, or a function of one operand (``neg``, ``abs``, ``sqrt``,
@@ -612,7 +624,8 @@ def _exact_extremum(op: str, values: list[Real]) -> Real:
 
 def _reference_combination(op: str, values: list[Any]) -> Any:
     """The combination of reference values: exact (int, Fraction) while every operand and operation
-    is, else mpmath at its working precision."""
+    is, else mpmath at its working precision (an :class:`Approximately` enters as its value)."""
+    values = [v.value if isinstance(v, Approximately) else v for v in values]
     if op in ("min", "max"):
         return (min if op == "min" else max)(values, key=_as_mpf)
     exact_inputs = all(isinstance(v, int | Fraction) for v in values)
@@ -858,7 +871,7 @@ def judgement_of(sides: Sides, ctx: Context, factor: Fraction) -> Judgement:
     decided, how, exactly = None, "", False
     for bits in exact.BALL_PRECISIONS:
         with exact.precision(bits):
-            left, right = sides.lhs.exact(ctx), sides.moved(sides.rhs.exact(ctx), factor)
+            left, right = _exact_side("lhs", sides.lhs, ctx), sides.moved(_exact_side("rhs", sides.rhs, ctx), factor)
             if left is None or right is None:
                 return _two_sided_float(sides, ctx, factor)
             if isinstance(left, RankInterval) and isinstance(right, RankInterval) and right.pinned:
@@ -881,6 +894,14 @@ def judgement_of(sides: Sides, ctx: Context, factor: Fraction) -> Judgement:
     method = f"{how}: {sides}"
     difference = right.value - left.value
     return Judgement(to_float(left), to_float(right), sign, method, radius(difference), certified_by=kind)
+
+
+def _exact_side(name: str, side: Quantity, ctx: Context) -> Exact | None:
+    """A side's exact value; a side with no value on the case is bad input, named."""
+    try:
+        return side.exact(ctx)
+    except UndefinedStatement as error:
+        raise UndefinedStatement(f"{name}: {error}") from None
 
 
 def _as_written(j: Judgement, relation: str) -> Judgement:
@@ -940,7 +961,8 @@ def _two_sided_float(sides: Sides, ctx: Context, factor: Fraction) -> Judgement:
 def reference_of(sides: Sides, ctx: Context) -> tuple[Any, Any]:
     """Both sides' references on ``ctx`` (as written), at :data:`REFERENCE_BITS`."""
     with mpmath.workprec(REFERENCE_BITS):
-        return sides.lhs.reference(ctx), sides.rhs.reference(ctx)
+        values = sides.lhs.reference(ctx), sides.rhs.reference(ctx)
+    return tuple(v.value if isinstance(v, Approximately) else v for v in values)
 
 
 # --------------------------------------------------------------------------- declaring a claim

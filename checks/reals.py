@@ -239,7 +239,7 @@ class Real:
         if self.rational:
             try:
                 return Real(self.value.sqrt())
-            except (ValueError, ArithmeticError):
+            except Exception:  # python-flint's DomainError: not a rational square
                 pass
         b = self.ball
         root = b.sqrt() if b > 0 else flint.arb(0).union(flint.arb(b.upper()).sqrt()) if b.upper() > 0 else flint.arb(0)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rankwall.checks.verdict import SEVERITY, Case, Claim, OutsideDomain, Status, Verdict, worst
-from rankwall.theory.validation import InputError
+from rankwall.errors import TooLarge  # re-exported: the classes live in rankwall.errors
 
 #: Resident memory of a process that has imported the claims and checked the softmax-jacobian
 #: claims at V = 64 (``ru_maxrss``: 107 MiB on this machine); a worker process is about as large.
@@ -36,10 +36,6 @@ BYTES_PER_ENTRY = 400
 #: The share of a limit one instance may take: Dask pauses a worker at 80% of its limit, and a
 #: serial run leaves the rest of the available memory to the estimate's error and other processes.
 MEMORY_SHARE = 0.8
-
-
-class TooLarge(InputError):
-    """A size whose largest case cannot fit the memory one case may take."""
 
 
 def instance_memory_bytes(vocabulary: int) -> int:

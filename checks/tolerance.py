@@ -33,6 +33,8 @@ __all__ = [
     "quadratic_form_tolerance",
     "row_centring_error",
     "smallest_normal",
+    "softmax_gradient_error",
+    "softmax_relative_error",
     "spectral_norm_tolerance",
     "sum_tolerance",
     "svd_rank_margin",
@@ -131,3 +133,58 @@ def row_centring_error(L: Any, u: float) -> float:
     mean_abs = np.concatenate([block.mean(axis=1) for block in blocks]) if blocks else np.zeros(0)
     norm = math.sqrt(sum(float(np.sum(block * block)) for block in blocks))
     return (1 + u) * float(np.sqrt(V * np.sum((gamma(V, u) * mean_abs) ** 2))) + u * norm
+
+
+def softmax_relative_error(shifted: Any, V: int, u: float) -> Any:
+    r"""Entrywise bound on the relative error of a softmax row computed in a dtype of unit roundoff u,
+    from its shifted logits :math:`x_i = z_i - \max z \le 0` (read exactly): the rounded subtraction
+    moves :math:`x_i` by :math:`u|x_i|`, which exp turns into a relative error :math:`u|x_i|`; exp itself
+    (to one ulp, 2u), the row sum (:math:`\gamma_{V-1}` relative to the exponentials, whose own errors
+    average to at most :math:`(2 + V/e)u` since :math:`\sum_i |x_i| e^{x_i} \le V/e`) and the division
+    add at most :math:`\gamma_{2V+8}`. In all :math:`\varepsilon_i = u|x_i| + \gamma_{2V+8}(u)`
+    (first order; masked entries, :math:`x_i = -\infty`, are exactly 0 and pass ``shifted`` = 0)."""
+    return u * np.abs(np.asarray(shifted, dtype=np.float64)) + gamma(2 * V + 8, u)
+
+
+def softmax_gradient_error(p: Any, shifted: Any, g: Any, u_model: float, tiny_model: float) -> Any:
+    r"""Entrywise bound on :math:`|\hat g_z - J(p)g|` for the logit gradient :math:`\hat g_z` that autograd
+    forms in the model's dtype (unit roundoff ``u_model``, smallest normal number ``tiny_model``) as
+    :math:`fl(\hat p \odot (g - \hat s))`, :math:`\hat s = fl(\sum_j \hat p_j g_j)`, against
+    :math:`J(p)g = p \odot (g - s)` for the float64 row p of the same shifted logits (``shifted``, (R, V))
+    and the same incoming gradient g.
+
+    Each probability is off by :math:`|\hat p_i - p_i| \le a_i = \varepsilon_i p_i + 2\eta` with
+    :math:`\varepsilon_i` of :func:`softmax_relative_error` in both dtypes and :math:`\eta = 2u\,`
+    ``tiny_model``, the spacing of the subnormal numbers (an entry that underflows, in exp or in the
+    division, loses at most that much, whatever its relative error). Then
+    :math:`|\hat s - s| \le \Delta = \sum_j a_j|g_j| + \gamma_V\sum_j (p_j + a_j)|g_j| + V\eta` (a sum of V
+    rounded products, Higham eq. 3.5, each product underflowing by at most :math:`\eta`), and the
+    subtraction and product round twice more:
+
+    .. math:: |\hat g_{z,i} - p_i(g_i - s)| \le a_i|g_i - s| + (p_i + a_i)\Delta
+              + \gamma_2 (p_i + a_i)(|g_i - s| + \Delta) + \eta,
+
+    with :math:`\gamma` at ``u_model``; the bound is evaluated in float64 and widened by
+    :math:`1 + \gamma_{2V+16}` for that evaluation. Since :math:`\mathbf 1^\top J(p) = 0`, its 1-norm also
+    bounds the row sum of :math:`\hat g_z`. (Rows so near one-hot that :math:`s \lesssim \gamma_V` have a
+    true gradient below this bound: float32 autograd cannot resolve them.)"""
+    p = np.asarray(p, dtype=np.float64)
+    g = np.asarray(g, dtype=np.float64)
+    V = p.shape[-1]
+    u64 = unit_roundoff(np.float64)
+    eta = 2 * u_model * tiny_model + 2 * u64 * smallest_normal(np.float64)
+    # a_i: softmax_relative_error in both dtypes, summed (one pass over |x| instead of two), times p, plus 2 eta
+    a = np.abs(np.asarray(shifted, dtype=np.float64))
+    a *= u_model + u64
+    a += gamma(2 * V + 8, u_model) + gamma(2 * V + 8, u64)
+    a *= p
+    a += 2 * eta
+    magnitude = np.abs(g)
+    gV, g2 = gamma(V, u_model), gamma(2, u_model)
+    delta = np.sum(a * magnitude + gV * (p + a) * magnitude, axis=-1, keepdims=True) + V * eta
+    centred = np.abs(g - np.sum(p * g, axis=-1, keepdims=True))
+    bound = (a + g2 * (p + a)) * centred
+    bound += (1 + g2) * (p + a) * delta
+    bound += eta
+    bound *= 1 + gamma(2 * V + 16, u64)
+    return bound

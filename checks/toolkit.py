@@ -87,7 +87,7 @@ class Family:
         from rankwall.checks.verdict import LegacyRoutes
 
         chosen = {**self.defaults, **(cases.fields() if cases is not None else {}), **fields}
-        routes = LegacyRoutes(chosen.pop("measure"), chosen.pop("judge_exactly"), chosen.pop("reference", None))
+        routes = LegacyRoutes(chosen.pop("measure"), chosen.pop("judge_exactly"), chosen.pop("reference", None), True)
         return REGISTRY.register(Claim(id=f"{self.name}.{name}", legacy=routes, **chosen))
 
 

@@ -29,6 +29,7 @@ from enum import StrEnum
 from fractions import Fraction
 from typing import Any, ClassVar
 
+from rankwall.errors import CannotTighten, OutsideDomain  # re-exported: the classes live in rankwall.errors
 from rankwall.theory.validation import InputError
 
 
@@ -58,9 +59,6 @@ class Relation(StrEnum):
         return self is not Relation.EQUAL
 
 
-class OutsideDomain(InputError):
-    """A case whose built values leave the domain its constructor guarantees (a top atom that is not
-    the largest, a tie broken by rounding): it is no instance of the claim, and never a counterexample."""
 
 
 class Case:
@@ -360,10 +358,6 @@ DEFAULT_V = 1024
 DIRECTIONS = ("upper", "lower")
 
 
-class CannotTighten(InputError):
-    """A factor asked of a claim that has no bound to tighten (an identity)."""
-
-
 @dataclass(frozen=True)
 class Claim:
     """A proposition with everything needed to build, check and search its cases.
@@ -529,6 +523,9 @@ class LegacyRoutes:
     measure: Callable[[Case, Any, Fraction], Measurement]
     judge_exactly: Callable[[Case, Fraction], Judgement]
     reference: Callable[[Case, Any], Any] | None = None
+    #: Transitional: such a claim keeps its old answer, holds, where an identity's sides are equal only
+    #: within rounding (a declared claim's answer there is inconclusive).
+    within_rounding_holds: bool = False
 
 
 def tightened_integer_bound(bound: int, factor: Fraction, direction: str) -> int:
@@ -612,7 +609,7 @@ def _within_rounding(claim: Claim, instance: Case, sides: Measurement | Judgemen
     not yet declared over quantities keeps its old answer, holds within rounding, until it is)."""
     method = f"{sides.method} (equal within rounding: the sides agree to within {bound:.1e}, not shown equal; {why})"
     shown = replace(sides, method=method)
-    status = Status.HOLDS if claim.legacy is not None else Status.INCONCLUSIVE
+    status = Status.HOLDS if claim.legacy is not None and claim.legacy.within_rounding_holds else Status.INCONCLUSIVE
     return _verdict(claim, instance, status, shown, bound, Certification.WITHIN_ROUNDING)
 
 
@@ -650,6 +647,23 @@ def check_claim_id(claim_id: Any) -> str:
     return claim_id
 
 
+def _declared_at() -> str:
+    """Where the declaration being registered was written: the innermost caller outside rankwall."""
+    import os
+    import traceback
+
+    import rankwall
+    import rankwall.theory
+
+    folders = tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep for m in (rankwall, rankwall.theory))
+    folders += (os.path.dirname(os.path.abspath(__file__)) + os.sep,)
+    for frame in reversed(traceback.extract_stack()[:-2]):
+        path = os.path.abspath(frame.filename)
+        if not path.startswith(folders) and not frame.filename.startswith("<"):
+            return f"{frame.filename}, line {frame.lineno}"
+    return "inside rankwall"
+
+
 class Registry:
     """Claims keyed by dotted id (``family.name``), matched by shell-style patterns; a mutant is
     looked up as ``id[name]``."""
@@ -660,7 +674,7 @@ class Registry:
     def register(self, claim: Claim) -> Claim:
         check_claim_id(claim.id)
         if claim.id in self._claims:
-            raise ValueError(f"claim {claim.id!r} is registered twice")
+            raise InputError(f"id: the claim {claim.id!r} is declared twice ({_declared_at()})")
         self._claims[claim.id] = claim
         return claim
 

@@ -27,11 +27,12 @@ and the command line, from ``checks/``). Names are imported on first use, so tha
 from __future__ import annotations
 
 import importlib
+import importlib.abc
 import importlib.util
 from fractions import Fraction
 from typing import Any
 
-from rankwall.theory.validation import InputError
+from rankwall.errors import InputError
 
 #: Public names and the modules that define them (imported on first use).
 _EXPORTS = {
@@ -58,6 +59,40 @@ _EXPORTS = {
 }
 
 __all__ = ["InputError", "backend", "check", "get_claim", "search", *sorted(_EXPORTS)]
+
+
+class _FamilyAlias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """``import rankwall.<family>`` (and ``from rankwall.<family> import norm``) finds the family's
+    module, ``rankwall.checks.claims.<family>``: the same module object, so one registry."""
+
+    RESERVED = frozenset({"checks", "theory", "testing", "errors"})
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        head, _, name = fullname.partition(".")
+        if head != "rankwall" or not name or "." in name or name in self.RESERVED or name.startswith("_"):
+            return None
+        if importlib.util.find_spec(f"rankwall.checks.claims.{name}") is None:
+            return None
+        return importlib.util.spec_from_loader(fullname, self)
+
+    def create_module(self, spec: Any) -> Any:
+        return None
+
+    def exec_module(self, module: Any) -> None:
+        import sys
+
+        name = module.__name__.partition(".")[2]
+        sys.modules[module.__name__] = importlib.import_module(f"rankwall.checks.claims.{name}")
+
+
+def _install_family_alias() -> None:
+    import sys
+
+    if not any(isinstance(finder, _FamilyAlias) for finder in sys.meta_path):
+        sys.meta_path.append(_FamilyAlias())
+
+
+_install_family_alias()
 
 
 def __getattr__(name: str) -> Any:

@@ -102,11 +102,33 @@ def assert_holds(
     return verdicts
 
 
+def assert_violated(
+    claim: Any, *, budget: int = 300, tighten: Any = 1, backend: Any = None, seed: int = 0
+) -> Any:
+    """Search ``claim`` (a claim, or its id) for a counterexample with Hypothesis (``budget`` examples,
+    its bound multiplied by ``tighten``, in ``backend``, NumPy float64 by default) and return it: the
+    shrunk, certified ``violated`` :class:`~rankwall.checks.verdict.Verdict`. Raises ``AssertionError``
+    when the search finds none (saying how many examples it checked and how many it could not decide),
+    so a test of a false statement needs no ``pytest.raises``."""
+    import rankwall
+
+    chosen = rankwall.get_claim(claim) if isinstance(claim, str) else claim
+    result = rankwall.search(chosen, budget=budget, tighten=tighten, on=backend, seed=seed)
+    if result.counterexample is None:
+        undecided = f", {result.undecided} undecided" if result.undecided else ""
+        raise AssertionError(
+            f"{chosen.id} (x {result.tighten}): no counterexample in {result.examples} examples{undecided}\n"
+            f"  statement: {chosen.statement}"
+        )
+    return result.counterexample
+
+
 def _message(claim: Any, verdict: Any, backend: Any) -> str:
     certified = "" if verdict.certified_by is None else f", certified {verdict.certified_by.value}"
+    relation = getattr(claim.relation, "value", str(claim.relation))
     return (
         f"{claim.id} is {verdict.status.value} on {json.dumps(verdict.instance.to_json())} "
-        f"({backend.name}/{backend.dtype_name}): lhs = {verdict.lhs!r}, rhs = {verdict.rhs!r}, "
-        f"margin rhs - lhs = {verdict.margin!r} (tolerance {verdict.tolerance!r}); "
+        f"({backend.name}/{backend.dtype_name}): lhs {relation} rhs with lhs = {verdict.lhs!r}, "
+        f"rhs = {verdict.rhs!r}, margin = {verdict.margin!r} (tolerance {verdict.tolerance!r}); "
         f"{verdict.method}{certified}\n  statement: {claim.statement}"
     )

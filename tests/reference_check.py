@@ -126,7 +126,7 @@ def quantity_disagreement(quantity: Any, case: Any, backend: Any) -> str | None:
     reference (an integer interval must contain it), and the exact value at 128 bits must contain it
     (a rational must equal it, a ball must hold it, beyond the reference's own 2^-200 relative error).
     A case its constructor refuses, or outside a quantity's reach (no direction), is no comparison."""
-    from rankwall.checks.quantities import REFERENCE_BITS, Context, Measured
+    from rankwall.checks.quantities import REFERENCE_BITS, Approximately, Context, Measured
     from rankwall.checks.verdict import RankInterval
 
     ctx = Context(case, backend)
@@ -145,8 +145,9 @@ def quantity_disagreement(quantity: Any, case: Any, backend: Any) -> str | None:
     if reference is None:
         return f"{quantity}: no reference"
     with mpmath.workprec(REFERENCE_BITS):
-        ref = _number(reference)
-        slack = abs(ref) * mpmath.mpf(2) ** -200
+        approximate = isinstance(reference, Approximately)
+        ref = _number(reference.value if approximate else reference)
+        slack = abs(ref) * mpmath.mpf(2) ** -200 + (_number(reference.error) if approximate else 0)
         if isinstance(measured, RankInterval):
             if measured.lo <= measured.hi and not measured.lo <= ref <= measured.hi:
                 return f"{quantity}: reference {ref} outside the measured [{measured.lo}, {measured.hi}]"
@@ -163,7 +164,7 @@ def quantity_disagreement(quantity: Any, case: Any, backend: Any) -> str | None:
         elif value is not None:
             if value.rational:
                 exact_value = Fraction(int(value.value.p), int(value.value.q))
-                if abs(_number(exact_value) - ref) > slack:
+                if abs(_number(exact_value) - ref) > slack or (slack == 0 and exact_value != reference):
                     return f"{quantity}: exact {exact_value} against the reference {mpmath.nstr(ref, 17)}"
             else:
                 ball = value.ball

@@ -12,6 +12,8 @@ from fractions import Fraction
 import mpmath
 import numpy as np
 import pytest
+import scipy.linalg
+import scipy.special
 from reference_check import disagreements
 
 from rankwall.checks import verdict as verdict_module
@@ -22,9 +24,17 @@ from rankwall.checks.quantities import declare
 from rankwall.checks.search import search
 from rankwall.checks.verdict import REGISTRY, Certification, OutsideDomain, Relation, Status, case_from_json
 from rankwall.theory import compression as cp
+from rankwall.theory._rounding import gamma
 from rankwall.theory.validation import InputError
 
 U = 2.0**-53
+
+
+def qr_error(V: int, D: int) -> float:
+    """Householder QR's bound on the distance of the computed Q from an orthonormal basis of the
+    computed factorization (Higham, Thm 19.4: ||Q^ - Q||_F <= sqrt(D) gamma~_{VD}, gamma~ taken as
+    gamma_{VD}): the tolerance of Q^T Q = I, of W = Q Q^T W and of two libraries' projectors."""
+    return math.sqrt(D) * gamma(V * D, U)
 
 
 def batch(V=300, D=20, tokens=64, rank=None, seed=0):
@@ -52,6 +62,80 @@ class TestProjection:
         W, G = batch()
         Q, _ = cp.column_basis(W)
         np.testing.assert_allclose(G @ W, (G @ Q @ Q.T) @ W, atol=1e-14)
+
+    @pytest.mark.parametrize("library", ["scipy", "torch"])
+    def test_the_two_step_pivoted_qr_reads_the_rank_of_a_pivoted_qr_of_W(self, library, monkeypatch):
+        """Householder QR of W, then a pivoted QR of its D x D factor: the rank and the pivoted
+        diagonal of a direct pivoted QR of W (LAPACK geqp3), on full-rank and low-rank heads, by
+        either library that factors W."""
+        if library == "torch":
+            pytest.importorskip("torch")
+        monkeypatch.setattr(cp, "TORCH_QR_MIN_ENTRIES", 0 if library == "torch" else math.inf)
+        for rank in (None, 1, 7):
+            W = cp.construct_head(400, 24, 3, rank=rank)
+            Q, found = cp.column_basis(W)
+            _, R, _ = scipy.linalg.qr(W, mode="economic", pivoting=True)
+            diagonal = np.abs(np.diag(R))
+            direct = int(np.sum(diagonal > 400 * np.finfo(np.float64).eps * diagonal[0]))
+            assert found == direct == np.linalg.matrix_rank(W) == (24 if rank is None else rank)
+            assert Q.shape == (400, found)
+            # Q is orthonormal and spans col W: W - Q Q^T W is W's rounding, not a missing direction
+            np.testing.assert_allclose(Q.T @ Q, np.eye(found), rtol=0, atol=2 * qr_error(400, 24))
+            assert np.linalg.norm(W - Q @ (Q.T @ W)) <= 2 * qr_error(400, 24) * np.linalg.norm(W)
+
+    def test_both_qr_libraries_give_the_same_shares(self, monkeypatch):
+        """The projector, and so Eq. 1, does not depend on which library factored W."""
+        pytest.importorskip("torch")
+        W, G = batch(V=600, D=30)
+        shares = {}
+        for library, threshold in (("scipy", math.inf), ("torch", 0)):
+            monkeypatch.setattr(cp, "TORCH_QR_MIN_ENTRIES", threshold)
+            shares[library] = cp.compression([G], cp.column_basis(W)[0])
+        # ||Pi_1 - Pi_2||_2 <= 2 (qr_error + qr_error): each share moves by at most that much
+        for name in ("destroyed", "cosine"):
+            assert getattr(shares["torch"], name) == pytest.approx(
+                getattr(shares["scipy"], name), rel=0, abs=4 * qr_error(600, 30)
+            )
+
+    def test_the_gradient_is_the_softmax_minus_the_targets(self):
+        """The in-place blocks against scipy.special.softmax of the same blocks of logits, entry by entry
+        (the same IEEE operations), each block a new array."""
+        W = cp.construct_head(300, 12, 5)
+        H, targets = cp.construct_batch(50, 12, 300, 6)
+        blocks = list(cp.logit_gradient_blocks(H, W, targets, block=7))
+        assert len({id(b) for b in blocks}) == len(blocks)
+        expected = np.concatenate([scipy.special.softmax(H[i : i + 7] @ W.T, axis=1) for i in range(0, 50, 7)])
+        expected[np.arange(50), targets] -= 1
+        np.testing.assert_array_equal(np.concatenate(blocks), expected / 50)
+
+    def test_the_in_place_stream_equals_the_public_one(self):
+        """random_head_compression (one buffer, the residual written over it) gives what compression
+        gives on the same blocks (copied, the input left as it was), but for the order of the sums."""
+        V, D, tokens = 700, 16, 600
+        own = cp.random_head_compression(V, D, tokens, 9)
+        W = cp.construct_head(V, D, 9)
+        H, targets = cp.construct_batch(tokens, D, V, 10)
+        G = np.concatenate(list(cp.logit_gradient_blocks(H, W, targets)))
+        kept = G.copy()
+        public = cp.compression([G], cp.column_basis(W)[0])
+        np.testing.assert_array_equal(G, kept)
+        for name in ("destroyed", "cosine", "destroyed_per_token", "cosine_per_token"):
+            assert getattr(own, name) == pytest.approx(getattr(public, name), rel=gamma(tokens, U))
+
+    @pytest.mark.parametrize("layout", ["columns of a larger basis", "Fortran order"])
+    def test_any_layout_of_Q_gives_the_same_shares(self, layout):
+        W, G = batch(V=200, D=9)
+        Q = cp.column_basis(W)[0]
+        other = np.hstack([Q, np.zeros((200, 3))])[:, :9] if layout.startswith("columns") else np.asfortranarray(Q)
+        got, expected = cp.compression([G], other), cp.compression([G], Q)
+        for name in ("destroyed", "cosine", "destroyed_per_token", "cosine_per_token"):
+            # the products C = GQ and G - CQ^T in another order: each entry within gamma_V of its value
+            assert getattr(got, name) == pytest.approx(getattr(expected, name), rel=4 * gamma(200, U))
+
+    def test_a_zero_head_keeps_nothing(self):
+        Q, rank = cp.column_basis(np.zeros((30, 4)))
+        result = cp.compression([batch(V=30, D=4)[1]], Q)
+        assert rank == 0 and Q.shape == (30, 0) and result.destroyed == 1.0 and result.cosine == 0.0
 
     def test_streaming_in_blocks_changes_nothing(self):
         W = cp.construct_head(200, 10, 3)

@@ -34,8 +34,12 @@ math_check = _load_math_check()
 
 
 def sphinx(source: Path, out: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "sphinx", "-W", "-q", "-b", "html", str(source), str(out)],
-                          capture_output=True, text=True, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "sphinx", "-W", "-q", "-b", "html", str(source), str(out)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +68,9 @@ def test_the_remote_check_sees_a_cdn_script():
     html = '<script defer src="https://cdn.jsdelivr.net/npm/mathjax@4/tex-mml-chtml.js"></script>'
     html += '<link rel="stylesheet" href="//example.org/a.css"><script src="_static/local.js"></script>'
     assert math_check.remote_loads(html) == [
-        "<script src=https://cdn.jsdelivr.net/npm/mathjax@4/tex-mml-chtml.js>", "<link href=//example.org/a.css>"]
+        "<script src=https://cdn.jsdelivr.net/npm/mathjax@4/tex-mml-chtml.js>",
+        "<link href=//example.org/a.css>",
+    ]
 
 
 def test_every_page_names_the_release(built):
@@ -78,22 +84,29 @@ def test_citation_file_names_the_package_version():
     assert cff["cff-version"] == "1.2.0"
     assert cff["version"] == metadata.version("rankwall")
     assert cff["title"] and cff["authors"] and cff["message"]
+    assert isinstance(cff["date-released"], str) and re.fullmatch(r"\d{4}-\d{2}-\d{2}", cff["date-released"])
 
 
 def test_every_statement_carries_its_stable_number_on_its_page(built):
     from rankwall.checks import fidelity
+    from rankwall.checks.statements import theorems
 
+    directives = {label: directive for label, (directive, _, _) in theorems(DOCS).items()}
     for s in fidelity.STATEMENTS:
         html = (built / f"{s.page}.html").read_text()
-        kind = "Lemma" if s.label.startswith("lem-") else "Theorem"
-        assert re.search(rf'id="{s.label}"[^>]*>\s*<p class="admonition-title"><span class="caption-number">'
-                         rf"{kind} {re.escape(s.number)} ", html), (s.label, s.number)
+        kind = directives[s.label].capitalize()  # "Theorem", "Lemma", "Corollary"
+        assert re.search(
+            rf'id="{s.label}"[^>]*>\s*<p class="admonition-title"><span class="caption-number">'
+            rf"{kind} {re.escape(s.number)} ",
+            html,
+        ), (s.label, s.number)
 
 
 def test_a_theorem_missing_from_the_index_fails_the_build(tmp_path):
     (tmp_path / "conf.py").write_text(
         f"import sys\nsys.path.insert(0, {str(DOCS / '_ext')!r})\n"
-        'extensions = ["myst_parser", "sphinx_proof", "companion"]\n')
+        'extensions = ["myst_parser", "sphinx_proof", "companion"]\n'
+    )
     (tmp_path / "index.md").write_text("# Page\n\n```{prf:theorem} New\n:label: thm-unindexed\n\nText.\n```\n")
     result = sphinx(tmp_path, tmp_path / "out")
     assert result.returncode != 0
@@ -133,10 +146,9 @@ def test_the_family_and_new_statement_lists_are_built_from_the_registry(built):
     from rankwall.checks.claims import FAMILY_MODULES
     from rankwall.checks.statements import Kind
 
-    families = _table_rows((built / "conjectures.html").read_text(), "family-list")
-    assert [re.search(r"rankwall\.([a-z_]+)", row).group(1) for row in families] == [
-        module.__name__.rsplit(".", 1)[1] for module in FAMILY_MODULES
-    ]
+    pattern = r"<td[^>]*>\s*(?:<p>)?<code[^>]*><span class=\"pre\">rankwall\.([a-z_]+)</span>"
+    families = re.findall(pattern, (built / "conjectures.html").read_text())
+    assert families == [module.__name__.rsplit(".", 1)[1] for module in FAMILY_MODULES]
     new = _table_rows((built / "beyond.html").read_text(), "statement-index")
     assert [re.search(r'href="[^"#]*#([^"]+)"', row).group(1) for row in new] == [
         s.label for s in fidelity.STATEMENTS if s.kind is Kind.NEW
@@ -157,8 +169,11 @@ def test_two_pages_render_their_math_offline_in_chromium(built, tmp_path):
         report = math_check.check_page(built / page, math_check.find_chromium())
         assert report.ok and report.math > 50, report
     # the same page loading MathJax from a CDN, which no host resolution reaches: every formula stays raw
-    cdn = (built / "error_rank.html").read_text().replace(
-        "_static/mathjax/tex-svg.js", "https://cdn.jsdelivr.net/npm/mathjax@3/es5/tex-svg.js")
+    cdn = (
+        (built / "error_rank.html")
+        .read_text()
+        .replace("_static/mathjax/tex-svg.js", "https://cdn.jsdelivr.net/npm/mathjax@3/es5/tex-svg.js")
+    )
     (tmp_path / "error_rank.html").write_text(cdn)
     report = math_check.check_page(tmp_path / "error_rank.html", math_check.find_chromium())
     assert report.rendered == 0 and len(report.raw) == report.math > 50
@@ -201,3 +216,15 @@ def test_the_readme_claims_table_is_what_the_main_job_gives():
         [sys.executable, str(ROOT / "scripts" / "readme_claims.py"), "--check"], capture_output=True, text=True
     )
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+
+
+def test_the_conjectures_page_tables_are_generated():
+    """The family and quantity tables of docs/conjectures.md are what scripts/docs_tables.py generates
+    from the code now (the Markdown shows them without Sphinx; a stale table fails here)."""
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "docs_tables.py"), "--check"], capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]

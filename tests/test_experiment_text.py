@@ -39,7 +39,7 @@ BAD_TEXTS = [
 
 
 @pytest.mark.usefixtures("no_model")
-@pytest.mark.parametrize("name", ["sign-agreement", "attention-heads", "efficiency-anatomy"])
+@pytest.mark.parametrize("name", ["sign-agreement", "attention-heads", "efficiency-anatomy", "gradient-tail"])
 @pytest.mark.parametrize(("make", "message"), BAD_TEXTS)
 def test_a_bad_text_exits_two_before_the_model_loads(tmp_path, capsys, name, make, message):
     out = tmp_path / "out"

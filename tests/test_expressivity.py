@@ -165,6 +165,89 @@ class TestDimensionOne:
         assert (argmax == np.arange(50)).all() and (ties == 1).all()
 
 
+def d1_heads(seeds: range = range(6)):
+    """D = 1 heads of every kind Theorem EX.3 (4) covers: no bias, the tangent head, random biases,
+    and weights with ties (two values only, and a repeated extreme), at V = 3 to 8."""
+    for seed in seeds:
+        rng = np.random.default_rng(seed)
+        V = 3 + seed % 6
+        w = rng.uniform(-2, 2, V)
+        yield "no bias", w, None
+        yield "tangent", *ex.tangent_head(V, seed)
+        yield "random bias", w, rng.uniform(-3, 3, V)
+        yield "two weights", rng.choice([-1.0, 1.0], V), rng.uniform(-1, 1, V)
+        yield "a repeated extreme", np.r_[w, w.max()], rng.uniform(-1, 1, V + 1)
+
+
+def grid_top1(w, b, t, lo, hi, points=20001):
+    """p_t(h) on a grid strictly inside the finite interval (lo, hi), where t is the strict argmax."""
+    h = np.linspace(float(lo), float(hi), points)[1:-1]
+    z = np.outer(h, w) + (0 if b is None else b)
+    assert (z.argmax(axis=1) == t).all()
+    return np.exp(z[:, t] - z.max(axis=1)) / np.exp(z - z.max(axis=1, keepdims=True)).sum(axis=1)
+
+
+class TestDimensionOneTopOneRange:
+    """Theorem EX.3 (1) and (4): the top-1 probabilities a token of a D = 1 head reaches as the strict
+    argmax, from d1_top1_range (log-concavity), against a dense grid and closed forms."""
+
+    def test_two_tokens_reach_every_value_above_one_half_without_a_bias(self):
+        """(1): w = (1, -1), h = r > 0: token 0 wins with top-1 probability 1/(1 + e^{-2r})."""
+        w = np.array([1.0, -1.0])
+        assert ex.d1_argmax_interval(w, None, 0) == (0, None) and ex.d1_argmax_interval(w, None, 1) == (None, 0)
+        assert ex.d1_top1_range(w, None, 0) == (0.5, 1.0) == ex.d1_top1_range(w, None, 1)
+        p = np.array([0.5001, 0.6, 0.9, 0.999999])
+        r = np.log(p / (1 - p)) / 2
+        argmax, top, ties = ex.top1(r[:, None], w[:, None])
+        assert (argmax == 0).all() and (ties == 1).all()
+        assert np.abs(top - p).max() <= 8 * tolerance.gamma(4, 2.0**-53)
+
+    def test_the_range_matches_a_dense_grid_on_bounded_intervals(self):
+        """Grid values are attained, so they lie in [inf, sup] up to the rounding of p (gamma_V); and
+        |dp_t/dh| <= L = max|w_x - w_t|, so the grid's extremes come within L times the step of the range."""
+        checked = 0
+        for _, w, b in d1_heads():
+            w = np.asarray(w, dtype=float).ravel()
+            for t in range(len(w)):
+                interval = ex.d1_argmax_interval(w, b, t)
+                if interval is None or None in interval:
+                    continue
+                lo, hi = interval
+                inf, sup = ex.d1_top1_range(w, b, t)
+                grid = grid_top1(w, b, t, lo, hi)
+                rounding = 4 * tolerance.gamma(len(w) + 4, 2.0**-53)
+                step = float(hi - lo) / 20000 * np.abs(w - w[t]).max()
+                assert inf * (1 - rounding) <= grid.min() <= inf + step + rounding, (w, b, t)
+                assert sup - step - rounding <= grid.max() <= sup * (1 + rounding), (w, b, t)
+                checked += 1
+        assert checked >= 20
+
+    def test_only_a_token_of_an_extreme_weight_reaches_both(self):
+        """(4): 3/4 and 1/V + 1/(4V^2) are reached by at most the tokens of the largest and the smallest
+        weight, so by at most two of V >= 3; without a bias (distinct weights) both extremes do."""
+        for kind, w, b in d1_heads(range(12)):
+            w = np.asarray(w, dtype=float).ravel()
+            reaching = ex.d1_tokens_reaching(w, b, float(ex.EX3_HIGH), float(ex.ex3_low(len(w))))
+            assert len(reaching) <= 2, (kind, w, b)
+            assert set(w[reaching]) <= {w.min(), w.max()}, (kind, w, b)
+            if kind == "no bias":
+                assert reaching.tolist() == sorted([int(np.argmin(w)), int(np.argmax(w))]), w
+
+    def test_a_middle_token_reaches_both_when_the_low_end_is_relaxed(self):
+        """The low end matters: with a large bias the middle token of (-10, 0, 10) reaches 3/4 and comes
+        down to just below 1/2 (at a tie with a neighbour, e^5 / (2e^5 + e^-5)), but never to 1/3 + 1/36."""
+        w, b = np.array([-10.0, 0.0, 10.0]), np.array([0.0, 5.0, 0.0])
+        inf, sup = ex.d1_top1_range(w, b, 1)
+        assert sup > 0.98 and abs(inf - np.exp(5) / (2 * np.exp(5) + np.exp(-5))) <= 8 * tolerance.gamma(8, 2.0**-53)
+        assert 1 in ex.d1_tokens_reaching(w, b, 0.75, 0.6)
+        assert 1 not in ex.d1_tokens_reaching(w, b, 0.75, float(ex.ex3_low(3)))
+
+    def test_a_token_that_never_wins_has_no_range(self):
+        w, b = np.array([0.0, 1.0, 1.0]), np.array([0.0, 2.0, 2.0])  # tokens 1 and 2 tie for every h
+        assert ex.d1_argmax_interval(w, b, 1) is None and ex.d1_top1_range(w, b, 2) is None
+        assert ex.d1_argmax_interval(w, b, 0) == (None, Fraction(-2))
+
+
 @pytest.mark.parametrize(
     ("call", "message"),
     [
@@ -242,7 +325,8 @@ class TestArgmaxableTokens:
         result = ex.argmaxable(W)
         assert result["argmaxable"].tolist() == [True] * 12 + [False]
         assert result["method"][12] == "convex combination"
-        assert {str(m) for m in result["method"][:12]} <= {*ALL_CERTIFICATES, "reflections", "LP, re-checked"}
+        winners = {*ALL_CERTIFICATES, ex.HULL_VERTEX, "reflections", "LP, re-checked"}
+        assert {str(m) for m in result["method"][:12]} <= winners
         assert_every_answer_is_certified(W, None, result)
 
     def test_duplicate_rows_lose_to_their_twin_unless_their_bias_is_larger(self):
@@ -428,6 +512,91 @@ class TestCertifiedArgmax:
         assert np.flatnonzero(result["never"]).tolist() == never
         assert (result["argmaxable"] | result["never"]).all()
         assert_every_answer_is_certified(W, bias, result)
+
+
+class TestTheHullRoute:
+    """At D <= HULL_MAX_D qhull proposes the candidates; every answer is still certified exactly, so
+    the route gives the hull's vertices without a bias and the general route's answers with one, and a
+    hull that proposes nonsense only sends tokens on to the general route (issue 29, item 3)."""
+
+    @staticmethod
+    def vertices(points):
+        from scipy.spatial import ConvexHull
+
+        found = np.zeros(len(points), dtype=bool)
+        found[ConvexHull(points).vertices] = True
+        return found
+
+    @pytest.mark.parametrize("D", [2, 3, 4])
+    def test_the_hull_settles_every_token_without_a_bias(self, D):
+        W = random_head(11 * D, 80, D, False)[0]
+        result = ex.argmaxable(W)
+        assert (result["argmaxable"] == self.vertices(W)).all() and (result["never"] == ~self.vertices(W)).all()
+        assert set(result["method"].tolist()) == {ex.HULL_VERTEX, ex.CONVEX_COMBINATION}
+        assert_every_answer_is_certified(W, None, result)
+
+    def test_with_a_bias_it_answers_as_the_general_route(self, monkeypatch):
+        W, b = random_head(34, 30, 3, True)
+        result = ex.argmaxable(W, b)
+        monkeypatch.setattr(ex, "HULL_MAX_D", 0)
+        general = ex.argmaxable(W, b)
+        assert (result["argmaxable"] == general["argmaxable"]).all() and (result["never"] == general["never"]).all()
+        assert ex.CONVEX_COMBINATION in result["method"]
+        assert_every_answer_is_certified(W, b, result)
+
+    @pytest.mark.parametrize(
+        ("W", "winners"),
+        [
+            # a grid: edge midpoints coplanar with a facet, the centre inside
+            (np.array([[x, y] for x in (0.0, 0.5, 1.0) for y in (0.0, 0.5, 1.0)]), [0, 2, 6, 8]),
+            # collinear rows: only the two ends win
+            (np.outer(np.linspace(-1, 1, 9), [1.0, 2.0, -1.0]), [0, 8]),
+            # twins of rows 0-2 tie with them (all never), row 13 lies inside
+            (np.vstack([ex.circle_head(10), ex.circle_head(10)[:3], [[0.2, 0.1]]]), [3, 4, 5, 6, 7, 8, 9]),
+        ],
+        ids=["grid", "collinear", "twins"],
+    )
+    def test_degenerate_heads_are_answered_and_certified(self, W, winners):
+        result = ex.argmaxable(W)
+        assert np.flatnonzero(result["argmaxable"]).tolist() == winners
+        assert (result["argmaxable"] | result["never"]).all()
+        assert_every_answer_is_certified(W, None, result)
+
+    def test_rows_in_a_plane_of_a_larger_space(self):
+        """The hull is taken in the rows' affine hull (a plane of R^3), the weights checked in all
+        three coordinates."""
+        plane = random_head(3, 40, 2, False)[0]
+        result = ex.argmaxable(np.hstack([plane, np.zeros((40, 1))]))
+        assert (result["argmaxable"] == self.vertices(plane)).all()
+        assert set(result["method"].tolist()) == {ex.HULL_VERTEX, ex.CONVEX_COMBINATION}
+        assert_every_answer_is_certified(np.hstack([plane, np.zeros((40, 1))]), None, result)
+
+    def test_a_lying_hull_changes_no_answer(self, monkeypatch):
+        """Every vertex proposed inside (on a support of other rows) and every other row proposed as a
+        vertex with h = 0: no proposal survives its exact check, and the general route answers."""
+        W = random_head(5, 24, 2, False)[0]
+        honest = ex._hull_proposals
+
+        def lying(head, open_tokens):
+            real = honest(head, open_tokens)
+            inside = np.array(sorted(t for ts in real.supports.values() for t in ts))
+            supports = {tuple(t for t in real.tokens[:3]): [int(t) for t in real.tokens[3:]]}
+            return ex._HullProposals(tokens=inside, H=np.zeros((len(inside), 2)), supports=supports)
+
+        monkeypatch.setattr(ex, "_hull_proposals", lying)
+        result = ex.argmaxable(W)
+        assert (result["argmaxable"] == self.vertices(W)).all() and (result["never"] == ~self.vertices(W)).all()
+        assert ex.HULL_VERTEX not in result["method"]
+        assert_every_answer_is_certified(W, None, result)
+
+    def test_weights_off_the_support_are_refused(self):
+        """A token proposed on a simplex that does not hold it gets no certificate (a negative weight),
+        and a support whose rows are not independent none either (a zero determinant)."""
+        W = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0], [0.25, 0.25], [2.0, 2.0], [0.5, 0.0]])
+        found = ex._hull_never(ex.Head.of(W), {(0, 1, 2): [3, 4], (0, 1, 5): [3]})
+        assert sorted(found) == [3]
+        support, weights = found[3]
+        assert sorted(support.tolist()) == [0, 1, 2] and sum(weights) == 1 and all(w > 0 for w in weights)
 
 
 def test_rankwall_argmax(capsys, tmp_path):
@@ -636,9 +805,13 @@ class TestArgmaxableVsHullCanFail:
 
         hull = scipy.spatial.ConvexHull
 
-        class MissingOne:
-            def __init__(self, points):
-                self.vertices = hull(points).vertices[1:]
+        class MissingOne(hull):
+            """qhull answering with one vertex left out (its facets, which argmaxable's proposals
+            come from, kept: the certified answer does not depend on them)."""
+
+            @property
+            def vertices(self):
+                return super().vertices[1:]
 
         dropped = int(hull(claims.argmax_head(HEAD)).vertices[0])
         monkeypatch.setattr(scipy.spatial, "ConvexHull", MissingOne)

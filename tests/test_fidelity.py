@@ -7,6 +7,8 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import re
+from importlib import metadata
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -15,7 +17,7 @@ import rankwall.checks.claims  # noqa: F401  (registers every family)
 from rankwall.checks import fidelity
 from rankwall.checks.claims import FAMILY_MODULES
 from rankwall.checks.fidelity import ROWS, STATEMENTS, Checked, Computed, Pointer, Recorded, Row, Status
-from rankwall.checks.statements import Kind
+from rankwall.checks.statements import Kind, changed, read_record, recorded_versions, stated, theorems
 from rankwall.checks.verdict import REGISTRY
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
@@ -168,3 +170,108 @@ def test_every_corrected_statement_is_in_the_errata():
         if s.kind is Kind.CORRECTED:
             assert f"`{s.label}`" in errata, s.label
 
+
+def test_a_title_that_names_a_kind_names_the_index_kind():
+    """A theorem's title and its index entry agree on its kind ("(new)", "(reconstructed)", "(corrected)",
+    "(the seed's ...)"), the strongest word deciding: a statement reconstructed and corrected is corrected."""
+    pages = theorems(DOCS)
+    for s in STATEMENTS:
+        title = pages[s.label][1]
+        for word, kind in (
+            ("corrected", Kind.CORRECTED),
+            ("reconstructed", Kind.RECONSTRUCTED),
+            ("new", Kind.NEW),
+            ("the seed's", Kind.SEED),
+        ):
+            if re.search(rf"\({word}\b|, {word}\b|\b{word}[,)]", title):
+                assert s.kind is kind, (s.number, title, s.kind)
+                break
+
+
+def test_the_kind_check_sees_a_wrong_title():
+    assert re.search(r"\(reconstructed\b", "Rank (reconstructed)") and not re.search(r"\(new\b", "Rank (reconstructed)")
+
+
+# --------------------------------------------------------------------------- statuses the third reading settled
+
+#: (seed, the start of what the seed says) -> the status a reading of every row settled (issue 30).
+SETTLED = {
+    ("000", "the logit gradient has full rank V"): Status.REFUTED,
+    ("000", "two hidden dimensions suffice"): Status.REPRODUCED,
+    ("000", "the first 5-10 coefficients"): Status.REPRODUCED,
+    ("000", "the update along the H-gradient"): Status.OUT_OF_REACH,
+    ("000", "the bound of Prop. A.6 is non-vacuous"): Status.QUALIFIED,
+    ("000", "the first-order optimal logit update is the logit gradient"): Status.REPRODUCED,
+    ("001", "measured ranks: softmax d = 400"): Status.OUT_OF_REACH,
+    ("001", "MoE layers are mixtures of contexts"): Status.REPRODUCED,
+    ("002", "the row's width does not enter"): Status.QUALIFIED,
+    ("002", "replacing the head by a fixed shift-by-one costs about 841"): Status.QUALIFIED,
+    ("002", "the 1/sqrt(d) scale"): Status.QUALIFIED,
+}
+
+
+@pytest.mark.parametrize(("key", "status"), SETTLED.items(), ids=[k[1][:32] for k in SETTLED])
+def test_the_statuses_the_third_reading_settled(key, status):
+    rows = [r for r in ROWS if (r.seed, r.seed_says[: len(key[1])]) == key]
+    assert len(rows) == 1 and rows[0].status is status, (key, [r.status for r in rows])
+
+
+def test_the_figures_behind_the_settled_statuses():
+    """The 841 row shows the 866 of the printed values; the A.6 row a certified rank above 2D; the width row
+    two different norms; the kernel row rests on SJ.1, where J1 = 0 is stated."""
+    by_says = {r.seed_says: r for r in ROWS}
+    row = next(r for says, r in by_says.items() if "841" in says)
+    assert "= 866;" in row.figure(DOCS)
+    row = next(r for says, r in by_says.items() if "Prop. A.6 is non-vacuous" in says)
+    rank, two_D = map(
+        lambda x: int(x.replace(",", "")),
+        re.search(r"2D = ([\d,]+): certified rank >= ([\d,]+)", row.figure(DOCS)).groups()[::-1],
+    )
+    assert rank > two_D
+    row = next(r for says, r in by_says.items() if says.startswith("the row's width"))
+    norms = re.search(r"\|\|J\|\| = ([\d.]+) \(64 positions\), ([\d.]+) \(2 positions\)", row.figure(DOCS))
+    wide, narrow = norms.groups()
+    assert float(wide) < float(narrow)
+    row = next(r for says, r in by_says.items() if says.startswith("J annihilates the constant direction"))
+    assert row.theorem == "thm-variance"
+
+
+# --------------------------------------------------------------------------- the index of each release
+
+
+def test_every_indexed_statement_has_its_text_on_its_page():
+    pages = theorems(DOCS)
+    for s in stated(STATEMENTS, DOCS):
+        assert s.text and s.title and s.directive, s.number
+        assert pages[s.label][0] == s.directive
+
+
+def test_the_statement_index_is_the_one_recorded_for_this_version():
+    """A numbered statement that changes (its text, title, kind or seed reference) needs a new version:
+    bump it in pyproject.toml and CITATION.cff, list the change in docs/errata.md under it, and run
+    python scripts/statement_index.py --write."""
+    release = metadata.version("rankwall")
+    assert release in recorded_versions(DOCS), f"no record for rankwall {release}"
+    assert recorded_versions(DOCS)[-1] == release, "the current version is not the newest record"
+    differences = changed(read_record(release, DOCS), stated(STATEMENTS, DOCS))
+    assert not differences, f"changed since the record of rankwall {release}: {differences}; bump the version"
+
+
+def test_every_change_between_releases_is_listed_under_the_later_release():
+    errata = (DOCS / "errata.md").read_text()
+    for old, new in pairwise(recorded_versions(DOCS)):
+        start = errata.index(f"### rankwall {new}")
+        section = errata[start : errata.find("\n#", start + 1)]
+        for number in changed(read_record(old, DOCS), read_record(new, DOCS)):
+            assert re.search(rf"\b{re.escape(number)}\b", section), (new, number)
+
+
+def test_a_changed_statement_is_caught():
+    """The comparison sees a changed word, a changed kind and a new number."""
+    index = stated(STATEMENTS, DOCS)
+    first = index[0]
+    edited = [dataclasses.replace(first, text=first.text + " Moreover."), *index[1:]]
+    assert changed(index, edited) == [first.number]
+    other_kind = next(k.value for k in Kind if k.value != first.kind)
+    assert changed(index, [dataclasses.replace(first, kind=other_kind), *index[1:]]) == [first.number]
+    assert changed(index[1:], index) == [first.number]

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import dataclasses
 from fractions import Fraction
 
 import numpy as np
 import pytest
 import torch
-from reference_check import disagreements
 
 import rankwall.checks.claims.heads as hc
 from rankwall.checks import exact
 from rankwall.checks.backends import resolve
+from rankwall.checks.quantities import Context
 from rankwall.checks.search import search
 from rankwall.checks.strategies import CI_SEARCH_BUDGET
 from rankwall.checks.verdict import REGISTRY, Certification, RankInterval, Status
@@ -150,6 +149,20 @@ def test_sigsoftmax_keeps_the_dimension_that_softmax_loses():
     assert (verdict.status, verdict.lhs) == (Status.HOLDS, 8.0), verdict.to_json()
 
 
+@pytest.mark.parametrize(("V", "d", "expected"), [(3, 4, 2), (12, 4, 4)])
+def test_sigsoftmax_jacobian_rank_is_min_of_rank_w_and_v_minus_1(V, d, expected):
+    """HD.3 (3): rank J = rank W - [G^-1 1 in col W]. With rank W = V (V = 3, d = 4) col W is all of R^V,
+    so G^-1 1 is in it, and still rank J = V - 1 = min(rank W, V - 1): equality fails only when
+    rank W < V and G^-1 1 is in col W. The claim certifies the rank at both ends on such a head."""
+    instance = head_instance("sigsoftmax", d=d, V=V, N=1)
+    theta, _ = hc.contexts(instance)
+    scale = max(Fraction(x).denominator for x in theta.W.ravel())
+    rank_W = exact.exact_rank(np.array([[int(Fraction(x) * scale) for x in row] for row in theta.W], dtype=object))[0]
+    verdict = REGISTRY["heads.jacobian-rank"].check(instance, NUMPY)
+    assert rank_W == min(V, d) and verdict.status is Status.HOLDS, verdict.to_json()
+    assert verdict.lhs == verdict.rhs == expected == min(rank_W, V - 1)
+
+
 def test_piecewise_linear_gradient_has_the_dimension_of_its_positive_logits():
     """The piecewise-linear head's gradient spans rank W_S (S: the positive logits), here 4 < d = 8 < V - 1."""
     instance = head_instance("piecewise-linear", V=12, seed=5)
@@ -171,9 +184,7 @@ def test_the_certified_interval_decides_the_true_claims(claim_id, instance, cert
     """On these instances both ends meet, so the rank is pinned: two-sided for the bounds and the identity."""
     verdict = REGISTRY[claim_id].check(instance, NUMPY)
     assert verdict.status is Status.HOLDS and verdict.certified_by is certified_by, verdict.to_json()
-    assert (
-        verdict.method.startswith("rank in [") and "lower from SVD" in verdict.method and "upper from" in verdict.method
-    )
+    assert "rank in [" in verdict.method and "lower from SVD" in verdict.method and "upper from" in verdict.method
 
 
 def plant(monkeypatch, name, shift):
@@ -289,36 +300,107 @@ def test_rank_of_log_probabilities_is_computed_in_the_backend_and_its_dtype(clai
     assert 0.9 * 2**29 < ratio < 1.1 * 2**29, ratio
 
 
-# ----------------------------------------------------------------- checked measurements (issue 18)
+# ----------------------------------------------------------------- checked measurements (issue 18, 26)
 
 
-def test_a_measure_of_the_wrong_quantity_is_caught_by_the_reference():
-    """Planted: the rank of the logits H_eff Wᵀ (at most d) in place of rank(log P). Every verdict of
-    "rank(log P) ≤ d + 1" still holds; the reference's rank of log P written out in balls (d + 1 where
-    1 ∉ col W) lies outside the planted interval."""
-    claim = REGISTRY["heads.softmax-moc-rank"]
-
-    def logit_rank(case, backend, factor):
-        theta, H = hc.contexts(case)
-        logits = hd.effective_hidden(case.head, theta, H) @ theta.W.T
-        lo = exact.weyl_rank_lower_bound(logits, hc.U)[0]
-        hi = min(case.d, *logits.shape)
-        return RankInterval(min(lo, hi), hi, "SVD of the logits", "the d columns of W").sides(case.d + 1, "upper")[0]
-
-    wrong = dataclasses.replace(claim, measure=logit_rank)
-    witnesses = [i for i in claim.witnesses(16) if i.N == 120 and not i.constant_column][:3]
-    assert witnesses and all(wrong.check(i, NUMPY).status is Status.HOLDS for i in witnesses)
-    assert not disagreements(claim, witnesses, NUMPY)
-    found = disagreements(wrong, witnesses, NUMPY)
-    assert len(found) == len(witnesses) and all("outside the certified" in why for why in found), found
+def logits_rank_plus_one(ctx):
+    """A wrong measure of rank(log P), planted: for a head that is a softmax of one state, the rank of its
+    logits H_eff Wᵀ plus one (as if the normaliser always added a dimension, which it does not when
+    1 ∈ col W); the true measurement for the other heads."""
+    case = ctx.case
+    if not hc.one_state(case):
+        return hc.interval_of(case, hc.built_in(ctx))[0]
+    theta, H = hc.contexts(case)
+    logits = np.asarray(hc.effective_states(case.head, theta, H)) @ theta.W.T
+    rank = exact.weyl_rank_lower_bound(logits, hc.U)[0] + 1
+    return RankInterval(rank, rank, "SVD of the logits, plus one", "SVD of the logits, plus one")
 
 
-def test_the_bounds_carry_a_continuous_closeness():
-    """An integer bound gets a continuous target for the search: log10 σ_{b+1}/σ_1 for rank ≤ b (rounding
-    level where it holds, near 0 once tightened below the rank), −log10 σ_b for b ≤ rank."""
+class TestAWrongQuantityIsCaughtByItsReference:
+    """Issue 26: a quantity measured as the wrong thing, with which every claim of the family still holds,
+    is caught by its reference (the log-probabilities written out in 256-bit balls)."""
+
+    def test_the_logit_rank_plus_one_passes_every_claim_but_not_the_reference(self, monkeypatch):
+        from reference_check import disagreements, quantity_disagreements
+
+        constant = [head_instance(h, K=K, constant_column=True) for h, K in (("softmax", 1), ("moc", 3))]
+        nonlinear = REGISTRY["heads.nonlinear-heads-exceed"].witnesses(16)[:2]
+        assert not quantity_disagreements(hc.log_probability_rank, constant, NUMPY)
+        monkeypatch.setattr(hc.log_probability_rank, "measure_fn", logits_rank_plus_one)
+        monkeypatch.setattr(hc.log_probability_rank, "exact_fn", logits_rank_plus_one)
+        for claim_id, cases in (("heads.softmax-moc-rank", constant), ("heads.nonlinear-heads-exceed", nonlinear)):
+            assert all(REGISTRY[claim_id].check(c, NUMPY).status is Status.HOLDS for c in cases), claim_id
+        found = quantity_disagreements(hc.log_probability_rank, constant, NUMPY)
+        assert len(found) == len(constant) and all("outside the measured [9, 9]" in why for why in found), found
+        found = disagreements(REGISTRY["heads.softmax-moc-rank"], constant, NUMPY)
+        assert len(found) == len(constant) and all("outside the certified" in why for why in found), found
+
+    @pytest.mark.parametrize(
+        "quantity",
+        [hc.rank_with_ones, hc.weight_rank, hc.positive_rank, hc.stated_jacobian_rank, hc.hidden_size],
+        ids=str,
+    )
+    def test_the_exact_ranks_agree_with_their_fraction_references(self, quantity):
+        """The ranks over Q (python-flint) against Gaussian elimination in Fractions, on a full-rank W, a
+        constant column, V ≤ d and every head."""
+        from reference_check import quantity_disagreements
+
+        cases = [head_instance(h, V=12, N=4, seed=5) for h in hd.HEADS]
+        cases += [head_instance("softmax", V=12, N=4, constant_column=True), head_instance("sigsoftmax", V=3, N=4)]
+        assert not quantity_disagreements(quantity, cases, NUMPY)
+
+    def test_a_planted_stated_rank_is_caught_where_it_is_wrong(self, monkeypatch):
+        """The old statement's parenthetical, d (or d − 1 when 1 ∈ col W), planted as the stated rank: right
+        for W of full column rank, wrong at V ≤ d, where the reference (rank [W, 1] − 1) says V − 1."""
+        from reference_check import quantity_disagreements
+
+        def parenthetical(ctx):
+            case = ctx.case
+            return hc.pinned(case.d - int(case.constant_column), "d, or d − 1 when 1 ∈ col W")
+
+        full, narrow = head_instance("softmax", V=12, N=4), head_instance("softmax", V=3, N=4)
+        monkeypatch.setattr(hc.stated_jacobian_rank, "measure_fn", parenthetical)
+        assert not quantity_disagreements(hc.stated_jacobian_rank, [full], NUMPY)
+        assert quantity_disagreements(hc.stated_jacobian_rank, [narrow], NUMPY)
+
+
+def test_the_jacobian_statement_needs_full_column_rank_for_its_parenthetical():
+    """Issue 30 item 7: at V ≤ d, rank[W, 1] − 1 = V − 1 < d for softmax; the claim holds with that value,
+    and its statement says the parenthetical d (or d − 1) is for W of full column rank."""
+    claim = REGISTRY["heads.jacobian-rank"]
+    assert "for W of full column rank: d, or d − 1 when 1 ∈ col W" in claim.statement
+    verdict = claim.check(head_instance("softmax", V=3, N=4), NUMPY)
+    assert verdict.status is Status.HOLDS and verdict.lhs == verdict.rhs == 2, verdict.to_json()
+
+
+def test_every_quantity_of_a_float32_context_reads_the_parameters_it_rounded():
+    """Issue 26, one exact instance: on float32 the exact route recomputes log P in float64 from the
+    float32-rounded θ and H (not from the float64 draw), and rank [W, 1] is of that W."""
+    strict = resolve("array-api-strict", "no_float64", "float32")
+    case = head_instance("softmax", V=16, N=12)
+    ctx = Context(case, strict)
+    rebuilt = hc.in_float64(case, hc.built_in(ctx))
+    theta, H = hc.contexts(case)
+    assert np.array_equal(rebuilt.theta_np.W, theta.W.astype(np.float32).astype(np.float64))
+    assert not np.array_equal(rebuilt.theta_np.W, theta.W)
+    assert np.array_equal(rebuilt.H, H.astype(np.float32).astype(np.float64))
+    assert np.array_equal(hc.rounded_parameters(ctx)[0], rebuilt.theta_np.W)
+    exact_interval = hc.log_probability_rank.exact(ctx)
+    assert exact_interval.pinned and "numpy float64" in exact_interval.lower, exact_interval
+    measured = hc.log_probability_rank.measure(ctx)
+    assert "array-api-strict float32" in measured.lower
+    assert exact_interval.certificate["weyl_margin"] < 1e-6 * measured.certificate["weyl_margin"]
+
+
+def test_the_rank_quantities_carry_a_continuous_closeness():
+    """An integer quantity gets a continuous target for the search: for rank(log P), how near the d + 1
+    ceiling is to being crossed (log10 s_{d+2} for a softmax of one state, at rounding level; −log10 s_{d+2}
+    for the other heads, of order one); for the Jacobian, how near its rank is to leaving its upper end."""
     softmax, mos = head_instance("softmax"), head_instance("mos")
-    bottleneck, exceeds = REGISTRY["heads.softmax-moc-rank"], REGISTRY["heads.nonlinear-heads-exceed"]
-    holds = bottleneck.measure(softmax, NUMPY, Fraction(1)).certificate["closeness"]
-    tightened = bottleneck.measure(softmax, NUMPY, Fraction(1, 2)).certificate["closeness"]
-    assert holds < -10 < -3 < tightened <= 0, (holds, tightened)
-    assert exceeds.measure(mos, NUMPY, Fraction(1)).certificate["closeness"] < 3
+    below = hc.log_probability_rank.measure(Context(softmax, NUMPY)).certificate["closeness"]
+    above = hc.log_probability_rank.measure(Context(mos, NUMPY)).certificate["closeness"]
+    assert below < -10 < -3 < above < 3, (below, above)
+    verdict = REGISTRY["heads.softmax-moc-rank"].check(softmax, NUMPY)
+    assert verdict.certificate["closeness"] == below
+    jacobian = hc.jacobian_rank.measure(Context(softmax, NUMPY)).certificate["closeness"]
+    assert -16 < jacobian < 0, jacobian

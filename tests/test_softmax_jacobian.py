@@ -157,6 +157,35 @@ class TestIdentitiesAreProvedSymbolically:
         J = sympy.diag(*p) - sympy.Matrix(p) * sympy.Matrix(p).T
         assert sympy.expand(J.trace() - (1 - sum(pi**2 for pi in p))) == 0
 
+    def test_neither_the_trace_nor_the_entropy_determines_the_other(self):
+        """SJ.2: (1/2, 1/2, 0) and (2/3, 1/6, 1/6) share the trace 1/2 (exactly) with different entropies; and
+        on p_a = (a, (1-a)/2, (1-a)/2) the entropy crosses log 2 between a = 0.77 and 0.78 (in 50-digit
+        arithmetic), where the trace, decreasing in a > 1/3, is at most t(0.77) < 1/2."""
+        import mpmath
+
+        def trace(row):
+            return 1 - sum(x * x for x in row)
+
+        def entropy(row):
+            return -sum(
+                mpmath.mpf(x.numerator) / x.denominator * mpmath.log(mpmath.mpf(x.numerator) / x.denominator)
+                for x in row
+                if x
+            )
+
+        half, rival = [Fraction(1, 2), Fraction(1, 2), Fraction(0)], [Fraction(2, 3), Fraction(1, 6), Fraction(1, 6)]
+        with mpmath.workdps(50):
+            assert trace(half) == trace(rival) == Fraction(1, 2) and entropy(rival) - entropy(half) > mpmath.mpf("0.17")
+
+            def p_a(a):
+                return [a, (1 - a) / 2, (1 - a) / 2]
+
+            low, high = Fraction(77, 100), Fraction(78, 100)
+            assert entropy(p_a(low)) > mpmath.log(2) > entropy(p_a(high))
+            a = sympy.symbols("a")
+            assert sympy.diff(1 - a**2 - (1 - a) ** 2 / 2, a) == 1 - 3 * a
+            assert trace(p_a(low)) == Fraction(7613, 20000) < Fraction(1, 2)
+
     def test_constant_direction_is_in_the_kernel(self):
         p, _ = self.symbols()
         J = sympy.diag(*p) - sympy.Matrix(p) * sympy.Matrix(p).T

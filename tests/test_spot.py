@@ -228,6 +228,21 @@ def test_the_recorded_run_in_the_docs_is_reproduced(tmp_path, capsys):
     assert [fresh["log_probability_rank"][k] for k in keys] == [recorded["log_probability_rank"][k] for k in keys]
 
 
+def test_the_gradient_tail_experiment_runs_on_a_tiny_model(tiny_folder, tmp_path, capsys):
+    """rankwall experiment gradient-tail on the tiny llama (D = 32): 80 tokens > 2D = 64, so its last
+    block has a tail beyond 2D, certified; JSON and PNG written."""
+    from rankwall.checks.experiments import gradient_tail
+
+    out = tmp_path / "out"
+    argv = ["experiment", "gradient-tail", "--model", str(tiny_folder), "--tokens", "80", "--out", str(out), "--json"]
+    assert main(argv) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert record == json.loads((out / "gradient_tail.json").read_text()) and (out / "gradient_tail.png").is_file()
+    rows = record["heads"][gradient_tail.MODEL_HEAD]
+    assert record["D"] == 32 and [r["tokens"] for r in rows] == [40, 64, 80]
+    assert rows[0]["tail_beyond_2D"] == rows[1]["tail_beyond_2D"] == 0.0 < rows[2]["tail_beyond_2D_lower"]
+
+
 def test_a_local_hugging_face_folder_runs_end_to_end(tiny_folder):
     """A tiny random llama saved with save_pretrained (safetensors, SmolLM2's tokenizer) loads from
     its folder, its head loads alone, and the spot check runs on it."""

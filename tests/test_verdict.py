@@ -128,7 +128,7 @@ class TestRegistry:
         registry = Registry()
         claim = next(iter(REGISTRY))
         registry.register(claim)
-        with pytest.raises(ValueError, match="registered twice"):
+        with pytest.raises(InputError, match="declared twice"):
             registry.register(claim)
 
     @pytest.mark.parametrize("bad", ["softmax-temperature.top-at-least-1/V", "nodot", "a b.c", "x.[m]", "x."])

@@ -3,18 +3,22 @@ r"""The secular solver of :func:`rankwall.theory.softmax_jacobian.spectral_norm`
 view). It computes what the array-API route computes, the same IEEE operations on each entry in the
 same order, with the loops over a row fused into few passes:
 
-- the setup, given the row's top :math:`m` (read in the pass before, which leaves the row in
-  cache): the total :math:`T`, the least entry,
-  the runner-up :math:`\sigma`, the number of entries equal to :math:`m` (two or more: a tie) and
-  the four tail moments :math:`M_j = \sum_{r_i \ne m} r_i^2/(m - r_i)^j` about the top pole (one
-  reciprocal per entry; used from ``MOMENT_ROUTE_MIN_V`` on), in one pass;
-- the moment route (``_moment_roots`` there): the Newton solve of each model and the remainder
-  bound on the row's scalars, and at most one more pass, for two moments about the second centre;
+- the first pass, the only one that reads the row from memory (the passes after it find the row in
+  cache): its largest entry :math:`m`, the largest of the others :math:`\sigma` (equal to :math:`m`
+  when the top occurs twice: a tie), its least entry and its total :math:`T`, compensated;
+- the moment route (``_moment_roots`` there), from ``MOMENT_ROUTE_MIN_V`` on, for the rows it takes:
+  one pass for the four tail moments :math:`M_j = \sum_{r_i \ne m} r_i^2/(m - r_i)^j` about the top
+  pole (one reciprocal per entry), the Newton solve of the model and the remainder bound on the
+  row's scalars, and at most one more pass, for two moments about the second centre;
 - the bracketing solver (``_from_probabilities`` and ``_solve`` there), for the rows the moments do
   not settle: the tail sum and the scaled tail :math:`q_i = r_i/\sigma` with its poles removed in
   one pass, then the secular tail sum and its slope in one pass per iteration.
 
-The top entry is left out of the tail by its value: a row with two entries equal to its top is a
+The per-lane accumulators live in memory (the compiler cannot keep them in registers across
+iterations without reassociating), so each accumulator costs a store per SIMD vector of entries:
+the first pass keeps five, the moment pass four, the second pass two.
+
+The top entry is left out of the tail by its value: a row whose two largest entries are equal is a
 tie and is closed before any tail is read, so in every other row exactly one entry is left out (the
 array route sets it to 0, whose terms are exactly 0).
 
@@ -50,30 +54,61 @@ _JIT = {"cache": True, "error_model": "numpy", "nogil": True}
 
 
 @njit(**_JIT)
-def _setup_blocks(x, m, acc, F):  # noqa: ANN001
-    """Add whole blocks of :data:`LANES` entries (len(x) a multiple of it) into the setup's partial
-    sums ``acc`` (rows: M_1..M_4 about m, the total and its compensation, the least entry, the
-    runner-up, the count of m). Each tail entry's moment terms are formed as on the array route:
-    w = 1/(m - r), t = r w, t' = t w; terms t r, t t, t t', t' t' (the top entry is read as 0, whose
-    terms are exactly 0). The total is compensated (Knuth's TwoSum, branch-free): the solvers take
-    :math:`1 - m` as the tail sum, so a rounding of T shows in the bracketing solver's root
-    multiplied by up to about :math:`1/s` (measured: 13 u on a peaked row of 17 entries summed
-    plainly), and T is carried to a few u instead."""
+def _read_blocks(x, acc, F):  # noqa: ANN001
+    """Add whole blocks of :data:`LANES` entries (len(x) a multiple of it) into the first pass's
+    per-lane accumulators ``acc`` (rows: the largest entry, the second largest (equal to the largest
+    when it occurs twice), the least entry, the total and its compensation). The total is compensated
+    (Knuth's TwoSum, branch-free): the solvers take :math:`1 - m` as the tail sum, so a rounding of T
+    shows in the bracketing solver's root multiplied by up to about :math:`1/s` (measured: 13 u on a
+    peaked row of 17 entries summed plainly), and T is carried to a few u instead. The maxima and the
+    minimum are NumPy's (a NaN entry makes them NaN, and the row is refused), the form the loop
+    vectoriser runs in SIMD lanes."""
+    for start in range(0, x.shape[0], LANES):
+        block = x[start : start + LANES]
+        for lane in range(LANES):
+            r = block[lane]
+            largest = acc[0, lane]
+            acc[1, lane] = np.maximum(acc[1, lane], np.minimum(largest, r))
+            acc[0, lane] = np.maximum(largest, r)
+            acc[2, lane] = np.minimum(acc[2, lane], r)
+            total = acc[3, lane]
+            added = total + r
+            back = added - total
+            acc[4, lane] += (total - (added - back)) + (r - back)
+            acc[3, lane] = added
+
+
+@njit(**_JIT)
+def _first_pass(row, whole, F):  # noqa: ANN001
+    """One read of the row (from memory; the passes after it find the row in cache): its largest
+    entry m, the largest of the others :math:`\\sigma` (equal to m at a tie), its least entry and
+    its compensated total T (``whole``: the entries in whole blocks of lanes)."""
+    acc = np.zeros((5, LANES), F)
+    acc[0, :] = -np.inf
+    acc[1, :] = -np.inf
+    acc[2, :] = np.inf
+    _read_blocks(row[:whole], acc, F)
+    _read_blocks(_padded(row[whole:], F), acc, F)
+    top = np.argmax(acc[0])
+    largest = acc[0, top]
+    second = acc[1, top]
+    for lane in range(LANES):
+        if lane != top:
+            second = np.maximum(second, acc[0, lane])
+    return largest, second, acc[2].min(), _compensated(acc, 3, 4, F)
+
+
+@njit(**_JIT)
+def _moment_blocks(x, m, acc, F):  # noqa: ANN001
+    """Add whole blocks of :data:`LANES` entries into :math:`M_1..M_4` about the top pole m (the
+    entry equal to m read as 0, whose terms are exactly 0), each tail entry's terms formed as on the
+    array route: w = 1/(m - r), t = r w, t' = t w; terms t r, t t, t t', t' t'."""
     one, zero = F(1.0), F(0.0)
     for start in range(0, x.shape[0], LANES):
         block = x[start : start + LANES]
         for lane in range(LANES):
             r = block[lane]
-            top = r == m
-            total = acc[4, lane]
-            added = total + r
-            back = added - total
-            acc[5, lane] += (total - (added - back)) + (r - back)
-            acc[4, lane] = added
-            acc[6, lane] = min(acc[6, lane], r)
-            acc[8, lane] += one if top else zero
-            r = zero if top else r
-            acc[7, lane] = max(acc[7, lane], r)
+            r = zero if r == m else r
             w = one / (m - r)
             t = r * w
             following = t * w
@@ -84,18 +119,12 @@ def _setup_blocks(x, m, acc, F):  # noqa: ANN001
 
 
 @njit(**_JIT)
-def _row_top(row, whole, F):  # noqa: ANN001
-    """The row's largest entry, in :data:`LANES` partial maxima (``whole``: the entries in whole blocks
-    of lanes), read just before the setup pass reads the row again from cache. A NaN entry may be
-    passed over here; it makes the row's total NaN, and the row is refused by its total."""
-    acc = np.full(LANES, -np.inf, F)
-    for start in range(0, whole, LANES):
-        for lane in range(LANES):
-            acc[lane] = max(acc[lane], row[start + lane])
-    top = acc.max()
-    for i in range(whole, row.shape[0]):
-        top = max(top, row[i])
-    return top
+def _four_moments(row, m, whole, F):  # noqa: ANN001
+    """:math:`M_1..M_4` of the tail about the top pole m, in one pass."""
+    acc = np.zeros((4, LANES), F)
+    _moment_blocks(row[:whole], m, acc, F)
+    _moment_blocks(_padded(row[whole:], F), m, acc, F)
+    return acc[0].sum(), acc[1].sum(), acc[2].sum(), acc[3].sum()
 
 
 @njit(**_JIT)
@@ -183,7 +212,7 @@ def _series_is_exact(z, z_centre, reach, moments, count, total, share, u, F):  #
 def _scaled_tail(row, m, scale, q, F):  # noqa: ANN001
     """Fill ``q`` with :math:`q_i = r_i/\\sigma` (0 for the top entry), each pole (q_i = 1) removed
     (set to 0) and counted; returns the count and the tail sum :math:`\\sum_{r_i \\ne m} r_i`,
-    compensated (TwoSum) for the reason the total is (:func:`_setup_blocks`)."""
+    compensated (TwoSum) for the reason the total is (:func:`_read_blocks`)."""
     one, zero = F(1.0), F(0.0)
     poles, tail, error = zero, zero, zero
     for i in range(row.shape[0]):
@@ -308,20 +337,12 @@ def spectral_norms(rows, moments, counts, reach, share, smallest_sigma, toleranc
     q = np.empty(V, F)
     for i in range(n):
         row = rows[i]
-        m = _row_top(row, whole, F)
+        m, sigma, low, total = _first_pass(row, whole, F)
         routes[i] = INVALID
-        if not np.isfinite(m):
-            continue
-        acc = np.zeros((9, LANES), F)
-        _setup_blocks(row[:whole], m, acc, F)
-        _setup_blocks(_padded(row[whole:], F), m, acc, F)
-        total = _compensated(acc, 4, 5, F)
-        low, sigma, tops_count = acc[6].min(), acc[7].max(), acc[8].sum()
-        first = (acc[0].sum(), acc[1].sum(), acc[2].sum(), acc[3].sum())
-        if not low >= 0 or not abs(total - one) <= tolerance:
+        if not np.isfinite(m) or not low >= 0 or not abs(total - one) <= tolerance:
             continue
         routes[i] = CLOSED
-        if tops_count > 1:  # a tie at the top
+        if sigma == m:  # a tie at the top
             norms[i] = m / total
             continue
         if sigma == 0:
@@ -330,6 +351,7 @@ def spectral_norms(rows, moments, counts, reach, share, smallest_sigma, toleranc
             gap = (m - sigma) * (one - u)  # rounded down: a lower bound
             m2 = m * m
             if sigma >= smallest_sigma and m2 <= reach * total * gap:
+                first = _four_moments(row, m, whole, F)
                 z, converged = _model_root(m2, total, zero, first, first_count, m2 / (total + first[0]), u, steps, F)
                 if converged and _series_is_exact(z, zero, gap, first, first_count, total, share, u, F):
                     norms[i], routes[i] = (m - z) / total, FIRST_MOMENTS

@@ -14,9 +14,11 @@ Frobenius inner product :math:`\langle G, G\Pi\rangle = \lVert G\Pi\rVert_F^2`).
 contexts by frequency (each token's row counted once); we also report the per-token mean of the
 row-wise shares, and the squared-norm share :math:`r^2`, each labelled.
 
-The projection goes through a rank-revealing QR factor of W (float64, column pivoting), so a
-rank-deficient W (a low-rank head :math:`W = AB`) is answered on its actual column space, and
-rows of G are streamed in blocks: memory is O(VD + block V), never :math:`V^2`.
+The projection goes through a rank-revealing QR factor of W (float64): a Householder QR
+:math:`W = Q_1 R` (blocked, BLAS-3), then a column-pivoted QR of the D x D factor,
+:math:`R P = Q_2 R_2`, so that :math:`W P = (Q_1 Q_2) R_2` is a column-pivoted QR of W, and a
+rank-deficient W (a low-rank head :math:`W = AB`) is answered on its actual column space. Rows of
+G are streamed in blocks: memory is O(VD + block V), never :math:`V^2`.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from typing import Any
 import array_api_compat
 import numpy as np
 import scipy.linalg
+import scipy.linalg.blas
 import scipy.special
 
 from rankwall.theory._rounding import gamma, unit_roundoff
@@ -35,6 +38,7 @@ from rankwall.theory.validation import (
     InputError,
     as_floating_array,
     as_index_array,
+    as_numeric_array,
     as_real_array,
     check_integer_in,
     check_real_in,
@@ -43,11 +47,47 @@ from rankwall.theory.validation import (
 #: Rows of G processed at once (memory: block x V floats).
 BLOCK_ROWS = 256
 
+#: Heads of at least this many entries are factored by PyTorch's ``linalg.qr`` where PyTorch is
+#: installed (its LAPACK, MKL on x86, took half the CPU time of the OpenBLAS that NumPy and SciPy
+#: ship on a 131,072 x 576 head: 10.5 against 19.5 CPU-s for SciPy's ``geqrf`` alone); smaller heads,
+#: and every head where PyTorch is missing, by SciPy's. Either is a backward-stable Householder QR.
+TORCH_QR_MIN_ENTRIES = 1 << 20
+
+
+def _float64_matrix(X: Any, name: str) -> np.ndarray:
+    """``X`` as a float64 array, refused as :func:`as_real_array` refuses, without a copy when it
+    already is one (a head of V = 131,072 rows is 0.6 GB)."""
+    return as_numeric_array(X, name).astype(np.float64, copy=False)
+
+
+def _householder_qr(W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The thin QR factors Q (V x D) and R (D x D, upper triangular) of a float64 W (V >= D),
+    unpivoted (see :data:`TORCH_QR_MIN_ENTRIES` for which library computes them)."""
+    if W.size >= TORCH_QR_MIN_ENTRIES:
+        try:
+            import torch
+        except ImportError:
+            torch = None
+        if torch is not None:
+            Q, R = torch.linalg.qr(torch.from_numpy(np.ascontiguousarray(W)))
+            return Q.numpy(), R.numpy()
+    # Fortran order lets LAPACK factor the copy in place and form Q over it (one V x D buffer).
+    return scipy.linalg.qr(np.asfortranarray(W), mode="economic", overwrite_a=True, check_finite=False)
+
 
 def column_basis(W: Any) -> tuple[np.ndarray, int]:
     """An orthonormal basis Q (V x r) of col W from a column-pivoted QR, and the numerical rank r:
-    diagonal entries of R below :math:`\\max(V, D)\\,u\\,|R_{11}|` count as zero."""
-    W = as_real_array(W, "W")
+    diagonal entries of the pivoted triangular factor below :math:`\\max(V, D)\\,u\\,|R_{11}|` count
+    as zero.
+
+    The pivoted QR is computed in two steps: a Householder QR :math:`W = Q_1 R` (blocked, BLAS-3),
+    then a column-pivoted QR of the D x D factor, :math:`RP = Q_2 R_2`. Then :math:`WP = (Q_1 Q_2)
+    R_2`; as :math:`Q_1` preserves the norms and inner products of W's columns, the pivots and
+    :math:`R_2` are, in exact arithmetic, those of a pivoted QR of W itself (LAPACK's ``geqp3``, a
+    BLAS-2 factorization of the V x D matrix), and both steps are backward stable, so the rank is
+    read off :math:`R_2` with the same threshold. Q is :math:`Q_1 Q_2` restricted to the first r
+    columns; for r = D it spans what :math:`Q_1` spans, and :math:`Q_1` is returned."""
+    W = _float64_matrix(W, "W")
     if W.ndim != 2:
         raise InputError(f"W: expected a 2-D (V x D) head, got ndim={W.ndim}")
     V, D = W.shape
@@ -57,12 +97,13 @@ def column_basis(W: Any) -> tuple[np.ndarray, int]:
         raise InputError(f"W: hidden size D={D} exceeds the vocabulary V={V}")
     if not np.all(np.isfinite(W)):
         raise InputError("W: non-finite value")
-    Q, R, _ = scipy.linalg.qr(W, mode="economic", pivoting=True)
-    diagonal = np.abs(np.diag(R))
-    if diagonal.size == 0 or diagonal[0] == 0:
+    Q, R = _householder_qr(W)
+    rotation, R_pivoted, _ = scipy.linalg.qr(R, pivoting=True)
+    diagonal = np.abs(np.diag(R_pivoted))
+    if diagonal[0] == 0:
         return Q[:, :0], 0
     rank = int(np.sum(diagonal > max(V, D) * np.finfo(np.float64).eps * diagonal[0]))
-    return Q[:, :rank], rank
+    return (Q, D) if rank == D else (Q @ rotation[:, :rank], rank)
 
 
 def svd_column_basis(W: Any) -> tuple[Any, int, float]:
@@ -119,43 +160,91 @@ class Compression:
         }
 
 
-def compression(G_rows: Any, Q: np.ndarray) -> Compression:
-    """Eq. 1 for an iterable of row blocks of G (each r x V), projecting through Q."""
-    total = kept = lost = 0.0
-    per_token_lost: list[np.ndarray] = []
-    per_token_kept: list[np.ndarray] = []
-    rows = 0
-    for block in G_rows:
-        block = as_real_array(block, "G")
-        if block.ndim != 2 or block.shape[1] != Q.shape[0]:
-            raise InputError(f"G: rows of length {block.shape[-1]} do not match V={Q.shape[0]}")
+class _Eq1Sums:
+    """The running sums of Eq. 1 over row blocks of G, projected through Q (V x k): per block of at
+    most :data:`BLOCK_ROWS` rows, the row norms of G, of C = GQ and of the residual G - CQᵀ, the
+    residual formed in one buffer of the block's size by one BLAS call (``dgemm``, beta = 1), so no
+    block-sized temporary is allocated after the first block."""
+
+    def __init__(self, Q: np.ndarray) -> None:
+        Q = _float64_matrix(Q, "Q")
+        self.Q = Q if Q.flags.c_contiguous or Q.flags.f_contiguous else np.ascontiguousarray(Q)
+        self.total = self.kept = self.lost = 0.0
+        self.lost_shares: list[np.ndarray] = []
+        self.kept_shares: list[np.ndarray] = []
+        self.rows = 0
+        self.scratch: np.ndarray | None = None
+
+    def add(self, G_rows: Any) -> None:
+        """Add a block of rows of G (any number of rows; read, never written)."""
+        block = _float64_matrix(G_rows, "G")
+        V = self.Q.shape[0]
+        if block.ndim != 2 or block.shape[1] != V:
+            raise InputError(f"G: rows of length {block.shape[-1]} do not match V={V}")
         if not np.all(np.isfinite(block)):
             raise InputError("G: non-finite gradient")
-        coefficients = block @ Q
-        residual = block - coefficients @ Q.T
-        norms = np.linalg.norm(block, axis=1)
-        kept_norms = np.linalg.norm(coefficients, axis=1)
-        lost_norms = np.linalg.norm(residual, axis=1)
-        total += float(norms @ norms)
-        kept += float(kept_norms @ kept_norms)
-        lost += float(lost_norms @ lost_norms)
+        for start in range(0, block.shape[0], BLOCK_ROWS):
+            piece = block[start : start + BLOCK_ROWS]
+            if self.scratch is None or self.scratch.shape[0] < piece.shape[0]:
+                self.scratch = np.empty((piece.shape[0], V))
+            residual = self.scratch[: piece.shape[0]]
+            np.copyto(residual, piece)
+            self.add_owned(residual)
+
+    def add_owned(self, block: np.ndarray) -> None:
+        """Add a C-contiguous float64 block of finite rows of G, overwriting it with its residual."""
+        norms = _row_norms(block)
+        coefficients = (self.Q.T @ block.T).T  # C = GQ; OpenBLAS runs this form ~3x faster than block @ Q
+        residual = _subtract_projection(block, coefficients, self.Q)
+        kept_norms, lost_norms = _row_norms(coefficients), _row_norms(residual)
+        self.total += float(norms @ norms)
+        self.kept += float(kept_norms @ kept_norms)
+        self.lost += float(lost_norms @ lost_norms)
         nonzero = norms > 0
-        per_token_lost.append(lost_norms[nonzero] / norms[nonzero])
-        per_token_kept.append(kept_norms[nonzero] / norms[nonzero])
-        rows += block.shape[0]
-    if total == 0:
-        raise InputError("G: the gradient is zero, no share of it is defined")
-    lost_share = np.concatenate(per_token_lost)
-    kept_share = np.concatenate(per_token_kept)
-    return Compression(
-        destroyed=float(np.sqrt(lost / total)),
-        cosine=float(np.sqrt(kept / total)),
-        destroyed_squared=float(lost / total),
-        destroyed_per_token=float(lost_share.mean()),
-        cosine_per_token=float(kept_share.mean()),
-        rank=Q.shape[1],
-        rows=rows,
+        self.lost_shares.append(lost_norms[nonzero] / norms[nonzero])
+        self.kept_shares.append(kept_norms[nonzero] / norms[nonzero])
+        self.rows += block.shape[0]
+
+    def result(self) -> Compression:
+        if self.total == 0:
+            raise InputError("G: the gradient is zero, no share of it is defined")
+        lost_share = np.concatenate(self.lost_shares)
+        kept_share = np.concatenate(self.kept_shares)
+        return Compression(
+            destroyed=float(np.sqrt(self.lost / self.total)),
+            cosine=float(np.sqrt(self.kept / self.total)),
+            destroyed_squared=float(self.lost / self.total),
+            destroyed_per_token=float(lost_share.mean()),
+            cosine_per_token=float(kept_share.mean()),
+            rank=self.Q.shape[1],
+            rows=self.rows,
+        )
+
+
+def _row_norms(X: np.ndarray) -> np.ndarray:
+    r"""Euclidean norms of the rows of X, :math:`\sqrt{\sum_j x_{ij}^2}`, with no temporary of X's size."""
+    return np.sqrt(np.einsum("ij,ij->i", X, X))
+
+
+def _subtract_projection(block: np.ndarray, coefficients: np.ndarray, Q: np.ndarray) -> np.ndarray:
+    r"""``block - coefficients @ Q.T``, written over ``block`` (C-contiguous float64) by one ``dgemm``
+    on the transposes, :math:`B^\top \leftarrow B^\top - Q C^\top` (each entry the rounded difference
+    of the entry and its rounded product, as the expression computes it)."""
+    if Q.shape[1] == 0:
+        return block
+    a, trans_a = (Q, False) if Q.flags.f_contiguous else (Q.T, True)
+    c = scipy.linalg.blas.dgemm(
+        -1.0, a, np.ascontiguousarray(coefficients).T, beta=1.0, c=block.T, trans_a=trans_a, overwrite_c=True
     )
+    return c.T
+
+
+def compression(G_rows: Any, Q: np.ndarray) -> Compression:
+    """Eq. 1 for an iterable of row blocks of G (each r x V), projecting through Q."""
+    sums = _Eq1Sums(Q)
+    for block in G_rows:
+        sums.add(block)
+    return sums.result()
 
 
 def _batch(H: Any, W: Any, targets: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -183,12 +272,31 @@ def logit_gradient_blocks(H: Any, W: Any, targets: Any, block: int = BLOCK_ROWS)
     return _gradient_blocks(H, W, targets, check_integer_in(block, "block", 1))
 
 
-def _gradient_blocks(H: np.ndarray, W: np.ndarray, targets: np.ndarray, block: int) -> Iterator[np.ndarray]:
+def _gradient_blocks(
+    H: np.ndarray, W: np.ndarray, targets: np.ndarray, block: int, reuse: bool = False
+) -> Iterator[np.ndarray]:
+    """The blocks of :func:`logit_gradient_blocks`, each in a new array, or (``reuse``) all in one
+    buffer, overwritten by the next block."""
     T = len(targets)
+    buffer = None
     for start in range(0, T, block):
-        p = scipy.special.softmax(H[start : start + block] @ W.T, axis=1)
-        p[np.arange(p.shape[0]), targets[start : start + block]] -= 1
-        yield p / T
+        h = H[start : start + block]
+        if buffer is None or not reuse:
+            buffer = np.empty((h.shape[0], W.shape[0]), dtype=np.result_type(H, W))
+        yield _logit_gradient_into(h, W, targets[start : start + block], T, buffer[: h.shape[0]])
+
+
+def _logit_gradient_into(h: np.ndarray, W: np.ndarray, targets: np.ndarray, T: int, out: np.ndarray) -> np.ndarray:
+    r"""``(softmax(h Wᵀ) - e_t) / T`` row by row, in ``out``: the logits, then the softmax in place by
+    the operations of ``scipy.special.softmax`` (:math:`e^{z - \max z} / \sum e^{z - \max z}`),
+    then the target's 1 subtracted and the division by T, each entry rounded as before."""
+    np.matmul(h, W.T, out=out)
+    out -= out.max(axis=1, keepdims=True)
+    np.exp(out, out=out)
+    out /= out.sum(axis=1, keepdims=True)
+    out[np.arange(out.shape[0]), targets] -= 1
+    out /= T
+    return out
 
 
 def construct_head(V: int, D: int, seed: int, *, rank: int | None = None, width: int | None = None) -> np.ndarray:
@@ -241,11 +349,12 @@ def loss_change_along(H: Any, W: Any, targets: Any, fractions: Any) -> dict[str,
 
 
 def compression_memory_bytes(V: int, D: int, tokens: int) -> int:
-    """Peak memory of :func:`random_head_compression`, estimated: the head W, its pivoted-QR
-    basis and the QR workspace (four V x D float64 arrays), the hidden states, and a block of
-    logit-gradient rows with its temporaries (four BLOCK_ROWS x V arrays). At V = 131,072,
-    D = 576 and 4,096 tokens this gives 3.3 GiB against 2.9 GB measured."""
-    return 8 * (4 * V * D + tokens * D + 4 * min(BLOCK_ROWS, tokens) * V)
+    """Peak memory of :func:`random_head_compression`, estimated: the head W, the copy its QR factors
+    in place and Q (three V x D float64 arrays), the hidden states, and the one block of
+    logit-gradient rows the stream reuses (BLOCK_ROWS x V). At V = 131,072, D = 576 and 4,096 tokens
+    this gives 2.0 GiB against a peak resident size of 1.7 GiB measured (the interpreter and its
+    libraries included; ``python benchmarks/compression.py``)."""
+    return 8 * (3 * V * D + tokens * D + min(BLOCK_ROWS, tokens) * V)
 
 
 def random_head_compression(
@@ -258,14 +367,12 @@ def random_head_compression(
     W = construct_head(V, D, seed, rank=rank)
     Q, _ = column_basis(W)
     H, targets = construct_batch(tokens, W.shape[1], V, seed + 1)
-
-    def streamed() -> Iterator[np.ndarray]:
-        for block in logit_gradient_blocks(H, W, targets):
-            yield block
-            if on_block is not None:
-                on_block()
-
-    return compression(streamed(), Q)
+    sums = _Eq1Sums(Q)
+    for block in _gradient_blocks(H, W, targets, BLOCK_ROWS, reuse=True):  # one buffer, overwritten in place
+        sums.add_owned(block)
+        if on_block is not None:
+            on_block()
+    return sums.result()
 
 
 @dataclass(frozen=True, eq=False)

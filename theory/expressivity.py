@@ -16,11 +16,16 @@ r"""Expressivity of the LM head (seed 000, §2.1, Appendix A.2: Prop. A.2 and Pr
    D = 1 makes every token the argmax: the lines :math:`z_v(h) = w_v h - w_v^2/2` are tangent to
    the convex curve :math:`h^2/2`, so token v wins exactly near :math:`h = w_v`. (With one shared
    head, the reachable top-1 probabilities of a token are an interval set by the head, not all of
-   (1/V, 1): D = 1 with a bias buys the argmax, not the full Prop. A.4.)
+   (1/V, 1): D = 1 with a bias buys the argmax, not the full Prop. A.4.) That interval is
+   :func:`d1_top1_range`: :math:`-\log p_t(h)` is a log-sum-exp of affine functions of h, so
+   :math:`p_t` is log-concave on the interval where t wins. For V >= 3 only a token of the largest or
+   the smallest weight can reach both 3/4 and :math:`1/V + 1/(4V^2)` (Theorem EX.3 (4)):
+   :func:`d1_tokens_reaching`.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -174,6 +179,122 @@ def interior_tokens(w: Any) -> np.ndarray:
     return np.flatnonzero((w > w.min()) & (w < w.max()))
 
 
+#: Where the bounded minimisation of :func:`d1_top1_range` stops, relative to the interval's scale: a
+#: search tolerance, not a verdict's (the range carries no certificate).
+D1_XATOL = 1e-14
+#: Theorem EX.3 (4): the top-1 probability a token must reach as the strict argmax ...
+EX3_HIGH = Fraction(3, 4)
+
+
+def ex3_low(V: int) -> Fraction:
+    """... and the one it must come down to, :math:`1/V + 1/(4V^2)` (Theorem EX.3 (4))."""
+    V = check_integer_in(V, "V", 2, 1 << 24)
+    return Fraction(1, V) + Fraction(1, 4 * V * V)
+
+
+def _d1_head(w: Any, b: Any) -> tuple[np.ndarray, np.ndarray]:
+    """A D = 1 head as two float64 vectors: weights (V, or V x 1) and biases (V; None or 0: no bias)."""
+    w = as_real_array(w, "w").astype(np.float64)
+    if w.ndim == 2 and w.shape[1] == 1:
+        w = w[:, 0]
+    if w.ndim != 1 or len(w) < 2:
+        raise InputError(f"w: expected V >= 2 weights of a D = 1 head, got shape {w.shape}")
+    b = np.zeros_like(w) if b is None else as_real_array(b, "b").astype(np.float64).ravel()
+    if b.shape != w.shape:
+        raise InputError(f"b: shape {b.shape}, expected one bias per weight {w.shape}")
+    if not (np.all(np.isfinite(w)) and np.all(np.isfinite(b))):
+        raise InputError("w, b: every weight and bias must be finite")
+    return w, b
+
+
+def d1_argmax_interval(w: Any, b: Any, t: int) -> tuple[Fraction | None, Fraction | None] | None:
+    r"""The open interval of h where token t is the strict argmax of :math:`z(h) = wh + b` (D = 1),
+    computed exactly from the floats: ``(lo, hi)`` (None for an infinite end), or None when it is
+    empty. Each rival x asks :math:`(w_t - w_x)h > b_x - b_t`: a lower end if :math:`w_t > w_x`, an
+    upper end if :math:`w_t < w_x`, and :math:`b_t > b_x` if the weights are equal."""
+    w, b = _d1_head(w, b)
+    t = check_integer_in(t, "t", 0, len(w) - 1)
+    lo: Fraction | None = None
+    hi: Fraction | None = None
+    wt, bt = Fraction(w[t]), Fraction(b[t])
+    for x in range(len(w)):
+        if x == t:
+            continue
+        slope, gap = wt - Fraction(w[x]), Fraction(b[x]) - bt
+        if slope == 0:
+            if gap >= 0:
+                return None
+        elif slope > 0:
+            lo = gap / slope if lo is None else max(lo, gap / slope)
+        else:
+            hi = gap / slope if hi is None else min(hi, gap / slope)
+    if lo is not None and hi is not None and lo >= hi:
+        return None
+    return lo, hi
+
+
+def _gap_lse(w: np.ndarray, b: np.ndarray, t: int, h: float) -> float:
+    r""":math:`\varphi(h) = \log\sum_x e^{z_x(h) - z_t(h)} = -\log p_t(h)`, convex in h."""
+    d = (w - w[t]) * h + (b - b[t])
+    top = d.max()
+    return float(top + np.log(np.exp(d - top).sum()))
+
+
+def _gap_lse_limit(w: np.ndarray, b: np.ndarray, t: int) -> float:
+    r""":math:`\lim \varphi(h)` at an infinite end of t's interval (no rival's logit grows faster than t's
+    that way): the rivals of t's weight keep their bias gap, the others vanish."""
+    tied = w == w[t]
+    return float(np.log(np.exp(b[tied] - b[t]).sum()))
+
+
+def d1_top1_range(w: Any, b: Any, t: int) -> tuple[float, float] | None:
+    r"""``(inf, sup)`` of token t's top-1 probability :math:`p_t(h)` over the h where t is the strict
+    argmax (:func:`d1_argmax_interval`), a D = 1 head with biases b (None: no bias); None if t never wins.
+
+    :math:`-\log p_t = arphi(h) = \log\sum_x e^{z_x(h) - z_t(h)}` is a log-sum-exp of affine functions,
+    so convex: :math:`p_t` is log-concave on the interval, its infimum is its limit at one of the two
+    ends, and its supremum is :math:`e^{-\minarphi}`, found by a bounded scalar minimisation on a
+    finite interval. On an interval unbounded above, no rival has a larger weight, so
+    :math:`arphi' = \sum_x s_x(w_x - w_t) \le 0` and the supremum is the limit at
+    :math:`+\infty` (likewise below). Float64, no certificate: the ends are evaluated at the exact
+    interval's float values."""
+    import scipy.optimize
+
+    interval = d1_argmax_interval(w, b, t)
+    if interval is None:
+        return None
+    w, b = _d1_head(w, b)
+    lo, hi = interval
+    ends = [_gap_lse_limit(w, b, t) if end is None else _gap_lse(w, b, t, float(end)) for end in (lo, hi)]
+    if hi is None:
+        low_point = ends[1]
+    elif lo is None:
+        low_point = ends[0]
+    else:
+        found = scipy.optimize.minimize_scalar(
+            lambda h: _gap_lse(w, b, t, h),
+            bounds=(float(lo), float(hi)),
+            method="bounded",
+            options={"xatol": D1_XATOL * max(1.0, abs(float(lo)), abs(float(hi)))},
+        )
+        low_point = min(float(found.fun), *ends)
+    return math.exp(-max(ends)), math.exp(-low_point)
+
+
+def d1_tokens_reaching(w: Any, b: Any, high: float, low: float) -> np.ndarray:
+    """The tokens of a D = 1 head whose top-1 probability, as the strict argmax, reaches both some
+    value >= ``high`` and some value <= ``low`` (by :func:`d1_top1_range`; float64, no certificate).
+    Theorem EX.3 (4): with ``high`` = 3/4 and ``low`` = 1/V + 1/(4V²), at most the two tokens of the
+    extreme weights."""
+    w, b = _d1_head(w, b)
+    found = []
+    for t in range(len(w)):
+        reach = d1_top1_range(w, b, t)
+        if reach is not None and reach[1] >= high and reach[0] <= low:
+            found.append(t)
+    return np.array(found, dtype=np.int64)
+
+
 # --------------------------------------------------------------------------- argmaxable tokens
 
 #: Scales at which the certificate h = s w_i is tried (a larger s drowns the bias).
@@ -224,8 +345,10 @@ def dyadic(x: np.ndarray) -> tuple[np.ndarray, int]:
     mantissa, exponent = np.frexp(x)
     digits = (mantissa * 2.0**53).astype(np.int64)
     shift = exponent.astype(np.int64) - 53
-    low = int(shift[digits != 0].min()) if np.any(digits) else 0
-    ints = [int(n) << int(s - low) if n else 0 for n, s in zip(digits.ravel(), shift.ravel(), strict=True)]
+    nonzero = digits != 0
+    low = int(shift[nonzero].min()) if np.any(nonzero) else 0
+    shifts = np.where(nonzero, shift - low, 0).ravel().tolist()
+    ints = [n << s for n, s in zip(digits.ravel().tolist(), shifts, strict=True)]
     return np.array(ints, dtype=object).reshape(x.shape), low
 
 
@@ -524,6 +647,269 @@ def never_certificate(head: Head, token: int, candidates: np.ndarray) -> tuple[n
     return None
 
 
+# --------------------------------------------------------------------------- the hull route (low D)
+
+#: Largest hidden size at which :func:`argmaxable` takes its candidates from qhull's convex hull. The
+#: hull's facets grow like V^(D/2): at V = 2,000 Gaussian rows, measured (CPU seconds, two shared
+#: cores): D = 6, 22,275 facets, qhull 0.14-0.3 s, the hull route 1.3 s, the general route 23 s;
+#: D = 7, 152,902 facets, qhull 3.8 s, the hull route 6.5 s, the general route 24 s; D = 8,
+#: 874,089 facets, qhull alone 38 s against 22 s for the general route.
+HULL_MAX_D = 7
+#: Entries of the (points x facets) arrays the hull route forms at once.
+HULL_BLOCK_ENTRIES = 1 << 22
+#: Relative size below which a singular value of the centred rows counts as zero when the hull
+#: route chooses the affine subspace qhull runs in (only a choice of candidates: every answer is
+#: certified exactly, and a wrong choice sends tokens to the general route).
+HULL_FLAT_TOLERANCE = 1e-9
+HULL_VERTEX = "hull vertex, re-checked"
+CONVEX_COMBINATION = "convex combination"
+
+
+@dataclass(frozen=True, eq=False)
+class _HullProposals:
+    """What qhull proposes for the open tokens: a hidden state for each token that looks like a
+    vertex (``tokens``, ``H``), and for each that looks inside, rows of other tokens whose convex
+    hull holds its row (``supports``: support tuple -> the tokens proposed on it)."""
+
+    tokens: np.ndarray
+    H: np.ndarray
+    supports: dict[tuple[int, ...], list[int]]
+
+
+def _affine_coordinates(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Coordinates of the rows of X in their affine hull (float: SVD of the centred rows, singular
+    values above :data:`HULL_FLAT_TOLERANCE` of the largest), and the basis (columns) they are taken in."""
+    centred = X - X.mean(axis=0)
+    _, sigma, Vt = np.linalg.svd(centred, full_matrices=False)
+    r = int(np.sum(sigma > HULL_FLAT_TOLERANCE * sigma[0])) if sigma.size and sigma[0] > 0 else 0
+    return centred @ Vt[:r].T, Vt[:r].T
+
+
+def _hull_proposals(head: Head, open_tokens: np.ndarray) -> _HullProposals | None:
+    r"""qhull's proposals (:class:`_HullProposals`) for ``open_tokens``, each of which has a row no
+    other token shares with a bias as large (duplicates are settled before). None when the rows'
+    affine hull has dimension below 2 or qhull fails.
+
+    Without a bias (or with a bias affine in the rows, which only shifts h): the hull of the rows in
+    their affine hull; a vertex's proposal is the sum of the unit normals of its facets (a direction
+    inside its normal cone), scaled past every bias gap; a row inside is proposed on the simplex of a
+    fixed vertex :math:`v_0` and the facet that the ray from :math:`v_0` through it leaves by (the
+    pulling triangulation from :math:`v_0`). With a bias: the hull of the lifted rows
+    :math:`(w_j, b_j)`; a token wins exactly where its lifted row is a vertex of an upper facet (outward
+    normal (a, c), c > 0, maximising :math:`a \cdot w + c b`, i.e. the logits at h = a/c); its proposal
+    is h = a/c for (a, c) the sum of the unit normals of its upper facets plus a share of those of all
+    its facets small enough to keep c > 0 (inside its normal cone); any other row is proposed on the
+    upper facet above it, which gives :math:`\sum_j \lambda_j w_j = w_i` and
+    :math:`\sum_j \lambda_j b_j \ge b_i`. Proposals only: :func:`argmaxable` certifies each exactly."""
+    from scipy.spatial import ConvexHull, QhullError
+
+    rows, group = np.unique(head.W, axis=0, return_inverse=True)
+    group = group.ravel()
+    order = np.lexsort((-head.b, group))  # by row, then by bias from the largest down
+    first = np.r_[True, group[order][1:] != group[order][:-1]]
+    leader = order[first]  # the token of each distinct row with the largest bias
+    coordinates, basis = _affine_coordinates(rows)
+    lifted = bool(np.any(head.b))
+    if lifted:
+        bias = head.b[leader]
+        spread = float(np.abs(bias - bias.mean()).max()) or 1.0
+        with_bias, _ = _affine_coordinates(np.hstack([coordinates, ((bias - bias.mean()) / spread)[:, None]]))
+        lifted = with_bias.shape[1] > coordinates.shape[1]
+        if lifted:
+            coordinates = np.hstack([coordinates, ((bias - bias.mean()) / spread)[:, None]])
+    r = coordinates.shape[1]
+    if r < 2 or len(rows) <= r + 1:
+        return None
+    try:
+        hull = ConvexHull(coordinates)
+    except QhullError:
+        return None
+    simplices, normals, offsets = hull.simplices, hull.equations[:, :-1], hull.equations[:, -1]
+    wanted = np.zeros(len(rows), dtype=bool)
+    wanted[group[open_tokens]] = True
+    every = _normal_sums(simplices, normals, len(rows))
+    if lifted:
+        upper = normals[:, -1] > 0
+        simplices, normals, offsets = simplices[upper], normals[upper], offsets[upper]
+        vertex = np.zeros(len(rows), dtype=bool)
+        vertex[simplices.ravel()] = True
+        proposed = vertex & wanted
+        # Inside the normal cone of the lifted vertex, with a positive last component: the upper
+        # facets' normals, plus as much of all its facets' as keeps that component positive.
+        up, around = _normal_sums(simplices, normals, len(rows))[proposed], every[proposed]
+        share, negative = np.ones(len(up)), around[:, -1] < 0
+        share[negative] = np.minimum(1.0, 0.5 * up[negative, -1] / -around[negative, -1])
+        direction = up + share[:, None] * around
+        H = (spread * direction[:, :-1] / direction[:, -1:]) @ basis.T
+    else:
+        vertex = np.zeros(len(rows), dtype=bool)
+        vertex[simplices.ravel()] = True
+        proposed = vertex & wanted
+        H = _past_bias_gaps(head, leader[proposed], every[proposed] @ basis.T)
+    inside = np.flatnonzero(wanted & ~vertex)
+    if lifted:
+        supports = simplices[_facet_above(coordinates[inside], normals, offsets)]
+    else:
+        supports = _pulling_supports(coordinates, inside, np.flatnonzero(vertex)[0], simplices, normals, offsets)
+    found = supports[:, 0] >= 0
+    supports = np.sort(leader[supports[found]], axis=1)  # as token ids
+    if len(supports) == 0:
+        return _HullProposals(tokens=leader[proposed], H=H, supports={})
+    distinct, which = np.unique(supports, axis=0, return_inverse=True)
+    members = leader[inside[found]]
+    order = np.argsort(which.ravel(), kind="stable")
+    bounds = np.searchsorted(which.ravel()[order], np.arange(len(distinct) + 1))
+    on_support = {
+        tuple(distinct[g].tolist()): members[order[bounds[g] : bounds[g + 1]]].tolist() for g in range(len(distinct))
+    }
+    return _HullProposals(tokens=leader[proposed], H=H, supports=on_support)
+
+
+def _normal_sums(simplices: np.ndarray, normals: np.ndarray, points: int) -> np.ndarray:
+    """Per point, the sum of the unit outward normals of the facets through it (a direction inside
+    the point's normal cone when those facets span it)."""
+    sums = np.zeros((points, normals.shape[1]))
+    np.add.at(sums, simplices.ravel(), np.repeat(normals, simplices.shape[1], axis=0))
+    return sums
+
+
+def _past_bias_gaps(head: Head, tokens: np.ndarray, directions: np.ndarray) -> np.ndarray:
+    r"""Each direction d (a row) scaled by t so that t (w_i - w_j) \cdot d > b_j - b_i wherever the
+    gain :math:`(w_i - w_j) \cdot d` is positive (t = 1 without a bias): a direction that exposes
+    :math:`w_i` alone wins once it is long enough."""
+    if not np.any(head.b):
+        return directions
+    out = directions.copy()
+    block = max(1, HULL_BLOCK_ENTRIES // head.W.shape[0])
+    for start in range(0, len(tokens), block):
+        own, d = tokens[start : start + block], directions[start : start + block]
+        gains = np.einsum("ij,ij->i", head.W[own], d)[None, :] - head.W @ d.T  # V x n
+        gaps = head.b[:, None] - head.b[own][None, :]
+        positive = gains > 0
+        needed = np.max(np.where(positive, gaps / np.where(positive, gains, 1.0), 0.0), axis=0, initial=0.0)
+        out[start : start + block] *= (2 * needed + 1)[:, None]
+    return out
+
+
+def _facet_above(points: np.ndarray, normals: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """For each lifted point (x, y), the upper facet whose hyperplane is lowest above x: the upper
+    hull is the minimum of its facets' affine functions :math:`y = -(\\text{offset} + a \\cdot x)/c`."""
+    found = np.empty(len(points), dtype=np.int64)
+    block = max(1, HULL_BLOCK_ENTRIES // max(1, len(normals)))
+    for start in range(0, len(points), block):
+        x = points[start : start + block, :-1]
+        heights = -(offsets[None, :] + x @ normals[:, :-1].T) / normals[:, -1][None, :]
+        found[start : start + block] = np.argmin(heights, axis=1)
+    return found
+
+
+def _pulling_supports(
+    coordinates: np.ndarray,
+    inside: np.ndarray,
+    apex: int,
+    simplices: np.ndarray,
+    normals: np.ndarray,
+    offsets: np.ndarray,
+) -> np.ndarray:
+    r"""For each point of ``inside``, the simplex of the pulling triangulation from the vertex ``apex``
+    that holds it (a row: the apex, then the facet's vertices; -1 throughout for a point on the apex):
+    the facet, of those not through the apex, by which the ray from the apex through the point leaves
+    the hull, at the least :math:`t > 0` with :math:`n \cdot (x_0 + t (x - x_0)) = -\text{offset}`, i.e.
+    the largest :math:`n \cdot (x - x_0) / (-\text{offset} - n \cdot x_0)`."""
+    away = ~np.any(simplices == apex, axis=1)
+    simplices, normals, offsets = simplices[away], normals[away], offsets[away]
+    apex_point = coordinates[apex]
+    reach = -offsets - normals @ apex_point  # > 0 for the facets not through the apex
+    # 1/t per unit of the ray (the least t is the largest rate); a facet the rounding puts on the apex's
+    # plane gets rate 0, and a point that only such facets could hold is left to the general route
+    rates = np.where(reach[:, None] > 0, normals / np.where(reach > 0, reach, 1.0)[:, None], 0.0)
+    supports = np.full((len(inside), simplices.shape[1] + 1), -1, dtype=np.int64)
+    block = max(1, HULL_BLOCK_ENTRIES // max(1, len(normals)))
+    for start in range(0, len(inside), block):
+        speed = (coordinates[inside[start : start + block]] - apex_point) @ rates.T  # n x facets
+        exit_facet = np.argmax(speed, axis=1)
+        found = speed[np.arange(len(exit_facet)), exit_facet] > 0
+        rows = np.flatnonzero(found) + start
+        supports[rows, 0] = apex
+        supports[rows, 1:] = simplices[exit_facet[found]]
+    return supports
+
+
+def _adjugate(system: np.ndarray, D: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """For a support's equations (an integer object array, (D + 1) x k, k <= D + 1): k of its rows
+    that are independent (all of them when k = D + 1, else chosen by a pivoted QR in floats), the
+    integer adjugate of that k x k block and its determinant (python-flint; 0 when singular)."""
+    from flint import fmpz_mat
+
+    k = system.shape[1]
+    if k == D + 1:
+        chosen = np.arange(k)
+    else:  # the support spans a proper affine subspace: k of the D + 1 equations
+        import scipy.linalg
+
+        chosen = np.sort(scipy.linalg.qr(system.astype(np.float64).T, mode="r", pivoting=True)[1][:k])
+    square = fmpz_mat(system[chosen].tolist())
+    determinant = int(square.det())
+    if determinant == 0:
+        return chosen, np.zeros((k, k), dtype=object), 0
+    adjugate = [[int(x) for x in row] for row in (square.inv() * determinant).tolist()]
+    return chosen, np.array(adjugate, dtype=object), determinant
+
+
+def _hull_never(
+    head: Head, supports: dict[tuple[int, ...], list[int]]
+) -> dict[int, tuple[np.ndarray, tuple[Fraction, ...]]]:
+    r"""Exact certificates for the tokens qhull proposes inside (:func:`never_certificate`'s): weights
+    :math:`\lambda` over the proposed support with :math:`\sum_j \lambda_j w_j = w_i` and
+    :math:`\sum_j \lambda_j = 1`, every :math:`\lambda_j \ge 0` and :math:`\sum_j \lambda_j b_j \ge b_i`,
+    in exact arithmetic; tokens whose weights fail are left out (to the general route).
+
+    With S the support's equations (a column :math:`(w_j, 1)` per row j, integers over one power of two
+    shared by all rows, :func:`dyadic`) and x the token's: :math:`\lambda = \operatorname{adj}(S)\,x /
+    \det S` (python-flint's exact determinant and inverse, once per support), then for all tokens at once
+    in Python integers the products, their substitution back into all D + 1 equations (compared
+    exactly), the signs and the bias condition; the weights become Fractions."""
+    never: dict[int, tuple[np.ndarray, tuple[Fraction, ...]]] = {}
+    D = head.W.shape[1]
+    by_size: dict[int, list[tuple[tuple[int, ...], list[int]]]] = {}
+    for support, tokens in supports.items():
+        by_size.setdefault(len(support), []).append((support, tokens))
+    if not supports:
+        return never
+    involved = np.unique(np.r_[[j for s in supports for j in s], *supports.values()])
+    integers = np.hstack([dyadic(head.W[involved])[0], np.ones((len(involved), 1), dtype=object)])
+    biases = np.array([Fraction(float(x)) for x in head.b[involved]], dtype=object) if np.any(head.b) else None
+    for k, groups in by_size.items():
+        rows = np.array([support for support, _ in groups], dtype=np.int64)  # G x k
+        systems = integers[np.searchsorted(involved, rows)].transpose(0, 2, 1)  # G x (D + 1) x k
+        solved = [_adjugate(system, D) for system in systems]
+        chosen = np.array([c for c, _, _ in solved])
+        adjugates = np.array([a for _, a, _ in solved], dtype=object).reshape(len(groups), k, k)
+        determinants = np.array([d for _, _, d in solved], dtype=object)
+        group = np.concatenate([np.full(len(tokens), g) for g, (_, tokens) in enumerate(groups)])
+        tokens = np.concatenate([tokens for _, tokens in groups])
+        x = integers[np.searchsorted(involved, tokens)]  # T x (D + 1)
+        picked = np.take_along_axis(x, chosen[group], axis=1)  # T x k
+        numerators = np.matmul(adjugates[group], picked[:, :, None])[:, :, 0]  # the weights times det
+        det = determinants[group]
+        substituted = np.matmul(systems[group], numerators[:, :, None])[:, :, 0]
+        exact = np.all(substituted == x * det[:, None], axis=1) & (det != 0)
+        flip = det < 0
+        numerators[flip], det[flip] = -numerators[flip], -det[flip]
+        certified = exact & np.all(numerators >= 0, axis=1)
+        if biases is not None:
+            mixed = np.sum(numerators * biases[np.searchsorted(involved, rows[group])], axis=1)
+            certified &= (mixed >= biases[np.searchsorted(involved, tokens)] * det).astype(bool)
+        shared = [np.array(support, dtype=np.int64) for support, _ in groups]
+        for array in shared:
+            array.flags.writeable = False  # shared by the certificates of a support
+        for t in np.flatnonzero(certified):
+            weights, d, support = numerators[t].tolist(), det[t], shared[group[t]]
+            used = support if all(weights) else support[[a > 0 for a in weights]]
+            never[int(tokens[t])] = (used, tuple(Fraction(a, d) for a in weights if a))
+    return never
+
+
 def argmaxable(
     W: Any, bias: Any = None, *, tokens: Any = None, on_progress: Callable[[int], None] | None = None
 ) -> dict[str, Any]:
@@ -540,9 +926,15 @@ def argmaxable(
     no threshold enters and the answer does not change when the head is scaled or shifted (beyond
     the rounding of doing so).
 
-    The h are sought cheapest first: the whitened :math:`h = C^+(w_i - \bar w)`, then h = s w_i, in
-    batches; reflections toward the current winner; the cutting-plane margin LP, whose sign only
-    chooses which certificate to try next. ``tokens`` restricts the decisions to some token ids (all
+    At low dimension (D <= :data:`HULL_MAX_D`) qhull's convex hull of the rows (of the rows lifted by
+    their biases) proposes first (:func:`_hull_proposals`): a direction inside each vertex's normal
+    cone, re-checked as any h is (with a bias, after the small h below), and for each row inside a
+    simplex of other rows holding it, whose exact weights are solved and checked in integers
+    (:func:`_hull_never`). Whatever the hull does not settle (a degenerate or mis-rounded hull, a
+    token whose proposal fails its check) continues below. The h are then sought cheapest first: the
+    whitened :math:`h = C^+(w_i - \bar w)`, then h = s w_i, in batches; reflections toward the
+    current winner; the cutting-plane margin LP, whose sign only chooses which certificate to try
+    next. ``tokens`` restricts the decisions to some token ids (all
     by default; the others are left with method ""). ``on_progress(n)`` is called as n more tokens
     are settled. Returns ``argmaxable`` and ``never`` (boolean, certified), ``method`` (how each
     token was settled), ``lp_margin`` (NaN where no LP ran), ``witness`` (a winning h per argmaxable
@@ -570,20 +962,38 @@ def argmaxable(
             method[loser] = "duplicate row"
     progress(len(combination))
     open_tokens = np.flatnonzero((method == "") & wanted)
-    mean, inverse = whitening(head.W) if len(open_tokens) else (None, None)
-    candidates = [("certificate whitened", lambda t: (head.W[t] - mean) @ inverse)]
-    candidates += [(f"certificate h = {s:g} w_i", lambda t, s=s: s * head.W[t]) for s in CHEAP_SCALES]
+    whitened = functools.cache(lambda: whitening(head.W))
+    cheap = [("certificate whitened", lambda t: (head.W[t] - whitened()[0]) @ whitened()[1])]
+    cheap += [(f"certificate h = {s:g} w_i", lambda t, s=s: s * head.W[t]) for s in CHEAP_SCALES]
     block = max(1, BLOCK_ENTRIES // V)
-    for name, direction in candidates:
-        still_open = []
-        for start in range(0, len(open_tokens), block):
-            chunk = open_tokens[start : start + block]
-            H = direction(chunk)
-            wins = head.winners(H, chunk)
-            decided[chunk[wins]], witness[chunk[wins]], method[chunk[wins]] = True, H[wins], name
-            progress(int(wins.sum()))
-            still_open.append(chunk[~wins])
-        open_tokens = np.concatenate(still_open) if still_open else open_tokens
+
+    def settle(tokens: np.ndarray, candidates: list[tuple[str, Callable[[np.ndarray], np.ndarray]]]) -> np.ndarray:
+        """Try each candidate h on the tokens in batches; the tokens no candidate makes win."""
+        for name, direction in candidates:
+            still_open = []
+            for start in range(0, len(tokens), block):
+                chunk = tokens[start : start + block]
+                H = direction(chunk)
+                wins = head.winners(H, chunk)
+                decided[chunk[wins]], witness[chunk[wins]], method[chunk[wins]] = True, H[wins], name
+                progress(int(wins.sum()))
+                still_open.append(chunk[~wins])
+            tokens = np.concatenate(still_open) if still_open else tokens
+        return tokens
+
+    proposals = _hull_proposals(head, open_tokens) if D <= HULL_MAX_D and len(open_tokens) else None
+    if proposals is not None:
+        proposed = np.full((V, D), np.nan)
+        proposed[proposals.tokens] = proposals.H
+        # With a bias the small witnesses first: a bound on h (bounded_argmaxable) keeps them as they are.
+        settle(proposals.tokens, [*(cheap if np.any(head.b) else []), (HULL_VERTEX, lambda t: proposed[t])])
+        hull_never = _hull_never(head, proposals.supports)
+        for token, certificate in hull_never.items():
+            combination[token], method[token] = certificate, CONVEX_COMBINATION
+        progress(len(hull_never))
+        open_tokens = np.flatnonzero((method == "") & wanted)
+    open_tokens = settle(open_tokens, cheap)
+    mean, inverse = whitened() if len(open_tokens) else (None, None)
     starts = (head.W[open_tokens] - mean) @ inverse if len(open_tokens) else np.empty((0, D))
     others = np.arange(V)
     for token, start in zip(open_tokens, starts, strict=True):

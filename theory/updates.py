@@ -37,6 +37,7 @@ import array_api_compat
 import flint
 import numpy as np
 
+from rankwall.theory._rounding import gamma, unit_roundoff
 from rankwall.theory.validation import (
     InputError,
     as_array,
@@ -229,3 +230,71 @@ def construct_step(
     else:
         draw = lambda *shape: rng.standard_normal(shape)  # noqa: E731
     return draw(contexts, D), draw(V, D), draw(contexts, V)
+
+
+# --------------------------------------------------------------------------- the logit gradient (Theorem UP.2)
+
+
+def construct_logit_gradient(
+    contexts: int, V: int, seed: int, *, idle: int = 0, scale: float = 1.0, spread: int = 5, observed: int = 3
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The ingredients of a logit gradient :math:`\\operatorname{diag}(f)(P - \\tilde N)`: P (C x V), the
+    float64 softmax of Gaussian logits times ``scale``; integer next-token counts (C x V, 1 to
+    ``observed`` distinct tokens per context, each seen 1 to 3 times), whose rows normalised are
+    :math:`\\tilde N`; and integer frequencies f in [1, ``spread``], the last ``idle`` of them 0 (contexts
+    that drop out of G). ``spread = 1`` makes f constant on the active contexts, the equality case of
+    UP.2 (3)."""
+    contexts = check_integer_in(contexts, "contexts", 1, 100_000)
+    V = check_integer_in(V, "V", 2, 1 << 20)
+    idle = check_integer_in(idle, "idle", 0, contexts)
+    spread = check_integer_in(spread, "spread", 1, 1000)
+    observed = min(check_integer_in(observed, "observed", 1), V)
+    rng = np.random.default_rng(check_integer_in(seed, "seed", 0))
+    z = scale * rng.standard_normal((contexts, V))
+    P = np.exp(z - z.max(axis=1, keepdims=True))
+    P /= P.sum(axis=1, keepdims=True)
+    counts = np.zeros((contexts, V), dtype=np.int64)
+    for c in range(contexts):
+        tokens = rng.choice(V, size=rng.integers(1, observed + 1), replace=False)
+        counts[c, tokens] = rng.integers(1, 4, size=len(tokens))
+    f = rng.integers(1, spread + 1, size=contexts)
+    f[contexts - idle :] = 0
+    return P, counts, f
+
+
+def logit_gradient(P: Any, counts: Any, f: Any, *, exact: bool = False) -> np.ndarray:
+    """:math:`G = \\operatorname{diag}(f)(P - \\tilde N)` with :math:`\\tilde N` the rows of ``counts``
+    normalised. With ``exact``, every float of P is read as the rational it is and each row normalised
+    exactly (a genuine probability row), f and the counts as rationals: an object array of Fractions,
+    whose rows sum to 0 exactly (Theorem UP.2 (1)). Otherwise float64."""
+    P, counts = np.asarray(P, dtype=np.float64), np.asarray(counts)
+    f = np.asarray(f)
+    if P.ndim != 2 or counts.shape != P.shape or f.shape != (P.shape[0],):
+        raise InputError(f"P {P.shape}, counts {counts.shape} and f {f.shape}: need C x V, C x V and C")
+    totals = counts.sum(axis=1)
+    if (counts < 0).any() or (totals <= 0).any():
+        raise InputError("counts: need non-negative counts with at least one observed token per context")
+    if not exact:
+        return f[:, None] * (P - counts / totals[:, None])
+    rows = []
+    for p, n, total, weight in zip(P, counts, totals, f, strict=True):
+        exact_p = [Fraction(x) for x in p]
+        mass = sum(exact_p)
+        weight, total = Fraction(int(weight)), int(total)
+        rows.append([weight * (x / mass - Fraction(int(k), total)) for x, k in zip(exact_p, n, strict=True)])
+    return np.array(rows, dtype=object)
+
+
+def frequency_ratios(G: Any, X: Any) -> tuple[float, float]:
+    r"""``(min, max)`` of :math:`\sigma_i(G)/\sigma_i(X)` for G a row scaling of X, over the i whose
+    float :math:`\sigma_i(X)` exceeds the SVD's backward error :math:`\gamma_{n+2}\sqrt{m}\,\sigma_1(X)`
+    (an m x n X; the others may be rounding of a zero): Theorem UP.2 (3) puts both in
+    :math:`[f_{\min}, f_{\max}]` up to that error. Float64, no certificate."""
+    G, X = np.asarray(G, dtype=np.float64), np.asarray(X, dtype=np.float64)
+    if G.shape != X.shape:
+        raise InputError(f"G: shape {G.shape} differs from X's {X.shape}")
+    s_G, s_X = np.linalg.svd(G, compute_uv=False), np.linalg.svd(X, compute_uv=False)
+    u = unit_roundoff(np.float64)
+    kept = s_X > gamma(max(X.shape) + 2, u) * min(X.shape) ** 0.5 * s_X[0]
+    ratios = s_G[kept] / s_X[kept]
+    return float(ratios.min()), float(ratios.max())

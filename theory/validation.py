@@ -19,9 +19,9 @@ import array_api_compat
 import numpy as np
 import scipy.sparse as sparse
 
+from rankwall.errors import InputError
 
-class InputError(ValueError):
-    """An argument that a function of rankwall cannot accept, with the reason."""
+__all__ = ["InputError"]  # re-exported: the one class lives in rankwall.errors
 
 
 def check_sequence(x: Any, name: str) -> tuple[int, ...] | None:

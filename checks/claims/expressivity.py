@@ -1297,8 +1297,10 @@ STATEMENTS: tuple[Statement, ...] = (
               (_TESTS + "TestCircleWitness", _TESTS + "TestTop1WitnessCanFail"),
               "exact top-1 probability on (1/V, 1); epsilon only at 1"),
     Statement("thm-d1", "EX.3", "expressivity", "seed 000, §2.1 (\"when D >= 2\")", Kind.NEW,
-              ("expressivity.d1-bias-argmax",), (_TESTS + "TestDimensionOne", _TESTS + "TestD1BiasArgmaxCanFail"),
-              "V = 2 needs D = 1; for V >= 3, D = 1 fails with or without a bias"),
+              ("expressivity.d1-bias-argmax",),
+              (_TESTS + "TestDimensionOne", _TESTS + "TestD1BiasArgmaxCanFail", _TESTS + "TestDimensionOneTopOneRange"),
+              "V = 2 needs D = 1; for V >= 3, D = 1 fails with or without a bias: at most two tokens reach both 3/4 "
+              "and 1/V + 1/(4V^2)"),
     Statement("thm-argmaxable", "EX.4", "expressivity", "seed 001, \"What happened to the idea\"", Kind.NEW,
               ("expressivity.argmaxable-vs-hull",),
               (_TESTS + "TestArgmaxableTokens", _TESTS + "TestCertifiedArgmax",

@@ -43,9 +43,11 @@ __all__ = [
     "complement",
     "entropy",
     "envelope_witnesses",
+    "frobenius",
     "kernel_residual",
     "mean",
     "norm",
+    "p_norm",
     "product_with_p",
     "quadratic_form",
     "rank",
@@ -78,6 +80,7 @@ from hypothesis import strategies as st
 from rankwall.checks import exact, exact_softmax, exact_vectors, tolerance, toolkit
 from rankwall.checks.backends import Backend, to_numpy
 from rankwall.checks.quantities import (
+    Approximately,
     Combination,
     Compared,
     Constant,
@@ -691,6 +694,41 @@ def _measure_variance(ctx: Context) -> Measured:
     return _measured_form(ctx, lambda b: sj.variance(b.rows, b.direction), tolerance.gamma(built.V + 6, built.u))
 
 
+def _frobenius_squared_float(built: Built) -> float:
+    """‖J‖_F² = Σ_i p_i²(1 − p_i)² + Σ_{i≠j} p_i² p_j² without cancellation: 1 − p_i as the sum of the
+    other entries (the complement for the top atom) and Σ_{j≠i} p_j² as the tail's squares for the top."""
+    xp, rows = built.backend.xp, built.rows
+    p = rows.p[0, :]
+    squares = p * p
+    total = xp.sum(squares)
+    others = xp.where(p == rows.top[0], rows.complement[0], 1 - p)
+    tail_squares = xp.sum(rows.tail[0, :] ** 2)
+    rest = xp.where(p == rows.top[0], tail_squares, total - squares)
+    return scalar(xp.sum(squares * others * others) + xp.sum(squares * rest))
+
+
+def _measure_frobenius(ctx: Context) -> Measured:
+    """‖J‖_F: its square from 2V products and two sums of nonnegative terms (gamma_{2V+12} relative,
+    and the underflow of its terms), then a square root (within half that, plus its rounding)."""
+    built = built_in(ctx)
+    squared = _frobenius_squared_float(built)
+    relative = tolerance.gamma(2 * built.V + 12, built.u)
+    value = math.sqrt(squared)
+    bound = relative * squared + underflow(built)
+    error = bound / (math.sqrt(max(squared - bound, 0.0)) + value) if squared > bound else math.sqrt(squared + bound)
+    return Measured(value, error + tolerance.gamma(1, 2.0**-53) * value)
+
+
+def _measure_p_norm(ctx: Context) -> Measured:
+    """‖p‖₂ = (Σ p_i²)^{1/2}: the sum of squares within gamma_{2V+8} relative, then a square root."""
+    built = built_in(ctx)
+    xp = built.backend.xp
+    squared = scalar(xp.sum(built.rows.p * built.rows.p))
+    value = math.sqrt(squared)
+    relative = tolerance.gamma(2 * built.V + 8, built.u)
+    return Measured(value, relative * value + math.sqrt(underflow(built)) + tolerance.gamma(1, 2.0**-53) * value)
+
+
 def _support_interval(ctx: Context) -> RankInterval:
     """|supp p̂|: the nonzero entries of the built row (every entry of a softmax of finite logits is
     positive, whatever underflowed in floating point)."""
@@ -749,6 +787,29 @@ def _exact_collision_complement(ctx: Context) -> Real:
         return 1 - _sum([c * q * q for c, q in zip(counts, p, strict=True)])
     row = dyadic_row(ctx)
     return Real(flint.fmpq(row.N**2 - int((row.n * row.n).sum()), row.N**2))
+
+
+def _exact_frobenius(ctx: Context) -> Real:
+    """‖J(p̂)‖_F = (Σ p̂² − 2Σ p̂³ + (Σ p̂²)²)^{1/2}: the square root of a rational (or of a form in the
+    logits' weights), kept as such, so that ‖J‖_F² is its radicand exactly."""
+    if built_in(ctx).form == "logits":
+        p, counts = group_probabilities(ctx), logit_groups(ctx).counts
+        s2 = _sum([c * q**2 for c, q in zip(counts, p, strict=True)])
+        s3 = _sum([c * q**3 for c, q in zip(counts, p, strict=True)])
+        return (s2 - 2 * s3 + s2 * s2).sqrt()
+    row = dyadic_row(ctx)
+    n, N = row.n, row.N
+    s2, s3 = int((n * n).sum()), int((n * n * n).sum())
+    return Real(flint.fmpq(s2 * N**2 - 2 * s3 * N + s2 * s2, N**4)).sqrt()
+
+
+def _exact_p_norm(ctx: Context) -> Real:
+    """‖p̂‖₂ = (Σ p̂_i²)^{1/2}, a square root kept as such."""
+    if built_in(ctx).form == "logits":
+        p, counts = group_probabilities(ctx), logit_groups(ctx).counts
+        return _sum([c * q * q for c, q in zip(counts, p, strict=True)]).sqrt()
+    row = dyadic_row(ctx)
+    return Real(flint.fmpq(int((row.n * row.n).sum()), row.N**2)).sqrt()
 
 
 def _exact_entropy(ctx: Context) -> Real:
@@ -1213,9 +1274,7 @@ def reference_rank(ctx: Context) -> int:
         entries = [flint.fmpq(x.numerator, x.denominator) for r in row.J for x in r]
         return int(flint.fmpq_mat(n, n, entries).rank())
     with mpmath.workprec(row.bits):
-        scaled = mpmath.matrix(
-            [[row.J[i][j] / mpmath.sqrt(row.p[i] * row.p[j]) for j in range(n)] for i in range(n)]
-        )
+        scaled = mpmath.matrix([[row.J[i][j] / mpmath.sqrt(row.p[i] * row.p[j]) for j in range(n)] for i in range(n)])
         eigenvalues = mpmath.eigsy(scaled, eigvals_only=True)
         return sum(1 for e in eigenvalues if abs(e) > mpmath.mpf(2) ** -100)
 
@@ -1238,13 +1297,24 @@ def _reference_moments(ctx: Context) -> tuple[Any, Any, Any, Any]:
         variance = sum((pi * (ui - mean) ** 2 for pi, ui in zip(p, u, strict=True)), 0 * p[0])
         return mean, second, form, variance
 
-    return ctx.once("reference moments", lambda: _at(row, compute))
+    values = ctx.once("reference moments", lambda: _at(row, compute))
+    if row.exact:
+        return values
+    scale = max(abs(_mp(x)) for x in u) ** 2 + 1
+    error = mpmath.mpf(n) ** 2 * scale * mpmath.mpf(2) ** (16 - row.bits)
+    return tuple(Approximately(v, error) for v in values)
 
 
 def _reference(compute: Callable[[DenseRow], Any]) -> Callable[[Context], Any]:
+    """A reference from the dense row: exact on a row of probabilities; from logits, within the rounding
+    of sums of at most V² terms of size at most 1 at the row's precision (an :class:`Approximately`)."""
+
     def reference(ctx: Context) -> Any:
         row = dense_row(ctx)
-        return _at(row, lambda: compute(row))
+        value = _at(row, lambda: compute(row))
+        if row.exact or isinstance(value, int):
+            return value
+        return Approximately(value, mpmath.mpf(len(row.p)) ** 2 * mpmath.mpf(2) ** (16 - row.bits))
 
     return reference
 
@@ -1359,6 +1429,22 @@ variance = _quantity(
     reference=lambda ctx: _reference_moments(ctx)[3],
     doc="Var_p(u), two-pass",
     exact_doc="Σ_i p̂_i (u_i − E u)², exactly",
+)
+frobenius = _quantity(
+    "‖J‖_F",
+    _measure_frobenius,
+    _exact_frobenius,
+    reference=_reference(lambda r: mpmath.sqrt(_mp(sum((x * x for row in r.J for x in row), 0 * r.p[0])))),
+    doc="the Frobenius norm of J, (Σ_ij J_ij²)^{1/2}",
+    exact_doc="the square root of Σ p̂² − 2Σ p̂³ + (Σ p̂²)², kept as a root (its square is exact)",
+)
+p_norm = _quantity(
+    "‖p‖₂",
+    _measure_p_norm,
+    _exact_p_norm,
+    reference=_reference(lambda r: mpmath.sqrt(_mp(sum((x * x for x in r.p), 0 * r.p[0])))),
+    doc="the Euclidean norm of the row p",
+    exact_doc="the square root of Σ p̂², kept as a root",
 )
 support = _quantity(
     "|supp p|",
@@ -1498,8 +1584,8 @@ lower_bound_approached_claim = declare(
     "softmax-jacobian.lower-bound-approached",
     source="rankwall (seed 002's 64-position row, generalised)",
     title="The lower bound is approached by spreading the tail",
-    statement="‖J‖₂ ≤ m(1 − m)·n/(n − 1) for (m, (1−m)/n, …, (1−m)/n) with n = V − 1 ≥ 2 tail atoms, "
-    "so inf{‖J‖₂ : max p = m} = m(1 − m) over all V",
+    statement="‖J‖₂ ≤ m(1 − m)·n/(n − 1) for (m, (1−m)/n, …, (1−m)/n) with n = V − 1 ≥ 2 tail atoms and "
+    "m ≥ 1/(n + 1), so inf{‖J‖₂ : max p = m} = m(1 − m) over all V",
     domain="the spread-tail witness, V ≥ 3",
     lhs=norm,
     relation="<=",
@@ -1581,14 +1667,14 @@ STATEMENTS: tuple[Statement, ...] = (
         Kind.SEED,
         ("softmax-jacobian.trace",),
         (_TESTS + "TestIdentitiesAreProvedSymbolically",),
-        "the seed gives no proof; 'not a function of the entropy' is proved here",
+        "the seed gives no proof; that neither the trace nor the entropy determines the other is proved here",
     ),
     Statement(
         "thm-rank",
         "SJ.3",
         "softmax_jacobian",
-        "seed 002 shows one zero eigenvalue; no rank statement",
-        Kind.RECONSTRUCTED,
+        "none (seed 002 shows one zero eigenvalue; it states no rank)",
+        Kind.NEW,
         ("softmax-jacobian.rank",),
         (_TESTS + "TestRankIsMeasuredFromJ",),
     ),

@@ -1,4 +1,5 @@
-"""``rankwall list [PATTERN ...]``: the claims, one line each; one claim whole when a pattern names it."""
+"""``rankwall list [PATTERN ...]``: the claims, one line each; one claim whole when a pattern names it;
+``rankwall list --quantities [FAMILY ...]``: the quantities a statement of one's own can use."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-from rankwall.checks.commands.common import EXIT_OK, claims_option, load_user_claims, matched_claims
+from rankwall.checks.commands.common import EXIT_OK, UsageError, claims_option, load_user_claims, matched_claims
 from rankwall.checks.verdict import REGISTRY, Claim
 
 NAME = "list"
@@ -22,6 +23,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "patterns", nargs="*", metavar="PATTERN", help="claim ids or shell patterns (default: every claim)"
     )
     parser.add_argument("--json", action="store_true", help="print every matching claim whole, as JSON")
+    parser.add_argument(
+        "--quantities",
+        action="store_true",
+        help="list the families' quantities instead (PATTERN: family names): what each means, the cases it "
+        "reads and how it is evaluated exactly",
+    )
     claims_option(parser)
 
 
@@ -48,6 +55,8 @@ def claim_json(claim: Claim) -> dict[str, Any]:
 
 def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     load_user_claims(args)
+    if args.quantities:
+        return list_quantities(args, out)
     claims = matched_claims(args.patterns)
     if args.json:
         print(json.dumps([claim_json(c) for c in claims], indent=2))
@@ -83,3 +92,30 @@ def print_whole(claim: Claim, out: Console) -> None:
         out.print("  mutants (planted false variants; `rankwall search CLAIM --mutant NAME`):")
         for name, mutant in sorted(claim.mutants.items()):
             out.print(f"    {escape(name)}: {escape(mutant.statement)}")
+
+
+def list_quantities(args: argparse.Namespace, out: Console) -> int:
+    """The quantities of the families named (all of them by default), as JSON or one block each."""
+    from rankwall.checks.claims import FAMILY_MODULES, catalog, family_name
+
+    known = [family_name(m) for m in FAMILY_MODULES]
+    unknown = [
+        f for f in args.patterns if f not in known and f.replace("-", "_") not in [k.replace("-", "_") for k in known]
+    ]
+    if unknown:
+        raise UsageError(f"--quantities: no family {unknown[0]!r} (the families: {', '.join(known)})")
+    entries = [e for f in (args.patterns or [None]) for e in catalog(f if f is None else f.replace("_", "-"))]
+    if args.json:
+        print(json.dumps(entries, indent=2, ensure_ascii=False))
+        return EXIT_OK
+    for entry in entries:
+        kind = "integer" if entry["integer"] else "real"
+        out.print(f"[bold]{escape(entry['name'])}[/]  prints as {escape(entry['prints'])}  ({kind})", soft_wrap=True)
+        for label, value in (
+            ("meaning", entry["meaning"]),
+            ("cases", ", ".join(entry["cases"]) or "none of the family's bundles"),
+            ("exactly", entry["exactly"] or "no exact route: decided by its two-sided float margin"),
+        ):
+            out.print(f"  {label:<8} {escape(value)}", soft_wrap=True, highlight=False)
+    out.print(f"{len(entries)} quantities; combine them with + - * /, powers, minimum, maximum, sqrt, log, exp, abs")
+    return EXIT_OK

@@ -69,10 +69,11 @@ def make_model(V: int, D: int, tied: bool, seed: int) -> Any:
     return Repeater()
 
 
-def train(
+def fit(
     V: int, tied: bool, *, D: int = D, steps: int = STEPS, seed: int = 0, on_log: Callable[[], None] | None = None
-) -> dict[str, Any]:
-    """Adam on uniform tokens with target = input; the loss every ``LOG_EVERY`` steps."""
+) -> tuple[Any, dict[str, Any]]:
+    """Adam on uniform tokens with target = input; the trained model and its record (the loss every
+    ``LOG_EVERY`` steps)."""
     import torch
 
     started = time.perf_counter()
@@ -91,7 +92,7 @@ def train(
             logged_steps.append(step)
             if on_log is not None:
                 on_log()
-    return {
+    return model, {
         "V": V,
         "D": D,
         "tied": tied,
@@ -103,6 +104,13 @@ def train(
         "seconds": time.perf_counter() - started,
         "peak_memory_mb": peak_memory_mb(),
     }
+
+
+def train(
+    V: int, tied: bool, *, D: int = D, steps: int = STEPS, seed: int = 0, on_log: Callable[[], None] | None = None
+) -> dict[str, Any]:
+    """The record of :func:`fit` (the loss every ``LOG_EVERY`` steps)."""
+    return fit(V, tied, D=D, steps=steps, seed=seed, on_log=on_log)[1]
 
 
 def run(

@@ -7,8 +7,6 @@
 - ``{statement-index}`` (``:kind: new`` keeps one kind) and ``{claim-index}``: the statement index
   (label, number, seed reference, kind, claims, tests) and every registry claim with the statements
   it checks;
-- ``{family-list}``: the public family modules, the claims each holds and its page, so that no page
-  lists the families by hand;
 - ``{fidelity-table}``: the fidelity rows as an HTML table, every figure read from the evidence
   when the page is built, each row linking to its theorem, claims and page.
 """
@@ -67,22 +65,40 @@ def _text(text: str) -> nodes.paragraph:
 def _theorem_ref(label: str, docname: str) -> addnodes.pending_xref:
     """A link to a theorem, shown as its stable name ("Theorem SJ.3")."""
     return addnodes.pending_xref(
-        "", nodes.inline(label, label), refdomain="prf", reftype="ref", reftarget=label, refdoc=docname,
-        refexplicit=False, refwarn=True,
+        "",
+        nodes.inline(label, label),
+        refdomain="prf",
+        reftype="ref",
+        reftarget=label,
+        refdoc=docname,
+        refexplicit=False,
+        refwarn=True,
     )
 
 
 def _doc_ref(page: str, docname: str) -> addnodes.pending_xref:
     return addnodes.pending_xref(
-        "", nodes.inline(page, page), refdomain="std", reftype="doc", reftarget=f"/{page}", refdoc=docname,
-        refexplicit=True, refwarn=True,
+        "",
+        nodes.inline(page, page),
+        refdomain="std",
+        reftype="doc",
+        reftarget=f"/{page}",
+        refdoc=docname,
+        refexplicit=True,
+        refwarn=True,
     )
 
 
 def _claim_ref(claim_id: str, docname: str) -> addnodes.pending_xref:
     return addnodes.pending_xref(
-        "", nodes.literal(claim_id, claim_id), refdomain="std", reftype="ref",
-        reftarget=CLAIM_ANCHOR.format(claim_id), refdoc=docname, refexplicit=True, refwarn=True,
+        "",
+        nodes.literal(claim_id, claim_id),
+        refdomain="std",
+        reftype="ref",
+        reftarget=CLAIM_ANCHOR.format(claim_id),
+        refdoc=docname,
+        refexplicit=True,
+        refwarn=True,
     )
 
 
@@ -95,9 +111,13 @@ def _joined(items: list[nodes.Node], separator: str = ", ") -> nodes.paragraph:
     return paragraph
 
 
-def _table(headers: tuple[str, ...], rows: list[tuple[list[nodes.Node] | nodes.Node, ...]],
-           widths: tuple[int, ...], classes: tuple[str, ...] = (),
-           row_ids: list[str] | None = None) -> nodes.table:
+def _table(
+    headers: tuple[str, ...],
+    rows: list[tuple[list[nodes.Node] | nodes.Node, ...]],
+    widths: tuple[int, ...],
+    classes: tuple[str, ...] = (),
+    row_ids: list[str] | None = None,
+) -> nodes.table:
     table = nodes.table(classes=["companion-table", *classes])
     group = nodes.tgroup(cols=len(headers))
     table += group
@@ -137,10 +157,17 @@ class StatementIndex(SphinxDirective):
             claims = [_claim_ref(c, doc) for c in s.claims] or [nodes.Text("none (proof only)")]
             tests = [nodes.literal(t, t) for t in s.tests]
             kind = nodes.paragraph(text=s.kind.value + (f": {s.note}" if s.note else ""))
-            rows.append((_joined([_theorem_ref(s.label, doc)]), _text(s.seed), kind, _joined(claims),
-                         _joined(tests, "; ")))
-        return [_table(("statement", "in the seeds", "kind", "claims", "tests"), rows, (12, 22, 26, 20, 20),
-                       ("statement-index",))]
+            rows.append(
+                (_joined([_theorem_ref(s.label, doc)]), _text(s.seed), kind, _joined(claims), _joined(tests, "; "))
+            )
+        return [
+            _table(
+                ("statement", "in the seeds", "kind", "claims", "tests"),
+                rows,
+                (12, 22, 26, 20, 20),
+                ("statement-index",),
+            )
+        ]
 
 
 class ClaimIndex(SphinxDirective):
@@ -158,33 +185,16 @@ class ClaimIndex(SphinxDirective):
             std.note_hyperlink_target(anchor, doc, anchor, claim.id)
             checked = [_theorem_ref(s.label, doc) for s in fidelity.STATEMENTS if claim.id in s.claims]
             mutants = ", ".join(claim.mutants) or "none"
-            rows.append((nodes.literal(claim.id, claim.id), _text(claim.statement),
-                         _joined(checked) if checked else _text("none"), _text(mutants)))
+            rows.append(
+                (
+                    nodes.literal(claim.id, claim.id),
+                    _text(claim.statement),
+                    _joined(checked) if checked else _text("none"),
+                    _text(mutants),
+                )
+            )
             ids.append(anchor)
         return [_table(("claim", "statement", "checks", "mutants"), rows, (18, 52, 15, 15), ("claim-index",), ids)]
-
-
-class FamilyList(SphinxDirective):
-    """The public family modules (``rankwall.<family>``), the claims each registers and its page."""
-
-    def run(self) -> list[nodes.Node]:
-        from rankwall.checks.claims import FAMILY_MODULES
-        from rankwall.checks.toolkit import Family
-        from rankwall.checks.verdict import REGISTRY
-
-        doc = self.env.docname
-        rows = []
-        for module in FAMILY_MODULES:
-            name = module.__name__.rsplit(".", 1)[1]
-            prefixes = sorted({f.name for f in vars(module).values() if isinstance(f, Family)})
-            if not prefixes and isinstance(getattr(module, "FAMILY", None), str):  # a family of declared claims
-                prefixes = [module.FAMILY]
-            held = [f"{prefix}.* ({sum(c.id.startswith(prefix + '.') for c in REGISTRY)})" for prefix in prefixes]
-            public = f"rankwall.{name}"
-            page = getattr(module, "PAGE", name)  # a family whose theorems another family's page states
-            rows.append((nodes.paragraph("", "", nodes.literal(public, public)), _text(", ".join(held)),
-                         _joined([_doc_ref(page, doc)])))
-        return [_table(("module", "claims (how many)", "page"), rows, (30, 45, 25), ("family-list",))]
 
 
 class FidelityTable(SphinxDirective):
@@ -204,8 +214,17 @@ class FidelityTable(SphinxDirective):
             evidence += _joined(links)
             evidence += nodes.paragraph("", "", nodes.literal(row.command, row.command))
             status = nodes.paragraph("", "", nodes.strong(row.status.value, row.status.value))
-            rows.append((_text(str(i)), _text(f"seed {row.seed}, {row.where}"), _text(row.seed_says), status,
-                         _text(row.figure(docs)), _text(row.reason or "—"), evidence))
+            rows.append(
+                (
+                    _text(str(i)),
+                    _text(f"seed {row.seed}, {row.where}"),
+                    _text(row.seed_says),
+                    status,
+                    _text(row.figure(docs)),
+                    _text(row.reason or "—"),
+                    evidence,
+                )
+            )
             ids.append(f"row-{i}")
         headers = ("#", "where", "the seed says", "status", "rankwall's figure", "why", "evidence")
         return [_table(headers, rows, (3, 9, 18, 10, 23, 18, 19), ("fidelity-table",), ids)]
@@ -215,6 +234,5 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.connect("env-get-updated", assign_stable_numbers, priority=900)  # after the toctree collector
     app.add_directive("statement-index", StatementIndex)
     app.add_directive("claim-index", ClaimIndex)
-    app.add_directive("family-list", FamilyList)
     app.add_directive("fidelity-table", FidelityTable)
     return {"version": "1", "parallel_read_safe": False, "parallel_write_safe": True, "env_version": 1}
