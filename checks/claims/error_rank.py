@@ -133,6 +133,11 @@ class CorpusContinuations(Case):
     seed: int = 0
     scale: float = 1.0
 
+    @property
+    def vocabulary(self) -> int:
+        """The corpus's vocabulary size (65 for tinyshakespeare's characters), read once per process."""
+        return corpus_unique_tokens(self.corpus, self.level, self.order)[0]
+
 
 @dataclass(frozen=True)
 class StochasticPattern(Case):
@@ -1047,8 +1052,43 @@ def reference_vocabulary(ctx: Context) -> int:
 # --------------------------------------------------------------------------- the quantities
 
 
-def _quantity(name: str, measure: Callable[[Context], Any], exact_fn: Callable[[Context], Any], **options: Any) -> Any:
-    return quantity(name, measure, exact_fn, family=FAMILY, integer=True, **options)
+def reading(kinds: tuple[type, ...], name: str, route: Callable[[Context], Any]) -> Callable[[Context], Any]:
+    """``route`` on the cases of ``kinds`` only: a case of another kind is refused as input, naming the
+    quantity and the kinds it reads (a statement over it is undefined there)."""
+
+    def guarded(ctx: Context) -> Any:
+        if not isinstance(ctx.case, kinds):
+            known = ", ".join(kind.KIND for kind in kinds)
+            raise InputError(f"case: {name} reads {known} cases, not {type(ctx.case).__name__}")
+        return route(ctx)
+
+    return guarded
+
+
+def integer_quantity(
+    family: str,
+    reads: tuple[type, ...],
+    name: str,
+    measure: Callable[[Context], Any],
+    exact_fn: Callable[[Context], Any],
+    **options: Any,
+) -> Any:
+    """An integer quantity of ``family`` on the cases of ``reads`` (every route guarded by :func:`reading`)."""
+    if options.get("reference") is not None:
+        options["reference"] = reading(reads, name, options["reference"])
+    measure, exact_fn = reading(reads, name, measure), reading(reads, name, exact_fn)
+    return quantity(name, measure, exact_fn, family=family, integer=True, **options)
+
+
+#: The kinds of case the unique-continuation quantities read, and those with a vocabulary size V.
+UNIQUE = (UniqueContinuation, CorpusContinuations)
+WITH_V = (UniqueContinuation, CorpusContinuations, MiniBatch)
+
+
+def _quantity(
+    reads: tuple[type, ...], name: str, measure: Callable[[Context], Any], exact_fn: Callable[[Context], Any], **kw: Any
+) -> Any:
+    return integer_quantity(FAMILY, reads, name, measure, exact_fn, **kw)
 
 
 def _same(compute: Callable[[Context], Any]) -> tuple[Callable[[Context], Any], Callable[[Context], Any]]:
@@ -1057,6 +1097,7 @@ def _same(compute: Callable[[Context], Any]) -> tuple[Callable[[Context], Any], 
 
 
 prediction_error_rank = _quantity(
+    UNIQUE,
     "rank(P − Ñ)",
     _measure_prediction_error_rank,
     _exact_prediction_error_rank,
@@ -1066,6 +1107,7 @@ prediction_error_rank = _quantity(
     "then in 256-bit balls; the upper end min(k, V − 1) from the rows and (P − Ñ)1 = 0",
 )
 unique_tokens = _quantity(
+    UNIQUE,
     "k",
     *_same(lambda ctx: pinned(_unique_counts(ctx)[0], "the case")),
     reference=lambda ctx: unique_token_count(ctx.case),
@@ -1073,6 +1115,7 @@ unique_tokens = _quantity(
     exact_doc="the case's k, or the count in the corpus",
 )
 vocabulary = _quantity(
+    WITH_V,
     "V",
     *_same(lambda ctx: pinned(ctx.case.V if isinstance(ctx.case, MiniBatch) else _unique_counts(ctx)[1], "the case")),
     reference=reference_vocabulary,
@@ -1080,6 +1123,7 @@ vocabulary = _quantity(
     exact_doc="the case's V, or the corpus's",
 )
 float_rows_error_rank = _quantity(
+    UNIQUE,
     "rank(P̂ − Ñ)",
     *_same(_float_rows_rank),
     follows_backend=False,
@@ -1089,6 +1133,7 @@ float_rows_error_rank = _quantity(
     exact_doc="the integer rows of P̂ − Ñ (each scaled by a power of two): rank mod p, then fraction-free elimination",
 )
 defect_rank = _quantity(
+    (StochasticPattern,),
     "rank(I − P_T)",
     *_same(_defect_rank),
     follows_backend=False,
@@ -1097,6 +1142,7 @@ defect_rank = _quantity(
     exact_doc="python-flint's rank of the integer matrix diag(w·1) − w",
 )
 order = _quantity(
+    (StochasticPattern, WcddPattern),
     "n",
     *_same(lambda ctx: pinned(ctx.case.n, "the case")),
     reference=lambda ctx: len(
@@ -1106,6 +1152,7 @@ order = _quantity(
     exact_doc="the case's n",
 )
 attracting_classes = _quantity(
+    (StochasticPattern,),
     "a",
     *_same(_attracting_classes),
     follows_backend=False,
@@ -1114,6 +1161,7 @@ attracting_classes = _quantity(
     exact_doc="networkx's attracting components of the graph",
 )
 strong_components = _quantity(
+    (StochasticPattern,),
     "#strongly connected components",
     *_same(_strong_components),
     follows_backend=False,
@@ -1122,6 +1170,7 @@ strong_components = _quantity(
     exact_doc="networkx's strongly connected components of the graph",
 )
 wcdd_rank = _quantity(
+    (WcddPattern,),
     "rank M",
     *_same(lambda ctx: _matrix_rank(ctx, None)),
     follows_backend=False,
@@ -1130,6 +1179,7 @@ wcdd_rank = _quantity(
     exact_doc="python-flint's rank of the integer matrix",
 )
 no_leak_rank = _quantity(
+    (WcddPattern,),
     "rank(diag(w·1) − W)",
     *_same(lambda ctx: _matrix_rank(ctx, 0)),
     follows_backend=False,
@@ -1138,6 +1188,7 @@ no_leak_rank = _quantity(
     exact_doc="python-flint's rank of the integer matrix",
 )
 batch_error_rank = _quantity(
+    (MiniBatch,),
     "rank(P − Ñ^B)",
     *_same(_batch_error_rank),
     follows_backend=False,
@@ -1147,6 +1198,7 @@ batch_error_rank = _quantity(
     "elimination",
 )
 batch_unique_contexts = _quantity(
+    (MiniBatch,),
     "|C^u_B|",
     *_same(lambda ctx: pinned(len(_batch(ctx).tokens), "the count of C^u_B")),
     follows_backend=False,
@@ -1155,6 +1207,7 @@ batch_unique_contexts = _quantity(
     exact_doc="counted on the sparse counts",
 )
 sign_flips = _quantity(
+    (MiniBatch,),
     "#sign flips of P − Ñ^B where Ñ > 0",
     *_same(lambda ctx: _sign_flips(ctx, everywhere=False)),
     follows_backend=False,
@@ -1163,6 +1216,7 @@ sign_flips = _quantity(
     exact_doc="the signs of the integer rows",
 )
 sign_flips_everywhere = _quantity(
+    (MiniBatch,),
     "#sign flips of P − Ñ^B",
     *_same(lambda ctx: _sign_flips(ctx, everywhere=True)),
     follows_backend=False,
@@ -1171,6 +1225,7 @@ sign_flips_everywhere = _quantity(
     exact_doc="the signs of the integer rows",
 )
 limit_block_rank = _quantity(
+    (MiniBatch,),
     "rank((P − Ñ^B)[C^u_B, T_B])",
     *_same(_limit_block_rank),
     follows_backend=False,

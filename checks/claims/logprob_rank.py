@@ -67,6 +67,7 @@ from rankwall.checks.claims.error_rank import (
     ball_rank,
     built_factors,
     exact_logits,
+    integer_quantity,
     integer_rows,
     label,
     pinned,
@@ -76,7 +77,7 @@ from rankwall.checks.claims.error_rank import (
     uniform,
     with_closeness,
 )
-from rankwall.checks.quantities import Context, declare, quantity
+from rankwall.checks.quantities import Context, declare
 from rankwall.checks.statements import Kind, Statement
 from rankwall.checks.toolkit import Cases
 from rankwall.checks.verdict import Case, OutsideDomain, RankInterval
@@ -488,11 +489,14 @@ def reference_shifted_rank(ctx: Context, which: int) -> int:
 # --------------------------------------------------------------------------- the quantities
 
 
-def _quantity(name: str, measure: Callable[[Context], Any], exact_fn: Callable[[Context], Any], **options: Any) -> Any:
-    return quantity(name, measure, exact_fn, family=FAMILY, integer=True, **options)
+def _quantity(
+    reads: tuple[type, ...], name: str, measure: Callable[[Context], Any], exact_fn: Callable[[Context], Any], **kw: Any
+) -> Any:
+    return integer_quantity(FAMILY, reads, name, measure, exact_fn, **kw)
 
 
 log_softmax_rank = _quantity(
+    (LowRank,),
     "rank(log softmax A)",
     _measure_log_softmax_rank,
     _exact_log_softmax_rank,
@@ -502,6 +506,7 @@ log_softmax_rank = _quantity(
     "[Aᵀ, 1] (its exact rank) from above",
 )
 logit_rank = _quantity(
+    (LowRank, RowShift),
     "rank A",
     _logit_rank,
     _logit_rank,
@@ -510,6 +515,7 @@ logit_rank = _quantity(
     exact_doc="python-flint's rank over the rationals",
 )
 shifted_rank = _quantity(
+    (RowShift,),
     "rank(A + λ1ᵀ)",
     lambda ctx: _exact_rank_of(_shifted(ctx, 1)),
     lambda ctx: _exact_rank_of(_shifted(ctx, 1)),
@@ -519,6 +525,7 @@ shifted_rank = _quantity(
     exact_doc="python-flint's rank over the rationals",
 )
 second_shifted_rank = _quantity(
+    (RowShift,),
     "rank(A + μ1ᵀ)",
     lambda ctx: _exact_rank_of(_shifted(ctx, 2)),
     lambda ctx: _exact_rank_of(_shifted(ctx, 2)),
@@ -528,6 +535,7 @@ second_shifted_rank = _quantity(
     exact_doc="python-flint's rank over the rationals",
 )
 shift_rank_gap = _quantity(
+    (RowShift,),
     "|rank(A + λ1ᵀ) − rank(A + μ1ᵀ)|",
     _shift_rank_gap,
     _shift_rank_gap,
@@ -537,6 +545,7 @@ shift_rank_gap = _quantity(
     exact_doc="two ranks by python-flint",
 )
 bottleneck_rank = _quantity(
+    (Factors,),
     "rank(log softmax(HWᵀ))",
     _measure_bottleneck_rank,
     _exact_bottleneck_rank,
@@ -546,6 +555,7 @@ bottleneck_rank = _quantity(
     "below, the factorization through [W, 1] read exactly (its exact rank) from above",
 )
 hidden_size = _quantity(
+    (Factors,),
     "d",
     lambda ctx: pinned(ctx.case.rank, "the case"),
     lambda ctx: pinned(ctx.case.rank, "the case"),
