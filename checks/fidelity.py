@@ -629,8 +629,9 @@ ROWS: tuple[Row, ...] = (
         "token far more often"),
     Row("000", "§2.3, Result 2; Prop. A.7, B.3", "near convergence a mini-batch's prediction error "
         "has rank close to V - 1; under condition (9) it keeps the sign pattern of Ñ - Ñ^B",
-        Status.QUALIFIED, "error_rank", "rankwall verify error-rank.mini-batch",
-        (Checked(("error-rank.mini-batch", "error-rank.mini-batch[signs-everywhere]")),),
+        Status.QUALIFIED, "error_rank", "rankwall verify 'error-rank.mini-batch*'",
+        (Checked(("error-rank.mini-batch", "error-rank.mini-batch-signs",
+                  "error-rank.mini-batch-signs[signs-everywhere]", "error-rank.mini-batch-limit")),),
         "the rank bound min(k_B, V - 1) needs no closeness to convergence when P > 0 (it is A.5 on Ñ^B); the "
         "sign pattern of B.3 holds only on the support of Ñ, and fails off it", "thm-batch"),
     Row("000", "§2.3, Cor. A.8", "even mini-batch gradients are high-rank, and a rank-D head cannot follow them",

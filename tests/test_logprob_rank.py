@@ -1,13 +1,26 @@
-"""The certified rank of a model's log-probabilities (checks/models/logprob_rank.py), on float32 forward
-passes built here: both ends against a 50-digit reference, and the factorization check failing on heads
-that are not what it is told."""
+"""Ranks of log-probabilities: the logprob-rank claims (checks/claims/logprob_rank.py: ER.6, declared over
+the family's quantities), and the certified rank of a model's log-probabilities (checks/models/logprob_rank.py),
+on float32 forward passes built here: both ends against a 50-digit reference, and the factorization check
+failing on heads that are not what it is told."""
 
 from __future__ import annotations
 
+import math
+from fractions import Fraction
+
 import numpy as np
 import pytest
+from reference_check import disagreements, quantity_disagreements
 
+from rankwall.checks import exact, tolerance
+from rankwall.checks.backends import resolve
+from rankwall.checks.claims import logprob_rank as claims
 from rankwall.checks.models import logprob_rank as lr
+from rankwall.checks.quantities import Base, Context, declare
+from rankwall.checks.runner import check_in_domain
+from rankwall.checks.search import search
+from rankwall.checks.verdict import REGISTRY, Case, Certification, OutsideDomain, RankInterval, Status
+from rankwall.theory import error_rank as er
 from rankwall.theory.validation import InputError
 
 torch = pytest.importorskip("torch")
@@ -145,3 +158,328 @@ def test_row_blocks_do_not_change_the_answer(monkeypatch):
     blocked = lr.model_rank(H, W, None, served(logits), logits)
     assert (blocked.log_probability.pinned, blocked.centred.pinned) == (whole.log_probability.pinned, 4)
     assert blocked.residual == pytest.approx(whole.residual, rel=1e-12)
+
+
+# --------------------------------------------------------------------------- the logprob-rank claims (ER.6)
+
+NUMPY = resolve("numpy")
+FAMILY = [c for c in REGISTRY if c.id.startswith("logprob-rank.")]
+U = 2.0**-53
+
+
+class TestLogProbabilities:
+    @pytest.mark.parametrize("rank", [0, 1, 4, 9])
+    def test_log_softmax_adds_one_and_only_one(self, rank):
+        A = er.construct_low_rank_integers(30, 40, rank, seed=rank)
+        exact_rank_A, _ = exact.exact_rank(A)
+        assert exact_rank_A == rank
+        L = er.log_softmax(A * 3)
+        sigma = np.linalg.svd(L, compute_uv=False)
+        margin = tolerance.log_softmax_error(A * 3, L, U) + tolerance.svd_rank_margin(L.shape, U, 0.0, sigma[0])
+        assert int(np.sum(sigma > margin)) == rank + 1
+
+    def test_log_softmax_rows_normalise(self):
+        L = er.log_softmax(np.array([[1000.0, 0.0, -1000.0], [3.0, 3.0, 3.0]]))
+        np.testing.assert_allclose(np.exp(L).sum(axis=1), 1.0, rtol=4 * U)
+
+    def test_row_shift_changes_rank_by_one_at_most(self):
+        A = er.construct_low_rank_integers(10, 12, 3, seed=0)
+        shifted = er.row_shift(A, np.arange(10))
+        assert abs(exact.exact_rank(shifted)[0] - exact.exact_rank(A)[0]) == 1
+        assert exact.exact_rank(er.row_shift(A, np.zeros(10, dtype=np.int64)))[0] == 3
+
+
+class TestRowShiftIsExactOnIntegers:
+    def test_int8_rows_do_not_wrap_around_and_float_rows_stay_float(self):
+        shifted = er.row_shift(np.array([[100, -100]], dtype=np.int8), np.array([100], dtype=np.int8))
+        assert shifted.tolist() == [[200, 0]]
+        shifted = er.row_shift(np.ones((2, 2), dtype=np.float32), np.array([1, 2]))
+        assert shifted.dtype == np.float64 and shifted.tolist() == [[2.0, 2.0], [3.0, 3.0]]
+
+    def test_int64_overflow_goes_to_python_ints(self):
+        A = np.array([[2**62, -(2**62)], [1, 2]])
+        shifted = er.row_shift(A, np.array([2**62, -(2**62)]))
+        assert shifted.tolist() == [[2**63, 0], [1 - 2**62, 2 - 2**62]]
+        assert exact.exact_rank(shifted)[0] == 2
+
+
+def witness(claim_id: str, V: int = 16) -> Case:
+    return REGISTRY[claim_id].witnesses(V)[-1]
+
+
+class TestEveryClaimNamesItsBound:
+    """--tighten needs a direction: each of these is an upper bound, lowered."""
+
+    def test_directions(self):
+        assert {c.direction for c in FAMILY} == {"upper"} and len(FAMILY) == 3
+
+    def test_row_shift_tightened_by_0_99_allows_no_change(self):
+        """An upper bound b = 1 tightened by F = 0.99 asks |rank difference| <= ⌈0.99⌉ - 1 = 0: a shift
+        that adds the direction 1 refutes it, exactly."""
+        claim = REGISTRY["logprob-rank.row-shift"]
+        verdicts = [claim.check(i, NUMPY, Fraction("0.99")) for i in claim.witnesses(16)]
+        gaps = {v.certificate["rank_lower"]: v.status for v in verdicts}
+        assert gaps == {0: Status.HOLDS, 1: Status.VIOLATED}
+        assert {v.certified_by for v in verdicts} == {Certification.EXACT}
+
+
+def moved(route, offset: int):
+    """A quantity's route that reports its enclosure moved by ``offset``, its certificate kept."""
+
+    def planted(ctx):
+        b = route(ctx)
+        return RankInterval(b.lo + offset, b.hi + offset, "planted", "planted", b.exact, b.certificate)
+
+    return planted
+
+
+def widened(route, offset: int):
+    """A straddling interval (``offset`` < 0) or contradicting ends (``offset`` > 0)."""
+
+    def planted(ctx):
+        b = route(ctx)
+        lo, hi = (b.lo - 1, b.hi + 1) if offset < 0 else (b.hi + 1, b.lo)
+        return RankInterval(max(lo, 0), hi, "planted", "planted", False, {})
+
+    return planted
+
+
+PLANTED = {  # claim: (the quantity that is its left side, the direction that makes it false)
+    "logprob-rank.log-softmax": (claims.log_softmax_rank, 2),
+    "logprob-rank.row-shift": (claims.shift_rank_gap, 2),
+    "logprob-rank.bottleneck": (claims.bottleneck_rank, 2),
+}
+
+
+def plant(monkeypatch, quantity, wrap, offset: int) -> None:
+    for route in ("measure_fn", "exact_fn"):
+        monkeypatch.setattr(quantity, route, wrap(getattr(quantity, route), offset))
+
+
+class TestPlantedWrongRanksNeverHold:
+    """A rank moved past the bound is violated; a straddling interval or contradicting ends are
+    inconclusive. Neither ever holds."""
+
+    @pytest.mark.parametrize("claim_id", sorted(PLANTED))
+    def test_a_wrong_rank_is_violated(self, claim_id, monkeypatch):
+        quantity, offset = PLANTED[claim_id]
+        plant(monkeypatch, quantity, moved, offset)
+        verdict = REGISTRY[claim_id].check(witness(claim_id), NUMPY)
+        assert verdict.status is Status.VIOLATED and verdict.certified_by is not None, verdict.to_json()
+
+    @pytest.mark.parametrize("claim_id", sorted(PLANTED))
+    def test_a_straddling_or_contradicting_interval_is_inconclusive(self, claim_id, monkeypatch):
+        quantity, offset = PLANTED[claim_id]
+        plant(monkeypatch, quantity, widened, offset)
+        verdict = REGISTRY[claim_id].check(witness(claim_id), NUMPY)
+        assert verdict.status is Status.INCONCLUSIVE, verdict.to_json()
+
+    def test_a_failed_factorization_check_leaves_the_float_route_undecided(self, monkeypatch):
+        """A lower bound on the rank never proves 'rank <= b': when the computed L fails its factorization
+        check, the float measure trusts neither end and decides nothing; the verdict is then the exact
+        route's (the factorization of the exact L, which needs no check, and a minor in balls)."""
+        monkeypatch.setattr(claims, "factorization_residual", lambda Z, L: (1.0, 0.0))
+        for claim_id in ("logprob-rank.log-softmax", "logprob-rank.bottleneck"):
+            case = REGISTRY[claim_id].witnesses(16)[0]
+            measured = REGISTRY[claim_id].measure(case, NUMPY, Fraction(1))
+            assert "factorization check" in measured.method and measured.certified_by is Certification.ONE_SIDED
+            verdict = REGISTRY[claim_id].check(case, NUMPY)
+            assert verdict.status is Status.HOLDS and "balls" in verdict.method, verdict.to_json()
+
+    def test_without_a_nonzero_minor_a_mutant_is_not_refuted(self, monkeypatch):
+        """The exact route's lower end is a minor certified nonzero in balls; without one (planted), the
+        mutant 'rank(log softmax A) <= rank A' is not refuted where the float route is untrusted too."""
+        monkeypatch.setattr(claims, "factorization_residual", lambda Z, L: (1.0, 0.0))
+        monkeypatch.setattr(claims, "minor_rank", lambda L, rows, upper: (0, "planted: no minor"))
+        mutant = REGISTRY["logprob-rank.log-softmax"].mutants["no-extra-rank"]
+        statuses = {mutant.check(case, NUMPY).status for case in mutant.witnesses(16)}
+        assert Status.INCONCLUSIVE in statuses and Status.VIOLATED not in statuses  # true where 1 ∈ rowspace A
+
+    def test_a_computed_L_off_its_rounding_bound_refutes_nothing(self, monkeypatch):
+        """An error in log softmax of rank 2 above the rounding bound: the SVD sees rank(A) + 2, but the
+        factorization check fails, so the float route trusts neither end; the exact route, which uses the
+        computed L only to choose its minor, certifies rank(A) + 1."""
+        log_softmax = er.log_softmax
+
+        def perturbed(A):
+            L = log_softmax(A)
+            rng = np.random.default_rng(0)
+            return L + 1e-6 * rng.standard_normal((L.shape[0], 2)) @ rng.standard_normal((2, L.shape[1]))
+
+        monkeypatch.setattr(claims.er, "log_softmax", perturbed)
+        claim = REGISTRY["logprob-rank.log-softmax"]
+        instance = claim.witnesses(16)[0]  # rank(A) = 0
+        assert claim.measure(instance, NUMPY, Fraction(1)).certificate["weyl_margin"] < 1e-6
+        verdict = claim.check(instance, NUMPY)
+        assert verdict.status is Status.HOLDS and verdict.certificate["rank_lower"] == 1
+        assert verdict.certified_by is Certification.TWO_SIDED and "balls" in verdict.method
+
+
+class TestTheExactRouteReadsTheBackendsInstance:
+    """Issue 26: on float32 the Gaussian factors are rounded; the exact route reads those rounded factors
+    (in float64 arithmetic), never the float64 draw, so every quantity of the context has one object."""
+
+    def test_the_float32_factors_are_what_the_exact_route_reads(self, monkeypatch):
+        float32 = resolve("array-api-strict", "no_float64", "float32")
+        case = claims.Factors(rows=12, columns=20, rank=3, seed=1, scale=3.0)
+        seen = []
+        exact_rank = claims.exact_log_probability_rank
+        monkeypatch.setattr(
+            claims,
+            "exact_log_probability_rank",
+            lambda L, rows, right: seen.append(right) or exact_rank(L, rows, right),
+        )
+        bounds = claims.bottleneck_rank.exact(Context(case, float32))
+        W = claims.factor_matrices(case)[1]
+        ones = np.ones((W.shape[0], 1))
+        assert np.array_equal(seen[-1], claims.integer_rows(np.hstack([W.astype(np.float32).astype(np.float64), ones])))
+        assert not np.array_equal(seen[-1], claims.integer_rows(np.hstack([W, ones])))  # the float64 draw differs
+        assert bounds.pinned and bounds.lo == 4 and "balls" in bounds.lower
+        assert REGISTRY["logprob-rank.bottleneck"].check(case, float32).status is Status.HOLDS
+
+
+class TestMutantsAreRefutedThroughTheirMeasurement:
+    @pytest.mark.parametrize("mutant", [m for c in FAMILY for m in c.mutants.values()], ids=lambda m: m.id)
+    def test_refuted_on_a_witness(self, mutant):
+        """Refuted on a witness, and every decided verdict names what certifies it."""
+        verdicts = [mutant.check(i, NUMPY) for i in mutant.witnesses(16)]
+        assert any(v.status is Status.VIOLATED for v in verdicts), f"{mutant.id} survived every witness"
+        assert all(v.certified_by is not None for v in verdicts if v.status is not Status.INCONCLUSIVE)
+
+
+def witnesses_at(claim, sizes=(2, 16)) -> list[Case]:
+    return list(dict.fromkeys(case for V in sizes for case in claim.witnesses(V)))
+
+
+#: Every quantity the family exports, with the claim whose cases it reads.
+QUANTITIES = [
+    (claims.log_softmax_rank, "logprob-rank.log-softmax"),
+    (claims.logit_rank, "logprob-rank.log-softmax"),
+    (claims.logit_rank, "logprob-rank.row-shift"),
+    (claims.shifted_rank, "logprob-rank.row-shift"),
+    (claims.second_shifted_rank, "logprob-rank.row-shift"),
+    (claims.shift_rank_gap, "logprob-rank.row-shift"),
+    (claims.bottleneck_rank, "logprob-rank.bottleneck"),
+    (claims.hidden_size, "logprob-rank.bottleneck"),
+]
+
+
+class TestEveryQuantityMeetsItsReference:
+    """Issue 26: each exported quantity's measure and exact value enclose its reference on the witnesses
+    at V = 16 (the claims' sides at V = 2, 3, 16 and 64 are tests/test_references.py's)."""
+
+    def test_every_quantity_is_listed(self):
+        exported = [getattr(claims, name) for name in claims.__all__]
+        assert {id(q) for q in exported if isinstance(q, Base)} == {id(q) for q, _ in QUANTITIES}
+
+    @pytest.mark.parametrize(("quantity", "claim_id"), QUANTITIES, ids=str)
+    def test_measure_and_exact_value_enclose_the_reference(self, quantity, claim_id):
+        cases = REGISTRY[claim_id].witnesses(16)
+        assert cases and not quantity_disagreements(quantity, cases, NUMPY)
+
+
+class TestAPlantedWrongQuantityIsCaughtByItsReference:
+    """rank(log softmax A) taken as rank A (the normaliser's direction forgotten): every claim still
+    holds on every witness, but the reference (the rank of log softmax A in balls) disagrees."""
+
+    def test_the_rank_of_the_logits_for_that_of_the_log_probabilities(self, monkeypatch):
+        claim = REGISTRY["logprob-rank.log-softmax"]
+        cases = witnesses_at(claim)
+        assert not quantity_disagreements(claims.log_softmax_rank, cases, NUMPY)
+        for route in ("measure_fn", "exact_fn"):
+            monkeypatch.setattr(claims.log_softmax_rank, route, claims.logit_rank.measure_fn)
+        assert {claim.check(case, NUMPY).status for case in cases} == {Status.HOLDS}
+        found = quantity_disagreements(claims.log_softmax_rank, cases, NUMPY)
+        assert len(found) >= len(cases) // 2, found
+        assert disagreements(claim, cases, NUMPY)
+
+
+class TestReferences:
+    def test_a_cancelling_shift_lowers_the_rank(self):
+        case = claims.RowShift(rows=6, columns=5, rank=3, seed=0, cancelling=True, second=0)
+        A, lam, mu = claims.row_shift_instance(case)
+        assert exact.exact_rank(A)[0] == 3 and exact.exact_rank(er.row_shift(A, lam))[0] == 2 and not mu.any()
+        ctx = Context(case, NUMPY)
+        assert (claims.reference_shifted_rank(ctx, 1), claims.reference_shifted_rank(ctx, 2)) == (2, 3)
+
+    def test_log_softmax_of_a_ones_column_matrix_keeps_its_rank(self):
+        ctx = Context(claims.LowRank(rows=8, columns=7, rank=3, seed=0, ones_column=True), NUMPY)
+        assert claims.reference_log_softmax_rank(ctx) == 3
+
+
+class TestClosenessForTheSearch:
+    """Every bound puts a continuous ``closeness`` in its certificate (larger is nearer a violation)."""
+
+    @pytest.mark.parametrize("claim", FAMILY, ids=lambda c: c.id)
+    def test_at_most_zero_where_the_claim_holds(self, claim):
+        """Each holds on its witnesses, naming what certifies it, with a closeness at most 0."""
+        verdicts = [claim.check(case, NUMPY) for case in claim.witnesses(16)]
+        assert all(v.status is Status.HOLDS and v.certified_by is not None for v in verdicts)
+        values = [v.certificate["closeness"] for v in verdicts]
+        assert all(math.isfinite(x) and x <= 0 for x in values), values
+        assert len(set(values)) > 1, "a constant gives the search nothing to climb"
+
+    def test_higher_on_the_cases_the_row_shift_mutant_refutes(self):
+        mutant = REGISTRY["logprob-rank.row-shift"].mutants["preserves-rank"]
+        verdicts = [mutant.check(case, NUMPY) for case in mutant.witnesses(16)]
+        held = [v.certificate["closeness"] for v in verdicts if v.status is Status.HOLDS]
+        violated = [v.certificate["closeness"] for v in verdicts if v.status is Status.VIOLATED]
+        assert held and violated and min(violated) > max(held)
+
+
+class TestDomainGuards:
+    def test_an_integer_float32_cannot_hold_is_outside_the_domain(self):
+        case = claims.LowRank(rows=2, columns=3, rank=1, seed=0, spread=5, scale=10**7 + 1)
+        float32 = resolve("array-api-strict", "no_float64", "float32")
+        with pytest.raises(OutsideDomain, match="cannot hold exactly"):
+            REGISTRY["logprob-rank.log-softmax"].check(case, float32)
+        assert check_in_domain(REGISTRY["logprob-rank.log-softmax"], case, float32) is None
+        assert REGISTRY["logprob-rank.log-softmax"].check(case, NUMPY).status is Status.HOLDS
+
+
+def variant(name: str, statement: str, lhs, relation: str, rhs, cases):
+    return declare(
+        f"variant.{name}", statement=statement, lhs=lhs, relation=relation, rhs=rhs, cases=cases, register=False
+    )
+
+
+#: False statements of the kind an adversarial review writes, declared from the family's quantities.
+FALSE_VARIANTS = {
+    v.id: v
+    for v in (
+        variant(
+            "shift-never-lowers-rank",
+            "rank(A + λ1ᵀ) ≥ rank A",
+            claims.shifted_rank,
+            ">=",
+            claims.logit_rank,
+            claims.row_shifts,
+        ),
+        variant(
+            "normaliser-always-adds",
+            "rank(log softmax A) ≥ rank A + 1",
+            claims.log_softmax_rank,
+            ">=",
+            claims.logit_rank + 1,
+            claims.low_rank_matrices,
+        ),
+        variant(
+            "bottleneck-attained",
+            "rank(log softmax(HWᵀ)) ≥ d + 1",
+            claims.bottleneck_rank,
+            ">=",
+            claims.hidden_size + 1,
+            claims.factors,
+        ),
+    )
+}
+
+
+@pytest.mark.parametrize("claim", FALSE_VARIANTS.values(), ids=lambda c: c.id)
+def test_a_false_variant_is_refuted_by_search_and_by_the_witnesses(claim):
+    """Each fails only at an edge (a cancelling shift, 1 in the row space or a full-rank A, d >= the
+    shape): the search finds it within the CI budget, and verify's witnesses at V = 16 refute it."""
+    result = search(claim, NUMPY, budget=300, seed=0)
+    assert result.counterexample is not None and result.counterexample.status is Status.VIOLATED
+    verdicts = [claim.check(case, NUMPY) for case in claim.witnesses(16)]
+    assert any(v.status is Status.VIOLATED for v in verdicts)

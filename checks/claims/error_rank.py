@@ -1,43 +1,48 @@
-"""Claims ``error-rank.*`` and ``logprob-rank.*``: ranks of P - Ñ and of log-probabilities.
+"""Claims ``error-rank.*``: the rank of the prediction error P − Ñ (seed 000, App. A.3), declared over
+this family's quantities. The log-probability ranks (``logprob-rank.*``) are
+:mod:`rankwall.checks.claims.logprob_rank`.
 
-Every rank is certified as an interval ``lo <= rank <= hi`` (:class:`RankInterval`), never read off
-a thresholded SVD alone. Lower ends: strict diagonal dominance (margins streamed from the logits,
-O(V) per row), positivity of a stochastic matrix, singular values above a Weyl margin, a rank mod
-p (exact). Upper ends: structure (the number of rows; the kernel vector 1 of P - Ñ, whose rows sum
-to 0), an explicit factorization whose residual is measured against a rounding bound, or an exact
-rank over the rationals (python-flint).
+The exact object. Every quantity of a context measures, evaluates exactly and references the same
+object, which each kind of case fixes:
 
-Verdicts. "rank <= b" holds when hi <= b and is violated when lo > b; "b <= rank" holds when
-lo >= b and is violated when hi < b; "rank == r" holds when lo == hi == r. Anything else, or ends
-that contradict each other (lo > hi), is inconclusive and says why. The certification names what
-the verdict rests on: ``exact`` when the rank is pinned (lo == hi) by ends free of rounding
-(integers, rationals, structure); ``two-sided`` when it is pinned and one end comes from the
-rounding model; ``one-sided`` when one end decides alone (a lower end can refute an upper bound or
-prove a lower one, an upper end the reverse).
+- a *unique-continuation* case (synthetic, or the n-gram contexts of a shipped corpus): the factors H
+  and W as the context's backend holds them (rounded to its dtype), read exactly; the logits
+  Z = HWᵀ of those factors, exactly; P = softmax(Z), exactly (positive everywhere, each row summing
+  to 1, whatever underflows in floating point); the k unique rows c_j, with Ñ_{c_j} = e_{t_j}. The
+  float route measures rank(P − Ñ) over those rows in the backend, with error bounds that include
+  the backend's rounding of the products HWᵀ; the exact route re-decides the same P from the same
+  factors without factorizing anything: the dominance margins (or the positivity floor) in float64
+  arithmetic with their own error bounds, then the margins in 256-bit balls. The mutant ``float-rows``
+  is about another object, on purpose, and says so: P̂, the NumPy float64 softmax of the factors as
+  computed, read exactly and normalised exactly (its zeros are the underflowed entries);
+- a *stochastic pattern*: the integer weights w of the constructor; P_T = w normalised by its row
+  totals (rationals), the graph of its positive entries, its attracting and strongly connected
+  components;
+- a *weakly chained diagonally dominant pattern*: the integer matrix M = diag(w·1 + leak) − W of the
+  constructor (a substochastic pattern whose leaking rows lose mass), and the same pattern with no
+  leaking row, diag(w·1) − W;
+- a *mini-batch*: the integer counts of the Zipfian language and of its batch, δ read exactly (a
+  dyadic rational), Ñ and Ñ^B the rows of counts over their totals, P = (1 − δ)Ñ + δ/V, C^u_B (one
+  context per distinct token that is the only batch continuation of a context with several tokens in
+  the data) and T_B its batch tokens: all rationals, so every quantity is exact (integer rows scaled
+  by d·V·T_c, δ = n/d).
 
-Tightening. ``--tighten F`` on an integer bound b is strict
-(:func:`rankwall.checks.verdict.tightened_integer_bound`): a lower bound b becomes rank >= ⌊F b⌋ + 1 (F > 1),
-an upper bound b becomes rank <= ⌈F b⌉ - 1 (F < 1), so that F = 1.0001 already asks for more than
-b; F = 1 leaves b as it is.
+Every rank is an integer quantity, certified as an interval lo <= rank <= hi
+(:class:`~rankwall.checks.quantities.Interval`), never read off a thresholded SVD alone. Lower ends:
+strict diagonal dominance (margins streamed from the logits, O(V) per row, with a relative error
+below 1), positivity of a stochastic matrix, singular values above a Weyl margin, a rank mod p
+(exact), margins in balls. Upper ends: structure (the number of rows; the kernel vector 1 of
+P − Ñ, whose rows sum to 0 exactly), or an exact rank over the rationals (python-flint). A verdict
+is ``exact`` when the rank is pinned by ends free of rounding, ``two-sided`` when one end comes from
+the rounding model or balls, ``one-sided`` when one end decides alone.
 
-Backends. ``unique-continuation`` (its dominance margins, positivity floor and dense SVD), ``log-softmax``
-and ``bottleneck`` (log softmax, factorization residual, SVD) follow ``--backend``: the float factors are
-rounded to its dtype and every float route runs there, with margins at its unit roundoff; the exact and
-ball escalations re-decide on the float64 instance. ``attracting-components``, ``wcdd``, ``mini-batch``
-and ``row-shift`` have no float route to port (exact ranks with python-flint, networkx graphs, sparse
-counts and exact rationals) and keep ``array_api=False``, as does the ``float-rows`` mutant, whose
-domain is the float64 P̂ itself.
+Domains. A case outside a claim's hypothesis is no instance of it: the claim's ``domain=``
+predicate (a weakly chained diagonally dominant M; a batch with C^u_B nonempty and 0 < δ <= 1; for
+the sign pattern, max|P − Ñ| < ν_B; for the limit, L weakly chained diagonally dominant with
+‖E‖_F·‖L⁻¹‖_F < 1) names why, the search rejects it and ``verify`` counts it apart.
 
-Domains. An instance outside a proposition's hypothesis is not an instance of it: measuring one
-raises :class:`~rankwall.checks.verdict.OutsideDomain` naming the hypothesis that fails on the built
-values (an integer A that the backend's dtype cannot hold, a matrix that is not weakly chained
-diagonally dominant, a batch outside A.7's radius or with C^u_B empty): the search rejects it,
-``verify`` counts it apart, and no witness is one. Conclusions are measured, never assumed.
-
-Issue 18. Each claim has a reference (:data:`REFERENCES`: dense matrices, exact ranks over the
-rationals, softmax and log softmax in 256-bit balls ranked by elimination in balls), boundary classes
-that its strategy draws with real probability (the Cases bundles' ``boundary``), and, for an integer
-bound, a continuous ``closeness`` in its certificate for the search's ``target()``.
+Each rank carries a continuous ``closeness`` in its certificate, for the search's ``target()``: how
+near the certificate comes to losing the rank (larger is nearer, at most 0).
 """
 
 from __future__ import annotations
@@ -46,29 +51,33 @@ from __future__ import annotations
 __all__ = [
     "STATEMENTS",
     "CorpusContinuations",
-    "Factors",
-    "LowRank",
     "MiniBatch",
-    "RowShift",
     "StochasticPattern",
     "UniqueContinuation",
     "WcddPattern",
-    "bottleneck_rank",
-    "factors",
-    "hidden_size",
-    "log_softmax_rank",
-    "logit_rank",
-    "low_rank_matrices",
+    "attracting_classes",
+    "batch_error_rank",
+    "batch_unique_contexts",
+    "closed_batches",
+    "complete_continuations",
+    "converged_batches",
+    "defect_rank",
+    "float_rows_error_rank",
+    "limit_batches",
+    "limit_block_rank",
     "mini_batches",
+    "no_leak_rank",
+    "order",
     "prediction_error_rank",
-    "row_shifts",
-    "shift_rank_gap",
-    "shifted_rank",
+    "sign_flips",
+    "sign_flips_everywhere",
     "stochastic_patterns",
+    "strong_components",
     "unique_continuations",
     "unique_tokens",
     "vocabulary",
     "wcdd_patterns",
+    "wcdd_rank",
 ]
 
 import functools
@@ -84,23 +93,17 @@ import numpy as np
 from hypothesis import strategies as st
 
 from rankwall.checks import exact, tolerance
-from rankwall.checks.backends import Backend, float64_copy
+from rankwall.checks.backends import float64_copy
 from rankwall.checks.data import characters, read_corpus, words
-from rankwall.checks.quantities import Context, quantity
+from rankwall.checks.quantities import Context, declare, minimum, quantity
 from rankwall.checks.statements import Kind, Statement
-from rankwall.checks.toolkit import Cases, Family, Reference, numpy_float64, planted_side
-from rankwall.checks.verdict import (
-    Case,
-    Certification,
-    Judgement,
-    Measurement,
-    OutsideDomain,
-    RankInterval,
-    Relation,
-    tightened_integer_bound,
-)
+from rankwall.checks.toolkit import Cases
+from rankwall.checks.verdict import Case, OutsideDomain, RankInterval
 from rankwall.theory import error_rank as er
 from rankwall.theory.validation import InputError
+
+#: The family's name: the prefix of its claim ids, and what its quantities and cases belong to.
+FAMILY = "error-rank"
 
 # --------------------------------------------------------------------------- cases
 
@@ -130,6 +133,11 @@ class CorpusContinuations(Case):
     seed: int = 0
     scale: float = 1.0
 
+    @property
+    def vocabulary(self) -> int:
+        """The corpus's vocabulary size (65 for tinyshakespeare's characters), read once per process."""
+        return corpus_unique_tokens(self.corpus, self.level, self.order)[0]
+
 
 @dataclass(frozen=True)
 class StochasticPattern(Case):
@@ -156,7 +164,7 @@ class WcddPattern(Case):
 @dataclass(frozen=True)
 class MiniBatch(Case):
     """A Zipfian language over V tokens and ``contexts`` contexts, a batch of ``batch_tokens``
-    drawn without replacement, and P = (1 - δ)Ñ + δ/V."""
+    drawn without replacement, and P = (1 - δ)Ñ + δ/V (δ near 0: near convergence; δ = 1: P uniform)."""
 
     KIND: ClassVar[str] = "batch"
     V: int
@@ -167,51 +175,6 @@ class MiniBatch(Case):
     delta: float = 1e-3
 
 
-@dataclass(frozen=True)
-class LowRank(Case):
-    """An integer rows x columns matrix HWᵀ of the given rank (entries of H, W up to ``spread``), times
-    ``scale``; with ``ones_column`` W's first column is all ones, so 1 is in the row space of A."""
-
-    KIND: ClassVar[str] = "low-rank"
-    rows: int
-    columns: int
-    rank: int
-    seed: int = 0
-    spread: int = 3
-    scale: int = 1
-    ones_column: bool = False
-
-
-@dataclass(frozen=True)
-class Factors(Case):
-    """Gaussian factors H (rows x rank, times ``scale``) and W (columns x rank) of logits HWᵀ."""
-
-    KIND: ClassVar[str] = "factors"
-    rows: int
-    columns: int
-    rank: int
-    seed: int = 0
-    scale: float = 1.0
-
-
-@dataclass(frozen=True)
-class RowShift(Case):
-    """A low-rank integer matrix A = HWᵀ and two integer row shifts λ, μ (μ times ``second``: 0 or 1).
-    With ``cancelling``, W's first column is all ones and λ = −H[:, 0], which removes that rank-one
-    term: A + λ1ᵀ = H[:, 1:]W[:, 1:]ᵀ (:func:`row_shift_instance`)."""
-
-    KIND: ClassVar[str] = "row-shift"
-    rows: int
-    columns: int
-    rank: int
-    seed: int = 0
-    spread: int = 2
-    shift_seed: int = 0
-    shift_spread: int = 5
-    second: int = 1
-    cancelling: bool = False
-
-
 #: The cases of the unique-continuation claim: synthetic, or from a corpus.
 UniqueCase = UniqueContinuation | CorpusContinuations
 
@@ -220,9 +183,9 @@ UniqueCase = UniqueContinuation | CorpusContinuations
 
 # The strategies choose among tiers uniformly (st.integers favours its low end, and st.one_of of
 # st.just values their first, far beyond a fair share): the smallest sizes, the edges of a statement
-# (k = V, a rank-zero or full-rank matrix, a shift that cancels a direction) and the bulk each get the
-# share their weight gives them, the boundary classes that ``tests/test_boundaries.py`` measures.
-# Hypothesis shrinks a tier choice towards the first tier, and values within a tier towards its low end.
+# (k = V, every state closed, a batch far from convergence) and the bulk each get the share their
+# weight gives them, the boundary classes that ``tests/test_boundaries.py`` measures. Hypothesis
+# shrinks a tier choice towards the first tier, and values within a tier towards its low end.
 
 
 def uniform(low: int, high: int) -> st.SearchStrategy[int]:
@@ -310,76 +273,35 @@ def wcdd_instances(draw: Any) -> WcddPattern:
     )
 
 
+#: δ near convergence (P close to Ñ) and far from it (P = uniform at δ = 1).
+NEAR_DELTAS, FAR_DELTAS = (1e-2, 1e-4, 1e-8), (0.25, 0.9, 1.0)
+
+
 @st.composite
-def batch_instances(draw: Any) -> MiniBatch:
+def batch_instances(draw: Any, far: bool = True) -> MiniBatch:
     """Zipfian languages over 2 to 400 tokens (2 or 3 in a quarter, up to 16 in another), 20 to 300
     contexts, batches of 1 to 5 tokens (few contexts in C^u_B) in a quarter, else up to twice as many
-    tokens as contexts."""
+    tokens as contexts; δ near convergence (1e-2, 1e-4, 1e-8), and with ``far`` as often far from it
+    (1/4, 0.9, 1: P uniform)."""
     V = tiered(draw, [(1, uniform(2, 3)), (1, uniform(4, 16)), (2, uniform(17, 400))])
     contexts = draw(uniform(20, 300))
+    delta = tiered(draw, [(1, st.sampled_from(NEAR_DELTAS)), (int(far), st.sampled_from(FAR_DELTAS))])
     return MiniBatch(
         V=V,
         contexts=contexts,
         seed=draw(st.integers(0, 2**16)),
         unique_share=draw(st.floats(0, 0.6)),
         batch_tokens=tiered(draw, [(1, uniform(1, 5)), (3, uniform(10, 2 * contexts))]),
-        delta=draw(st.sampled_from([1e-2, 1e-4, 1e-8])),
-    )
-
-
-def ranks(draw: Any, low: int, full: int) -> int:
-    """A rank: ``low`` or ``full`` (= min(rows, columns)) in a quarter of the draws each, else between."""
-    return tiered(draw, [(1, st.just(low)), (1, st.just(full)), (2, uniform(low, full))])
-
-
-@st.composite
-def low_rank_instances(draw: Any, factors: bool = False) -> LowRank | Factors:
-    """Integer matrices of chosen rank, or (``factors``) Gaussian factors of chosen rank: 1 to 3 rows
-    or 2 or 3 columns in about half the draws; rank 0 (A = 0; for factors rank 1) or full (rank =
-    min(rows, columns)) in a quarter each; for integer matrices a ones column in W (1 in the row space
-    of A) in a quarter."""
-    rows, columns = sizes(draw, 1, 40), sizes(draw, 2, 60)
-    rank = ranks(draw, int(factors), min(rows, columns))
-    if factors:
-        scale = draw(st.sampled_from([0.1, 1.0, 30.0]))
-        return Factors(rows=rows, columns=columns, rank=rank, seed=draw(st.integers(0, 2**16)), scale=scale)
-    return LowRank(
-        rows=rows,
-        columns=columns,
-        rank=rank,
-        seed=draw(st.integers(0, 2**16)),
-        spread=draw(uniform(1, 5)),
-        scale=draw(st.sampled_from([1, 3, 50])),
-        ones_column=draw(uniform(0, 3)) == 0,
-    )
-
-
-@st.composite
-def row_shift_instances(draw: Any) -> RowShift:
-    """Low-rank integer matrices (1 to 3 rows or 2 or 3 columns in about half the draws; rank 0 or full
-    in a quarter each) and two row shifts: the first cancelling a rank-one term of A in a quarter, the
-    second zero (μ = 0) in half."""
-    rows, columns = sizes(draw, 1, 30), sizes(draw, 2, 40)
-    return RowShift(
-        rows=rows,
-        columns=columns,
-        rank=ranks(draw, 0, min(rows, columns)),
-        seed=draw(st.integers(0, 2**16)),
-        spread=draw(uniform(1, 4)),
-        shift_seed=draw(st.integers(0, 2**16)),
-        shift_spread=draw(uniform(0, 6)),
-        second=draw(uniform(0, 1)),
-        cancelling=draw(uniform(0, 3)) == 0,
+        delta=delta,
     )
 
 
 SEED_000 = "seed 000"  # "Lost in Backpropagation: The LM Head is a Gradient Bottleneck"
-SEED_001 = "seed 001"  # "Breaking the softmax bottleneck: your output layer is a rank-d wall"
 
 #: Largest k x V for which the dense SVD route (route 3) runs.
 DENSE_ENTRIES = 1 << 18
 
-#: Largest k x V for which the exact route (route 2, python-flint on a rationalized matrix) runs.
+#: Largest k x V for which the exact rank of the float rows P̂ − Ñ (the float-rows mutant) is computed.
 EXACT_ENTRIES = 1 << 14
 
 
@@ -392,14 +314,15 @@ def with_closeness(bounds: RankInterval, closeness: float) -> RankInterval:
     return replace(bounds, certificate={**bounds.certificate, "closeness": float(closeness)})
 
 
-def measurement(bounds: RankInterval, bound: int, direction: str) -> Measurement:
-    """The measurement of a claim on the enclosed value (:meth:`RankInterval.sides`)."""
-    return bounds.sides(bound, direction)[0]
+def pinned(n: int, how: str) -> RankInterval:
+    """An integer known exactly (a count, a size): the interval [n, n]."""
+    return RankInterval(int(n), int(n), how, how, exact=True)
 
 
-def judgement(bounds: RankInterval, bound: int, direction: str) -> Judgement:
-    """The judgement of a claim on the enclosed value (:meth:`RankInterval.sides`)."""
-    return bounds.sides(bound, direction)[1]
+def exact_rank_interval(M: np.ndarray, certificate: dict[str, Any] | None = None) -> RankInterval:
+    """The exact rank of an integer matrix over the rationals (python-flint), as a pinned interval."""
+    rank, how = exact.exact_rank(M)
+    return RankInterval(int(rank), int(rank), how, how, True, dict(certificate or {}))
 
 
 def integer_rows(M: np.ndarray) -> np.ndarray:
@@ -413,7 +336,13 @@ def integer_rows(M: np.ndarray) -> np.ndarray:
     return digits << shifts
 
 
-# --------------------------------------------------------------------------- instances
+def label(x: Any) -> str:
+    """Where an array was computed: its namespace's library and its dtype (``numpy float64``)."""
+    library = array_api_compat.array_namespace(x).__name__.split(".")[-1].replace("_", "-")
+    return f"{library} {tolerance.dtype_name(x.dtype)}"
+
+
+# --------------------------------------------------------------------------- unique continuations
 
 
 def unique_instance(case: UniqueCase) -> tuple[er.LogitRows, np.ndarray]:
@@ -425,7 +354,7 @@ def unique_instance(case: UniqueCase) -> tuple[er.LogitRows, np.ndarray]:
             V, tokens = corpus_unique_tokens(case.corpus, case.level, case.order)
             logits, _ = er.construct_unique_continuation(V, len(tokens), case.D, case.seed, scale=case.scale)
         case _:
-            raise InputError(f"instance: unknown family {case.family!r}")
+            raise InputError(f"instance: not a unique-continuation case: {case!r}")
     return logits, tokens
 
 
@@ -451,7 +380,25 @@ def corpus_stream(corpus: str, level: str) -> Any:
     return _STREAMS[key]
 
 
-# --------------------------------------------------------------------------- unique continuation
+def built_logits(ctx: Context) -> tuple[er.LogitRows, np.ndarray]:
+    """The case's factors as the context's backend holds them (rounded to its dtype), and its tokens."""
+
+    def compute() -> tuple[er.LogitRows, np.ndarray]:
+        logits, tokens = unique_instance(ctx.case)
+        return er.LogitRows(ctx.backend.asarray(logits.H), ctx.backend.asarray(logits.W)), tokens
+
+    return ctx.once("built logits", compute)
+
+
+def exact_factors(ctx: Context) -> tuple[er.LogitRows, np.ndarray]:
+    """The same factors read exactly, as NumPy float64 arrays (every float32 is a float64): the exact
+    route computes from these, so it evaluates the backend's instance, not the float64 draw."""
+
+    def compute() -> tuple[er.LogitRows, np.ndarray]:
+        built, tokens = built_logits(ctx)
+        return er.LogitRows(float64_copy(built.H), float64_copy(built.W)), tokens
+
+    return ctx.once("exact factors", compute)
 
 
 def logit_error(logits: er.LogitRows) -> np.ndarray:
@@ -484,15 +431,15 @@ def dense_rank_lower(logits: er.LogitRows, tokens: np.ndarray) -> tuple[int, flo
     return exact.weyl_rank_lower_bound(M, u, entry_error=entry_error)[:2]
 
 
-def float_bounds(logits: er.LogitRows, tokens: np.ndarray) -> RankInterval:
-    """rank(P - Ñ) over the k unique rows, for the real P = softmax(HWᵀ), from floats computed in the
-    factors' namespace and dtype (unit roundoff u).
+def float_bounds(logits: er.LogitRows, tokens: np.ndarray, dense: bool = True) -> RankInterval:
+    """rank(P - Ñ) over the k unique rows, for the real P = softmax(HWᵀ) of the given factors, from
+    floats computed in the factors' namespace and dtype (unit roundoff u).
 
     Upper (exact): k rows, and (P - Ñ)1 = 0, so rank <= min(k, V - 1). Lower: route 1, k < V:
     the k x k submatrix is strictly diagonally dominant with margins α_j (the mass outside T),
     computed with relative error γ_{V+D+8} < 1, so a positive computed margin is a positive real
     one; k = V: every entry of P is at least exp(floor) > 0, so P_T is a positive stochastic matrix
-    and rank(I - P_T) = V - 1. Route 3 when k V is small: the SVD with a Weyl margin. ``closeness``
+    and rank(I - P_T) = V - 1. Route 3 when k V is small (and ``dense``): the SVD with a Weyl margin. ``closeness``
     is minus the smallest margin (k < V) or minus exp(floor) (k = V): how near the rows come to
     losing the positivity the lower end rests on."""
     k, V = len(tokens), logits.shape[1]
@@ -513,36 +460,16 @@ def float_bounds(logits: er.LogitRows, tokens: np.ndarray) -> RankInterval:
         routes["closeness"] = -math.exp(floor) if math.isfinite(floor) else 0.0
     names = ["strict diagonal dominance" if k < V else "positivity (one attracting class)"]
     lower = routes.get("dominance", routes.get("positivity", 0))
-    if k * V <= DENSE_ENTRIES:
+    if dense and k * V <= DENSE_ENTRIES:
         routes["svd_weyl"], routes["weyl_margin"] = dense_rank_lower(logits, tokens)
         names.append("SVD + Weyl margin")
         lower = max(lower, routes["svd_weyl"])
-    how = f"{' / '.join(names)} ({_label(logits.H)})"
+    how = f"{' / '.join(names)} ({label(logits.H)})"
     return RankInterval(lower, upper, how, "rows and (P - Ñ)1 = 0", False, routes)
 
 
-def float_rows_bounds(logits: er.LogitRows, tokens: np.ndarray) -> RankInterval | None:
-    """Route 2: the exact rank over Q of P̂ - Ñ, where P̂ is the computed float P read as dyadic
-    rationals and normalised exactly (row c scaled by its total: the integer row p - (Σp) e_t).
-    A rank mod p is a lower bound, the structure an upper one; fraction-free elimination settles
-    a gap. ``None`` when k V is too large."""
-    k, V = len(tokens), logits.shape[1]
-    if k * V > EXACT_ENTRIES:
-        return None
-    P = logits.probabilities(slice(None))
-    rows = integer_rows(P)
-    rows[np.arange(k), tokens] -= rows.sum(axis=1)
-    upper = min(k, V - 1)
-    certificate = {"zeros_in_float_P": int(np.sum(P == 0))}
-    lower = exact.rank_mod_prime(rows)
-    if lower == upper:
-        return RankInterval(lower, upper, "rank mod p of P̂ - Ñ", "rows and (P̂ - Ñ)1 = 0", True, certificate)
-    rank, how = exact.exact_rank(rows)
-    return RankInterval(rank, rank, f"{how} of P̂ - Ñ", f"{how} of P̂ - Ñ", True, certificate)
-
-
 def ball_bounds(logits: er.LogitRows, tokens: np.ndarray) -> RankInterval:
-    """Route 1 in 256-bit balls, for margins that underflowed float64: α_j is at least
+    """Route 1 in 256-bit balls, for margins that underflowed float64 (k < V): α_j is at least
     exp(z_o - z_max - 2E_j - log V), z_o the largest logit outside T and E_j the logit error, which
     is a positive real number however far below 2^-1074 it lies."""
     k, V = len(tokens), logits.shape[1]
@@ -562,59 +489,61 @@ def ball_bounds(logits: er.LogitRows, tokens: np.ndarray) -> RankInterval:
     return RankInterval(k, k, "interval-256 dominance margins", "rows and (P - Ñ)1 = 0", False, certificate)
 
 
-def unique_bound(case: UniqueCase, factor: Fraction, extra: int) -> int:
-    """The claimed lower bound min(k, V - 1) (plus ``extra`` for a mutant), tightened."""
-    logits, tokens = unique_instance(case)
-    k, V = len(tokens), logits.shape[1]
-    return tightened_integer_bound(min(k + extra, V - 1 + extra), factor, "lower")
+def _measure_prediction_error_rank(ctx: Context) -> RankInterval:
+    """rank(P − Ñ) from the float routes in the backend (:func:`float_bounds`)."""
+    return float_bounds(*built_logits(ctx))
 
 
-def unique_bounds(case: UniqueCase, bound: int, escalate: bool, backend: Backend | None = None) -> RankInterval:
-    """rank(P - Ñ) from the float routes in the backend (NumPy float64 by default); with ``escalate``,
-    when they leave ``bound`` undecided, from the exact instance P̂ (route 2, when it is strictly
-    positive, so inside the domain, and small) and then from the margins in ball arithmetic (route 1
-    for underflowed rows, k < V), both on the float64 instance."""
-    logits, tokens = unique_instance(case)
-    on = logits if backend is None else er.LogitRows(backend.asarray(logits.H), backend.asarray(logits.W))
-    bounds = float_bounds(on, tokens)
-    if not escalate or bounds.lo >= bound or bounds.hi < bound:
+def _exact_prediction_error_rank(ctx: Context) -> RankInterval:
+    """rank(P − Ñ) of the same P, from the factors read exactly and no factorization of anything: the
+    dominance margins (k < V) or the positivity floor (k = V) in float64, each with its error bound, and
+    where the margins underflow, the margins in 256-bit balls."""
+    logits, tokens = exact_factors(ctx)
+    bounds = float_bounds(logits, tokens, dense=False)
+    if bounds.pinned or len(tokens) >= logits.shape[1]:
         return bounds
-    small = len(tokens) * logits.shape[1] <= EXACT_ENTRIES
-    if small and bool(np.all(logits.probabilities(slice(None)) > 0)):
-        return with_closeness(exact_float_rows(case), bounds.certificate["closeness"])
-    if len(tokens) < logits.shape[1]:
-        return with_closeness(ball_bounds(logits, tokens), bounds.certificate["closeness"])
-    return bounds
+    return with_closeness(ball_bounds(logits, tokens), bounds.certificate["closeness"])
 
 
-def measure_unique(case: UniqueCase, backend: Backend, factor: Fraction, extra: int = 0) -> Measurement:
-    """b <= rank(P - Ñ), b = min(k, V - 1) tightened, from the float routes in the backend."""
-    bound = unique_bound(case, factor, extra)
-    return measurement(unique_bounds(case, bound, escalate=False, backend=backend), bound, "lower")
+def float_rows_bounds(logits: er.LogitRows, tokens: np.ndarray) -> RankInterval:
+    """The exact rank over Q of P̂ - Ñ, where P̂ is the computed float P read as dyadic rationals and
+    normalised exactly (row c scaled by its total: the integer row p - (Σp) e_t). A rank mod p is a lower
+    bound, the structure an upper one; fraction-free elimination settles a gap."""
+    k, V = len(tokens), logits.shape[1]
+    P = logits.probabilities(slice(None))
+    rows = integer_rows(P)
+    rows[np.arange(k), tokens] -= rows.sum(axis=1)
+    upper = min(k, V - 1)
+    certificate = {"zeros_in_float_P": int(np.sum(P == 0))}
+    lower = exact.rank_mod_prime(rows)
+    if lower == upper:
+        return RankInterval(lower, upper, "rank mod p of P̂ - Ñ", "rows and (P̂ - Ñ)1 = 0", True, certificate)
+    rank, how = exact.exact_rank(rows)
+    return RankInterval(rank, rank, f"{how} of P̂ - Ñ", f"{how} of P̂ - Ñ", True, certificate)
 
 
-def judge_unique(case: UniqueCase, factor: Fraction, extra: int = 0) -> Judgement:
-    """The same bound, re-decided with the exact and ball routes (see :func:`unique_bounds`)."""
-    bound = unique_bound(case, factor, extra)
-    return judgement(unique_bounds(case, bound, escalate=True), bound, "lower")
+def _float_rows_rank(ctx: Context) -> RankInterval:
+    """rank(P̂ − Ñ) for the NumPy float64 rows P̂ of the case (its own object: see the module docstring)."""
+    return ctx.once("float rows", lambda: float_rows_bounds(*unique_instance(ctx.case)))
 
 
-def exact_float_rows(case: UniqueCase) -> RankInterval:
-    """Route 2 on a case: the exact rank of P̂ - Ñ, refused as input when k V is too large."""
-    bounds = float_rows_bounds(*unique_instance(case))
-    if bounds is None:
-        raise InputError(f"instance: k x V above {EXACT_ENTRIES}, too large for the exact rank of P̂ - Ñ")
-    return bounds
+def small_enough_for_float_rows(case: UniqueCase) -> str | None:
+    """The float-rows mutant's domain: k V <= 2^14 (the exact rank of a dense k x V matrix)."""
+    logits, tokens = unique_instance(case)
+    if len(tokens) * logits.shape[1] > EXACT_ENTRIES:
+        return (
+            f"k x V = {len(tokens) * logits.shape[1]} is above {EXACT_ENTRIES}, too large for the exact rank of P̂ − Ñ"
+        )
+    return None
 
 
-def measure_float_rows(case: UniqueCase, backend: Any, factor: Fraction) -> Measurement:
-    """The mutant: b <= rank(P̂ - Ñ) for the float rows P̂ (zeros included), exactly."""
-    return measurement(exact_float_rows(case), unique_bound(case, factor, 0), "lower")
-
-
-def judge_float_rows(case: UniqueCase, factor: Fraction) -> Judgement:
-    """The mutant, re-decided on the same exact rank."""
-    return judgement(exact_float_rows(case), unique_bound(case, factor, 0), "lower")
+def _unique_counts(ctx: Context) -> tuple[int, int]:
+    """(k, V) of a unique-continuation case, without building its factors."""
+    case = ctx.case
+    if isinstance(case, UniqueContinuation):
+        return case.k, case.V
+    V, tokens = corpus_unique_tokens(case.corpus, case.level, case.order)
+    return len(tokens), V
 
 
 # --------------------------------------------------------------------------- beyond positivity
@@ -625,32 +554,22 @@ def stochastic_weights(case: StochasticPattern) -> np.ndarray:
     return er.construct_stochastic_with_classes(case.n, case.closed, case.seed, density=case.density)
 
 
-def attracting_bounds(case: StochasticPattern) -> RankInterval:
-    """rank(I - P_T) exactly: its rows times their totals are integers (python-flint)."""
-    weights = stochastic_weights(case)
-    rank, method = exact.exact_rank(np.diag(weights.sum(axis=1)) - weights)
-    return RankInterval(rank, rank, method, method, True, {})
+def _weights(ctx: Context) -> np.ndarray:
+    return ctx.once("weights", lambda: stochastic_weights(ctx.case))
 
 
-def all_components_rank(weights: np.ndarray) -> int:
-    """The mutant's value: n minus every strongly connected component, closed or not."""
-    return weights.shape[0] - er.nx.number_strongly_connected_components(er.positive_graph(weights))
+def _defect_rank(ctx: Context) -> RankInterval:
+    """rank(I − P_T) exactly: its rows times their totals are the integer matrix diag(w·1) − w."""
+    weights = _weights(ctx)
+    return exact_rank_interval(np.diag(weights.sum(axis=1)) - weights)
 
 
-def predicted_rank(case: StochasticPattern, mutant: bool) -> int:
-    """n - a, a the attracting components (n minus all components for the mutant)."""
-    weights = stochastic_weights(case)
-    return all_components_rank(weights) if mutant else er.stochastic_defect_rank(weights)
+def _attracting_classes(ctx: Context) -> RankInterval:
+    return pinned(er.nx.number_attracting_components(er.positive_graph(_weights(ctx))), "networkx")
 
 
-def measure_attracting(case: StochasticPattern, backend: Any, factor: Fraction, mutant: bool = False) -> Measurement:
-    """rank(I - P_T) == n - a, both sides exact."""
-    return measurement(attracting_bounds(case), planted_side(predicted_rank(case, mutant), factor), "equal")
-
-
-def judge_attracting(case: StochasticPattern, factor: Fraction, mutant: bool = False) -> Judgement:
-    """rank(I - P_T) == n - a, re-decided on the same exact sides."""
-    return judgement(attracting_bounds(case), planted_side(predicted_rank(case, mutant), factor), "equal")
+def _strong_components(ctx: Context) -> RankInterval:
+    return pinned(er.nx.number_strongly_connected_components(er.positive_graph(_weights(ctx))), "networkx")
 
 
 def wcdd_matrix(case: WcddPattern, leaks: int | None = None) -> np.ndarray:
@@ -667,36 +586,35 @@ def wcdd_matrix(case: WcddPattern, leaks: int | None = None) -> np.ndarray:
     return np.diag(totals) - weights
 
 
-def wcdd_bounds(case: WcddPattern, chained: bool) -> tuple[RankInterval, int]:
-    """The exact rank of the instance's matrix and its order n. Hypothesis (checked on integers,
-    exactly; :class:`OutsideDomain` where it fails): weakly chained diagonally dominant, or for the
-    mutant (``chained=False``) only weakly diagonally dominant with no leaking row. ``closeness`` is
-    minus the smallest relative excess (|m_ii| − Σ_j≠i |m_ij|)/|m_ii| of a strictly dominant row (0
-    where there is none)."""
-    M = wcdd_matrix(case) if chained else wcdd_matrix(case, leaks=0)
+def excess_closeness(M: np.ndarray) -> float:
+    """Minus the smallest relative excess (|m_ii| − Σ_j≠i |m_ij|)/|m_ii| of a strictly dominant row (0
+    where there is none): how near the chain's strict rows come to losing their dominance."""
     diagonal = np.abs(np.diag(M))
     off = np.abs(M).sum(axis=1) - diagonal
-    if chained and not er.is_weakly_chained_diagonally_dominant(M):
-        raise OutsideDomain("instance: the matrix is not weakly chained diagonally dominant (outside the domain)")
-    if not chained and not np.all(diagonal >= off):
-        raise OutsideDomain("instance: the matrix is not weakly diagonally dominant (outside the domain)")
     strict = diagonal > off
-    closeness = -float(((diagonal - off)[strict] / diagonal[strict]).min()) if strict.any() else 0.0
-    rank, method = exact.exact_rank(M)
-    certificate = {"n": M.shape[0], "closeness": closeness}
-    return RankInterval(rank, rank, method, method, True, certificate), M.shape[0]
+    return -float(((diagonal - off)[strict] / diagonal[strict]).min()) if strict.any() else 0.0
 
 
-def measure_wcdd(case: WcddPattern, backend: Any, factor: Fraction, chained: bool = True) -> Measurement:
-    """n <= rank(M) (n tightened), the rank exact."""
-    bounds, n = wcdd_bounds(case, chained)
-    return measurement(bounds, tightened_integer_bound(n, factor, "lower"), "lower")
+def _matrix_rank(ctx: Context, leaks: int | None) -> RankInterval:
+    M = ctx.once(("wcdd matrix", leaks), lambda: wcdd_matrix(ctx.case, leaks))
+    return exact_rank_interval(M, {"closeness": excess_closeness(M)})
 
 
-def judge_wcdd(case: WcddPattern, factor: Fraction, chained: bool = True) -> Judgement:
-    """n <= rank(M), re-decided on the same exact rank."""
-    bounds, n = wcdd_bounds(case, chained)
-    return judgement(bounds, tightened_integer_bound(n, factor, "lower"), "lower")
+def wcdd_hypothesis(case: WcddPattern) -> str | None:
+    """The claim's domain, checked exactly on the integer matrix: M is weakly chained diagonally dominant."""
+    if not er.is_weakly_chained_diagonally_dominant(wcdd_matrix(case)):
+        return "the matrix is not weakly chained diagonally dominant"
+    return None
+
+
+def no_leak_hypothesis(case: WcddPattern) -> str | None:
+    """The mutant's domain: diag(w·1) − W weakly diagonally dominant, with no strictly dominant row."""
+    M = wcdd_matrix(case, leaks=0)
+    diagonal = np.abs(np.diag(M))
+    off = np.abs(M).sum(axis=1) - diagonal
+    if not np.all(diagonal == off):
+        return "the matrix without leaks is not weakly diagonally dominant with every row tight"
+    return None
 
 
 # --------------------------------------------------------------------------- mini-batches
@@ -704,20 +622,28 @@ def judge_wcdd(case: WcddPattern, factor: Fraction, chained: bool = True) -> Jud
 
 @dataclass(frozen=True)
 class BatchRows:
-    """The rows of Prop. A.7, as exact integers: ``error`` is (P - Ñ^B)[C^u_B] with row c scaled
-    by d V T_c (P = (1 - δ)Ñ + δ/V, δ = n/d, T_c the count total), ``limit`` is
-    (Ñ - Ñ^B)[C^u_B] scaled by T_c, ``support`` marks Ñ > 0."""
+    """The rows of Prop. A.7 on C^u_B, as exact integers: ``error`` is (P - Ñ^B)[C^u_B] with row c
+    scaled by d V T_c (P = (1 - δ)Ñ + δ/V, δ = n/d, T_c the count total), ``limit`` is
+    (Ñ - Ñ^B)[C^u_B] scaled by T_c, ``support`` marks Ñ > 0; ``counts`` and ``totals`` are the data
+    counts of those rows, ``tokens`` their batch tokens T_B."""
 
     error: np.ndarray
     limit: np.ndarray
     support: np.ndarray
     tokens: np.ndarray
-    hypothesis: dict[str, Any]
+    counts: np.ndarray
+    totals: np.ndarray
+    delta: Fraction
+
+
+@functools.lru_cache(maxsize=1024)
+def _language(V: int, contexts: int, seed: int, unique_share: float) -> Any:
+    return er.construct_zipf_language(V, contexts, seed, unique_share=unique_share)
 
 
 @functools.lru_cache(maxsize=1024)
 def _batch_language(case: MiniBatch) -> tuple[Any, Any]:
-    counts = er.construct_zipf_language(case.V, case.contexts, case.seed, unique_share=case.unique_share)
+    counts = _language(case.V, case.contexts, case.seed, case.unique_share)
     return counts, er.sample_batch(counts, case.batch_tokens, case.seed)
 
 
@@ -729,411 +655,194 @@ def batch_language(case: MiniBatch) -> tuple[Any, Any]:
 
 
 def batch_unique_count(case: MiniBatch) -> int:
-    """|C^u_B| of the case (before its hypothesis is checked)."""
+    """|C^u_B| of the case."""
     return len(er.batch_unique_continuations(*batch_language(case))[1])
 
 
+def batch_domain(case: MiniBatch) -> str | None:
+    """Where every mini-batch claim ranges: C^u_B nonempty and 0 < δ <= 1 (so P > 0)."""
+    if not 0 < Fraction(case.delta) <= 1:
+        return f"δ = {case.delta} leaves P = (1 − δ)Ñ + δ/V outside the positive stochastic rows (0 < δ <= 1)"
+    if batch_unique_count(case) == 0:
+        return "C^u_B is empty (no context with one batch token and several data tokens)"
+    return None
+
+
 def batch_rows(case: MiniBatch) -> BatchRows:
-    """Build the exact rows and check the hypothesis max|P - Ñ| < ε_B exactly (ε_B the smallest
-    positive entry of Ñ on C^u_B): |P - Ñ| = δ |1/V - Ñ_cv|; an instance where it fails, or where
-    C^u_B is empty, is :class:`OutsideDomain`. ``closeness`` is minus the hypothesis's relative
-    margin (ε_B − max|P − Ñ|)/ε_B."""
+    """The exact rows of a batch inside :func:`batch_domain` (else :class:`OutsideDomain`): fresh copies of
+    a per-process cache (the three mini-batch claims read the same rows; a caller may change its copy)."""
+    parts = _built_batch_rows(case)
+    fresh = {f: getattr(parts, f).copy() for f in ("error", "limit", "support", "tokens", "counts", "totals")}
+    return replace(parts, **fresh)
+
+
+@functools.lru_cache(maxsize=8)
+def _built_batch_rows(case: MiniBatch) -> BatchRows:
+    why = batch_domain(case)
+    if why is not None:
+        raise OutsideDomain(f"instance: {why}")
     counts, batch = batch_language(case)
     rows, tokens = er.batch_unique_continuations(counts, batch)
-    if len(tokens) == 0:
-        raise OutsideDomain("instance: C^u_B is empty (no context with one batch token and several data tokens)")
-    V = case.V
-    delta = Fraction(case.delta)
-    if not 0 < delta < 1:
-        raise OutsideDomain(f"instance: δ = {case.delta} leaves P = (1 - δ)Ñ + δ/V non-positive (outside A.7)")
+    V, delta = case.V, Fraction(case.delta)
     n = counts[rows].toarray().astype(np.int64)
     totals = n.sum(axis=1)
     k = len(tokens)
-    support = n > 0
-    epsilon = min(Fraction(int(n[c][support[c]].min()), int(totals[c])) for c in range(k))
-    largest = Fraction(0)
-    for c in range(k):
-        values = {Fraction(int(x), int(totals[c])) for x in np.unique(n[c])}
-        largest = max(largest, *(delta * abs(Fraction(1, V) - x) for x in values))
-    closeness = -float((epsilon - largest) / epsilon)
-    hypothesis = {"epsilon_B": float(epsilon), "max_abs_P_minus_N": float(largest), "closeness": closeness}
-    if not largest < epsilon:
-        raise OutsideDomain(f"instance: max|P - Ñ| = {float(largest):.3g} >= ε_B = {float(epsilon):.3g} (outside A.7)")
     num, den = delta.numerator, delta.denominator
     scale = den * V * totals.astype(object)
     error = (den - num) * V * n.astype(object) + (num * totals.astype(object))[:, None]
     error[np.arange(k), tokens] -= scale
     limit = n.astype(object)
     limit[np.arange(k), tokens] -= totals.astype(object)
-    return BatchRows(error, limit, support, tokens, hypothesis)
+    return BatchRows(error, limit, n > 0, tokens, n, totals, delta)
 
 
-def batch_conclusions(parts: BatchRows, everywhere: bool) -> tuple[str, int, dict[str, Any]]:
-    """Conclusions (i) and (iii) of Prop. A.7, exactly, as a count that must be 0: (i) the sign of
-    P - Ñ^B is that of Ñ - Ñ^B where Ñ > 0 (everywhere, for the mutant), counting the flips; (iii)
-    if the limit (Ñ - Ñ^B)[C^u_B, T_B] is weakly chained diagonally dominant, k - its exact rank.
-    Returns what was counted, the first nonzero count (or 0), and the certificate."""
+def _batch(ctx: Context) -> BatchRows:
+    return ctx.once("batch rows", lambda: batch_rows(ctx.case))
+
+
+@functools.lru_cache(maxsize=1024)
+def closeness_radius(case: MiniBatch) -> tuple[Fraction, Fraction]:
+    """(ν_B, max|P − Ñ|) on C^u_B, exactly: ν_B the smallest positive entry of Ñ there, and
+    |P − Ñ| = δ |1/V − Ñ_cv| over the values each row takes."""
+    parts = batch_rows(case)
+    nu = min(
+        Fraction(int(row[row > 0].min()), int(total)) for row, total in zip(parts.counts, parts.totals, strict=True)
+    )
+    largest = Fraction(0)
+    for row, total in zip(parts.counts, parts.totals, strict=True):
+        values = {Fraction(int(x), int(total)) for x in np.unique(row)}
+        largest = max(largest, *(parts.delta * abs(Fraction(1, case.V) - x) for x in values))
+    return nu, largest
+
+
+def sign_hypothesis(case: MiniBatch) -> str | None:
+    """The sign claim's domain: the batch's, and max|P − Ñ| < ν_B on C^u_B (checked exactly)."""
+    why = batch_domain(case)
+    if why is not None:
+        return why
+    nu, largest = closeness_radius(case)
+    if not largest < nu:
+        return f"max|P − Ñ| = {float(largest):.3g} >= ν_B = {float(nu):.3g} (not close to convergence)"
+    return None
+
+
+@functools.lru_cache(maxsize=1024)
+def limit_certificate(case: MiniBatch) -> tuple[bool, Fraction | None]:
+    """(L weakly chained diagonally dominant, ‖E‖_F² ‖L⁻¹‖_F² or ``None``), exactly, for
+    L = (Ñ − Ñ^B)[C^u_B, T_B] and E = (P − Ñ)[C^u_B, T_B] = δ(1/V − Ñ) there. Row scaling keeps the
+    chain condition, so it is read off the integer rows; L⁻¹ is computed over the rationals."""
+    parts = batch_rows(case)
+    square = parts.limit[:, parts.tokens]
+    if not er.is_weakly_chained_diagonally_dominant(square.astype(np.int64)):
+        return False, None
+    k = len(parts.tokens)
+    totals = [int(t) for t in parts.totals]
+    L = flint.fmpq_mat(k, k, [flint.fmpq(int(square[i, j]), totals[i]) for i in range(k) for j in range(k)])
+    inverse = L.inv()
+    inverse_squared = sum((x * x for x in inverse.entries()), flint.fmpq(0))
+    # E_ij = δ(T_i − V n_ij)/(V T_i): ‖E‖_F² = (δ/V)² Σ_i s_i/T_i², s_i = Σ_j (T_i − V n_ij)² (integers)
+    deviations = parts.totals.astype(object)[:, None] - case.V * parts.counts[:, parts.tokens].astype(object)
+    row_sums = (deviations * deviations).sum(axis=1)
+    e_squared = (parts.delta / case.V) ** 2 * sum(
+        Fraction(int(s), t * t) for s, t in zip(row_sums, totals, strict=True)
+    )
+    product = Fraction(int(inverse_squared.p), int(inverse_squared.q)) * e_squared
+    return True, product
+
+
+def limit_hypothesis(case: MiniBatch) -> str | None:
+    """The limit claim's domain: the batch's; L weakly chained diagonally dominant; ‖E‖_F ‖L⁻¹‖_F < 1,
+    which gives ‖E‖₂ < σ_min(L) (both checked exactly)."""
+    why = batch_domain(case)
+    if why is not None:
+        return why
+    chained, product = limit_certificate(case)
+    if not chained:
+        return "the limit L = (Ñ − Ñ^B)[C^u_B, T_B] is not weakly chained diagonally dominant"
+    if not product < 1:
+        return f"‖E‖_F ‖L⁻¹‖_F = {math.sqrt(product):.3g} >= 1 (P not close enough to Ñ for the Weyl step)"
+    return None
+
+
+def closed_hypothesis(case: MiniBatch) -> str | None:
+    """The no-chain mutant's domain: the sign claim's (closeness to convergence), and no chain condition."""
+    return sign_hypothesis(case)
+
+
+def _outside_mass(parts: BatchRows) -> np.ndarray:
+    """α_c = Σ_{v ∉ T_B} P_cv on each row of C^u_B (float64: for the search's closeness only)."""
+    outside = np.ones(parts.counts.shape[1], dtype=bool)
+    outside[parts.tokens] = False
+    delta = float(parts.delta)
+    data = parts.counts[:, outside].sum(axis=1) / parts.totals
+    return (1 - delta) * data + delta * outside.sum() / parts.counts.shape[1]
+
+
+#: The prime of the batch rows' residues: below 2^31, so a residue times a count stays inside int64.
+BATCH_PRIME = 2**31 - 1
+
+
+def error_residues(parts: BatchRows, prime: int = BATCH_PRIME) -> np.ndarray:
+    """The integer rows of P − Ñ^B (:class:`BatchRows`) reduced mod ``prime``, from the counts in int64:
+    (d − n)V·n_cv + n·T_c, less d·V·T_c at the batch token (every residue and count below 2^31)."""
+    num, den = parts.delta.numerator, parts.delta.denominator
+    k, V = parts.counts.shape
+    per_count = (den - num) * V % prime
+    per_row = (num % prime) * (parts.totals % prime) % prime
+    rows = (per_count * (parts.counts % prime) + per_row[:, None]) % prime
+    at_token = (den * V % prime) * (parts.totals % prime) % prime
+    rows[np.arange(k), parts.tokens] = (rows[np.arange(k), parts.tokens] - at_token) % prime
+    return rows.astype(np.int64)
+
+
+def _batch_error_rank(ctx: Context) -> RankInterval:
+    """rank(P − Ñ^B) on C^u_B exactly: the rank mod a prime of the integer rows from below (a rank mod p is
+    at most the rank), the rows and (P − Ñ^B)1 = 0 from above (P's rows sum to 1 exactly), fraction-free
+    elimination for a gap. ``closeness``: minus the smallest mass of P outside T_B (0 where k_B = V)."""
+    parts = _batch(ctx)
+    k, V = parts.error.shape
+    upper = min(k, V - 1)
+    certificate = {"closeness": -float(_outside_mass(parts).min())}
+    lower = exact.rank_mod_prime(error_residues(parts), BATCH_PRIME)
+    if lower == upper:
+        return RankInterval(lower, upper, "rank mod p", "rows and (P - Ñ^B)1 = 0", True, certificate)
+    return exact_rank_interval(parts.error, certificate)
+
+
+def _sign_flips(ctx: Context, everywhere: bool) -> RankInterval:
+    """The entries of C^u_B's rows (where Ñ > 0, or ``everywhere``) at which the sign of P − Ñ^B differs
+    from that of Ñ − Ñ^B, counted on the exact integer rows. ``closeness``: minus the relative margin
+    (ν_B − max|P − Ñ|)/ν_B of the closeness hypothesis."""
+    parts = _batch(ctx)
     mask = np.ones_like(parts.support) if everywhere else parts.support
     signs = np.sign(parts.error.astype(float)) != np.sign(parts.limit.astype(float))
     flips = np.argwhere(signs & mask)
-    certificate: dict[str, Any] = {**parts.hypothesis, "k": len(parts.tokens), "sign_flips": len(flips)}
+    nu, largest = closeness_radius(ctx.case)
+    certificate: dict[str, Any] = {"nu_B": float(nu), "max_abs_P_minus_N": float(largest)}
+    certificate["closeness"] = -float((nu - largest) / nu)
     if len(flips):
-        c, v = (int(x) for x in flips[0])
-        return (
-            f"(i) fails: sign flips of P - Ñ^B against Ñ - Ñ^B (first at row {c}, token {v})",
-            len(flips),
-            certificate,
-        )
-    square = parts.limit[:, parts.tokens]
-    wcdd = er.is_weakly_chained_diagonally_dominant(square.astype(np.int64))
-    certificate["limit_is_wcdd"] = wcdd
-    if not wcdd:
-        return "(iii) vacuous: the limit is not weakly chained diagonally dominant", 0, certificate
-    rank, how = exact.exact_rank(square)
-    certificate["limit_rank"] = rank
-    return (
-        f"(iii) fails: k - rank of the weakly chained diagonally dominant limit ({how})",
-        len(parts.tokens) - rank,
-        certificate,
-    )
+        certificate["first_flip"] = [int(x) for x in flips[0]]
+    return RankInterval(len(flips), len(flips), "sign count", "sign count", True, certificate)
 
 
-def batch_bounds(parts: BatchRows) -> RankInterval:
-    """rank(P - Ñ^B) on C^u_B exactly: a rank mod p of the integer rows from below, the rows and
-    (P - Ñ^B)1 = 0 from above (P's rows sum to 1 exactly), fraction-free elimination for a gap."""
-    k, V = parts.error.shape
-    upper = min(k, V - 1)
-    lower = exact.rank_mod_prime(parts.error)
-    if lower == upper:
-        return RankInterval(lower, upper, "rank mod p", "rows and (P - Ñ^B)1 = 0", True, {})
-    rank, how = exact.exact_rank(parts.error)
-    return RankInterval(rank, rank, how, how, True, {})
+def _limit_block_rank(ctx: Context) -> RankInterval:
+    """rank((P − Ñ^B)[C^u_B, T_B]) exactly (the k_B x k_B block of the integer rows). ``closeness``:
+    ‖E‖_F ‖L⁻¹‖_F − 1 where the limit is chained (the Weyl step's margin), else 0."""
+    parts = _batch(ctx)
+    chained, product = limit_certificate(ctx.case)
+    closeness = math.sqrt(product) - 1 if chained and product is not None else 0.0
+    return exact_rank_interval(parts.error[:, parts.tokens], {"closeness": closeness, "limit_is_wcdd": chained})
 
 
-def batch_decision(case: MiniBatch, factor: Fraction, everywhere: bool = False) -> tuple[Measurement, Judgement]:
-    """b <= rank(P - Ñ^B), b = min(|C^u_B|, V - 1) tightened, together with conclusions (i) and
-    (iii). A failed conclusion is a violation (exact); the rank is then not compared."""
-    parts = batch_rows(case)
-    counted, failures, certificate = batch_conclusions(parts, everywhere)
-    k, V = parts.error.shape
-    bound = tightened_integer_bound(min(k, V - 1), factor, "lower")
-    if failures:  # counted exactly: "failures <= 0" is violated, and the rank is not compared
-        undecided = Measurement(math.nan, math.nan, math.nan, counted, certificate)
-        exactly = Certification.EXACT
-        return undecided, Judgement(float(failures), 0.0, -1, counted, certificate=certificate, certified_by=exactly)
-    bounds = batch_bounds(parts)
-    bounds = replace(bounds, certificate={**bounds.certificate, **certificate})
-    return measurement(bounds, bound, "lower"), judgement(bounds, bound, "lower")
-
-
-def measure_batch(case: MiniBatch, backend: Any, factor: Fraction, everywhere: bool = False) -> Measurement:
-    """Prop. A.7 on one case, exactly (see :func:`batch_decision`)."""
-    return batch_decision(case, factor, everywhere)[0]
-
-
-def judge_batch(case: MiniBatch, factor: Fraction, everywhere: bool = False) -> Judgement:
-    """Prop. A.7 on one instance, re-decided (see :func:`batch_decision`)."""
-    return batch_decision(case, factor, everywhere)[1]
-
-
-# --------------------------------------------------------------------------- log-probabilities
-
-
-def low_rank_matrix(case: LowRank) -> np.ndarray:
-    """The integer matrix A of the case's rank, before its scale (python-flint certifies the rank exactly)."""
-    return er.construct_low_rank_integers(
-        case.rows, case.columns, case.rank, case.seed, spread=case.spread, ones_column=case.ones_column
-    )
-
-
-def row_shift_instance(case: RowShift) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(A, λ, μ): the integer matrix A = HWᵀ and its two row shifts, drawn from ``shift_seed`` (μ times
-    ``second``); with ``cancelling`` (and rank >= 1), W's first column is all ones and λ = −H[:, 0]."""
-    H, W = er.construct_low_rank_factors(
-        case.rows, case.columns, case.rank, case.seed, spread=case.spread, ones_column=case.cancelling
-    )
-    rng = np.random.default_rng(case.shift_seed)
-    spread = case.shift_spread
-    first = rng.integers(-spread, spread + 1, size=case.rows)
-    second = rng.integers(-spread, spread + 1, size=case.rows) * case.second
-    if case.cancelling and case.rank:
-        first = -H[:, 0]
-    return (H @ W.T).astype(np.int64), first, second
-
-
-def factorization_residual(Z: Any, L: Any) -> tuple[float, float]:
-    """``(‖L - Z - c1ᵀ‖_F, bound)`` with c = -lse(Z) recomputed in Z's namespace and dtype (unit roundoff
-    u of L's dtype): zero in exact arithmetic (L = Z - lse(Z)1ᵀ). The bound adds the computed L's error
-    (:func:`tolerance.log_softmax_error`), the recomputed lse's (γ_{V+4}(1 + max|Z_i| + |c_i|) per row) and
-    the two subtractions (γ_2 (|L| + |Z| + |c|) per entry)."""
-    xp = array_api_compat.array_namespace(Z, L)
-    u = tolerance.unit_roundoff(L.dtype)
-    top = xp.max(Z, axis=1, keepdims=True)
-    c = -(top + xp.log(xp.sum(xp.exp(Z - top), axis=1, keepdims=True)))
-    V = Z.shape[1]
-    residual = float(xp.linalg.vector_norm(L - Z - c))
-    Z, L, c = float64_copy(Z), float64_copy(L), float64_copy(c)[:, 0]
-    per_row = tolerance.gamma(V + 4, u) * (1 + np.abs(Z).max(axis=1) + np.abs(c))
-    per_entry = tolerance.gamma(2, u) * (np.abs(L) + np.abs(Z) + np.abs(c)[:, None])
-    bound = tolerance.log_softmax_error(Z, L, u) + math.sqrt(V) * float(np.linalg.norm(per_row))
-    return residual, bound + float(np.linalg.norm(per_entry))
-
-
-def log_probability_bounds(Z: Any, L: Any, entry_error: float, right: np.ndarray) -> tuple[RankInterval, np.ndarray]:
-    """rank(log softmax Z) for the real Z, and the computed singular values of L. Lower: SVD + Weyl
-    margin in L's namespace and dtype (``entry_error`` bounds the computed L's error). Upper: L = [·, -z]
-    ``right``ᵀ, so rank <= min(rows, rank_Q ``right``) (an integer matrix, exact), once the computed L
-    passes the factorization residual check; an L that fails it is not within its rounding bound of the
-    real one, so neither end is trusted."""
-    lo, margin, sigma = exact.weyl_rank_lower_bound(L, tolerance.unit_roundoff(L.dtype), entry_error=entry_error)
-    residual, bound = factorization_residual(Z, L)
-    certificate = {"weyl_margin": margin, "factorization_residual": residual, "residual_bound": bound}
-    if not residual <= bound:
-        untrusted = "nothing (the computed L fails the factorization check: its SVD is not trusted)"
-        return RankInterval(0, min(L.shape), untrusted, "the shape", False, certificate), sigma
-    rank_right, how = exact.exact_rank(right)
-    upper = f"the factorization through {right.shape[1]} columns (residual within rounding; {how} {rank_right})"
-    lower = f"SVD + Weyl margin ({_label(L)})"
-    return RankInterval(lo, min(L.shape[0], rank_right), lower, upper, False, certificate), sigma
-
-
-def singular_value_closeness(sigma: np.ndarray, bound: int) -> float:
-    """For "rank <= b": σ_{b+1}/σ_1 − 1, from the computed singular values (in [−1, 0]; −1 where the
-    shape has no (b + 1)-th value or the matrix is zero, 0 for a bound below 0, which every rank
-    violates): the value that must vanish, relative to the largest."""
-    if bound < 0 or bound >= len(sigma) or not sigma[0] > 0:
-        return 0.0 if bound < 0 else -1.0
-    return float(sigma[bound] / sigma[0]) - 1.0
-
-
-def _label(x: Any) -> str:
-    """Where an array was computed: its namespace's library and its dtype (``numpy float64``)."""
-    library = array_api_compat.array_namespace(x).__name__.split(".")[-1].replace("_", "-")
-    return f"{library} {tolerance.dtype_name(x.dtype)}"
-
-
-def log_softmax_interval(case: LowRank, backend: Backend | None = None) -> tuple[RankInterval, int, np.ndarray]:
-    """rank(log softmax A) enclosed, with log softmax A computed in the backend (NumPy float64 by
-    default), rank(A) exactly, and the computed singular values of log softmax A. The right factor is
-    [Aᵀ, 1]: L = A - z1ᵀ = [A, -z][I, 1]ᵀ has rows in rowspace(A) + span(1). An A that the backend's
-    dtype cannot hold exactly is no integer instance (:class:`OutsideDomain`)."""
-    backend = numpy_float64() if backend is None else backend
-    A = low_rank_matrix(case) * case.scale
-    rank_A, _ = exact.exact_rank(A)
-    Z = backend.asarray(A)
-    if not np.array_equal(float64_copy(Z), A):
-        raise OutsideDomain(f"instance: A has an integer that {backend.dtype_name} cannot hold exactly")
-    L = er.log_softmax(Z)
-    right = np.vstack([A, np.ones((1, A.shape[1]), dtype=np.int64)]).T
-    u = tolerance.unit_roundoff(backend.dtype)
-    error = tolerance.log_softmax_error(float64_copy(Z), float64_copy(L), u)
-    bounds, sigma = log_probability_bounds(Z, L, error, right)
-    return replace(bounds, certificate={**bounds.certificate, "rank_A": rank_A}), rank_A, sigma
-
-
-def log_softmax_decision(
-    case: LowRank, factor: Fraction, drop: int, backend: Backend | None = None
-) -> tuple[Measurement, Judgement]:
-    """rank(log softmax A) <= rank(A) + 1 (minus ``drop`` for the mutant), tightened
-    (:func:`log_softmax_interval`); ``closeness`` from the singular values
-    (:func:`singular_value_closeness`)."""
-    bounds, rank_A, sigma = log_softmax_interval(case, backend)
-    bound = tightened_integer_bound(rank_A + 1 - drop, factor, "upper")
-    return with_closeness(bounds, singular_value_closeness(sigma, bound)).sides(bound, "upper")
-
-
-def measure_log_softmax(case: LowRank, backend: Backend, factor: Fraction, drop: int = 0) -> Measurement:
-    """rank(log softmax A) <= rank(A) + 1, computed in the backend (see :func:`log_softmax_decision`)."""
-    return log_softmax_decision(case, factor, drop, backend)[0]
-
-
-def judge_log_softmax(case: LowRank, factor: Fraction, drop: int = 0) -> Judgement:
-    """rank(log softmax A) <= rank(A) + 1, re-decided in NumPy float64 (see :func:`log_softmax_decision`)."""
-    return log_softmax_decision(case, factor, drop)[1]
-
-
-def factor_matrices(case: Factors) -> tuple[np.ndarray, np.ndarray]:
-    """The Gaussian factors (H times the case's scale, W) of a Factors case, in float64."""
-    rng = np.random.default_rng(case.seed)
-    return case.scale * rng.standard_normal((case.rows, case.rank)), rng.standard_normal((case.columns, case.rank))
-
-
-def bottleneck_interval(case: Factors, backend: Backend | None = None) -> tuple[RankInterval, np.ndarray]:
-    """rank(log softmax(HWᵀ)) enclosed, with H and W rounded to the backend's dtype and Z, L computed
-    there (NumPy float64 by default), and the computed singular values of L. The right factor is the
-    rounded [W, 1] read exactly (rows of dyadic rationals, scaled to integers)."""
-    backend = numpy_float64() if backend is None else backend
-    H, W = (backend.asarray(x) for x in factor_matrices(case))
-    Z = H @ W.T
-    L = er.log_softmax(Z)
-    u = tolerance.unit_roundoff(backend.dtype)
-    H_np, W_np = float64_copy(H), float64_copy(W)
-    product = tolerance.gamma(case.rank + 2, u) * (np.abs(H_np) @ np.abs(W_np).T)  # |fl(z_ij) - z_ij|
-    through = product + product.max(axis=1, keepdims=True)  # an error in z_i moves L_ij and lse(z_i)
-    entry_error = tolerance.log_softmax_error(float64_copy(Z), float64_copy(L), u) + float(np.linalg.norm(through))
-    right = integer_rows(np.hstack([W_np, np.ones((W_np.shape[0], 1))]))
-    return log_probability_bounds(Z, L, entry_error, right)
-
-
-def bottleneck_decision(
-    case: Factors, factor: Fraction, extra: int, backend: Backend | None = None
-) -> tuple[Measurement, Judgement]:
-    """rank(log softmax(HWᵀ)) <= d + 1 (plus ``extra``: negative for the mutant), tightened
-    (:func:`bottleneck_interval`); ``closeness`` from the singular values (:func:`singular_value_closeness`)."""
-    bounds, sigma = bottleneck_interval(case, backend)
-    bound = tightened_integer_bound(case.rank + 1 + extra, factor, "upper")
-    return with_closeness(bounds, singular_value_closeness(sigma, bound)).sides(bound, "upper")
-
-
-def measure_bottleneck(case: Factors, backend: Backend, factor: Fraction, extra: int = 0) -> Measurement:
-    """rank(log softmax(HWᵀ)) <= d + 1, computed in the backend (see :func:`bottleneck_decision`)."""
-    return bottleneck_decision(case, factor, extra, backend)[0]
-
-
-def judge_bottleneck(case: Factors, factor: Fraction, extra: int = 0) -> Judgement:
-    """rank(log softmax(HWᵀ)) <= d + 1, re-decided in NumPy float64 (see :func:`bottleneck_decision`)."""
-    return bottleneck_decision(case, factor, extra)[1]
-
-
-def row_shift_bounds(case: RowShift) -> tuple[RankInterval, float]:
-    """|rank(A + λ1ᵀ) - rank(A + μ1ᵀ)| from two exact ranks over the integers (python-flint), and the
-    relative gap of the lower-ranked shift: its smallest nonzero singular value over its largest (1 for
-    rank 0), how near it is to losing a rank."""
-    A, lam, mu = row_shift_instance(case)
-    shifted = [er.row_shift(A, shift) for shift in (lam, mu)]
-    (r1, method), (r2, _) = (exact.exact_rank(M) for M in shifted)
-    gap = abs(r1 - r2)
-    lower, r = (shifted[0], r1) if r1 <= r2 else (shifted[1], r2)
-    sigma = np.linalg.svd(lower.astype(np.float64), compute_uv=False)
-    relative_gap = float(sigma[r - 1] / sigma[0]) if r else 1.0
-    return RankInterval(gap, gap, method, method, True, {"rank_first": r1, "rank_second": r2}), relative_gap
-
-
-def row_shift_decision(case: RowShift, factor: Fraction, allowed: int) -> tuple[Measurement, Judgement]:
-    """|rank(A + λ1ᵀ) - rank(A + μ1ᵀ)| <= ``allowed`` (tightened); ``closeness`` = gap − bound − relative
-    gap (at gap = bound, minus how far the lower-ranked shift is from losing a rank)."""
-    bounds, relative_gap = row_shift_bounds(case)
-    bound = tightened_integer_bound(allowed, factor, "upper")
-    closeness = bounds.lo - bound - relative_gap
-    return with_closeness(bounds, closeness).sides(bound, "upper")
-
-
-def measure_row_shift(case: RowShift, backend: Any, factor: Fraction, allowed: int = 1) -> Measurement:
-    """|rank(A + λ1ᵀ) - rank(A + μ1ᵀ)| <= ``allowed`` (tightened), both ranks exact."""
-    return row_shift_decision(case, factor, allowed)[0]
-
-
-def judge_row_shift(case: RowShift, factor: Fraction, allowed: int = 1) -> Judgement:
-    """|rank(A + λ1ᵀ) - rank(A + μ1ᵀ)| <= ``allowed``, re-decided on the same exact ranks."""
-    return row_shift_decision(case, factor, allowed)[1]
-
-
-# --------------------------------------------------------------------------- quantities (the public API)
-
-
-def _pinned(n: int, how: str) -> RankInterval:
-    return RankInterval(n, n, how, how, exact=True)
-
-
-def _unique_counts(ctx: Context) -> tuple[int, int]:
-    """(k, V) of a unique-continuation case."""
-    logits, tokens = ctx.once("unique instance", lambda: unique_instance(ctx.case))
-    return len(tokens), logits.shape[1]
-
-
-def _prediction_error_rank(ctx: Context, escalate: bool) -> RankInterval:
-    """rank(P − Ñ) from the float routes in the backend, or (``escalate``) with the exact and ball
-    routes that settle min(k, V − 1) (see :func:`unique_bounds`)."""
-    bound = unique_bound(ctx.case, Fraction(1), 0)
-    return unique_bounds(ctx.case, bound, escalate=escalate, backend=None if escalate else ctx.backend)
-
-
-prediction_error_rank = quantity(
-    "rank(P − Ñ)",
-    lambda ctx: _prediction_error_rank(ctx, escalate=False),
-    lambda ctx: _prediction_error_rank(ctx, escalate=True),
-    integer=True,
-    doc="the rank of the prediction error P − Ñ of a unique-continuation case, certified at both ends",
-)
-unique_tokens = quantity(
-    "k",
-    lambda ctx: _pinned(_unique_counts(ctx)[0], "the case"),
-    lambda ctx: _pinned(_unique_counts(ctx)[0], "the case"),
-    integer=True,
-    doc="the number of distinct tokens that are each the only observed continuation of some context",
-)
-vocabulary = quantity(
-    "V",
-    lambda ctx: _pinned(_unique_counts(ctx)[1], "the case"),
-    lambda ctx: _pinned(_unique_counts(ctx)[1], "the case"),
-    integer=True,
-    doc="the vocabulary size V of a unique-continuation case",
-)
-log_softmax_rank = quantity(
-    "rank(log softmax A)",
-    lambda ctx: log_softmax_interval(ctx.case, ctx.backend)[0],
-    lambda ctx: log_softmax_interval(ctx.case)[0],
-    integer=True,
-    doc="the rank of log softmax(A) for an integer matrix A of chosen rank (a LowRank case)",
-)
-
-
-def _logit_matrix(case: LowRank | RowShift) -> np.ndarray:
-    """The integer matrix A of a LowRank case (times its scale) or of a RowShift case."""
-    return row_shift_instance(case)[0] if isinstance(case, RowShift) else low_rank_matrix(case) * case.scale
-
-
-def _exact_rank_of(M: np.ndarray) -> RankInterval:
-    rank, how = exact.exact_rank(M)
-    return _pinned(int(rank), how)
-
-
-logit_rank = quantity(
-    "rank A",
-    lambda ctx: _exact_rank_of(_logit_matrix(ctx.case)),
-    lambda ctx: _exact_rank_of(_logit_matrix(ctx.case)),
-    integer=True,
-    doc="the exact rank of the integer matrix A of a LowRank or RowShift case (python-flint)",
-)
-shifted_rank = quantity(
-    "rank(A + λ1ᵀ)",
-    lambda ctx: _exact_rank_of(er.row_shift(*row_shift_instance(ctx.case)[:2])),
-    lambda ctx: _exact_rank_of(er.row_shift(*row_shift_instance(ctx.case)[:2])),
-    integer=True,
-    doc="the exact rank of A shifted by its first row shift λ (a RowShift case; python-flint)",
-)
-bottleneck_rank = quantity(
-    "rank(log softmax(HWᵀ))",
-    lambda ctx: bottleneck_interval(ctx.case, ctx.backend)[0],
-    lambda ctx: bottleneck_interval(ctx.case)[0],
-    integer=True,
-    doc="the rank of the log-probabilities of rank-d logits HWᵀ (a Factors case)",
-)
-hidden_size = quantity(
-    "d",
-    lambda ctx: _pinned(ctx.case.rank, "the case"),
-    lambda ctx: _pinned(ctx.case.rank, "the case"),
-    integer=True,
-    doc="the inner dimension d of a Factors case",
-)
-shift_rank_gap = quantity(
-    "|rank(A + λ1ᵀ) − rank(A + μ1ᵀ)|",
-    lambda ctx: row_shift_bounds(ctx.case)[0],
-    lambda ctx: row_shift_bounds(ctx.case)[0],
-    integer=True,
-    doc="the gap between the exact ranks of two row shifts of A (a RowShift case)",
-)
-
-# --------------------------------------------------------------------------- references (issue 18)
+# --------------------------------------------------------------------------- references
 #
-# Both sides of every claim the slow, obviously right way, on the instance as the backend built it
-# and sharing nothing with the measures and judges beyond it: dense matrices, exact ranks over the
-# rationals (python-flint's fmpq_mat) for the integer and rational claims; for the softmax claims the
-# logits HWᵀ formed exactly from the built factors (rational products), P or log softmax in
-# REFERENCE_BITS-bit balls, the entry P_ct − 1 of P − Ñ as minus the sum of the row's other entries
-# (no cancellation), and the rank by Gaussian elimination in balls (ball_rank). Counts (k, the
-# attracting classes, C^u_B) are recounted in plain Python. Small sizes only (the tests run them at
-# V <= 64).
+# Each quantity the slow, obviously right way, on the instance as the backend built it and sharing
+# nothing with the measures beyond it: dense matrices and exact ranks over the rationals (python-flint's
+# fmpq_mat) for the integer and rational quantities; for P − Ñ the logits HWᵀ formed exactly from the
+# built factors (rational products), P in REFERENCE_BITS-bit balls, the entry P_ct − 1 as minus the sum
+# of the row's other entries (no cancellation), and the rank by Gaussian elimination in balls
+# (ball_rank). Counts (k, the attracting classes, C^u_B, the sign flips) are recounted in plain Python.
+# Small sizes only (the tests run them at V <= 64).
 
 #: Working precision (bits) of the ball references.
 REFERENCE_BITS = 256
@@ -1159,7 +868,9 @@ def ball_rank(rows: list[list[flint.arb]]) -> int:
 
 
 def rational_rank(rows: list[list[Any]]) -> int:
-    """The exact rank of a dense nonempty matrix of integers or Fractions, over the rationals (fmpq_mat)."""
+    """The exact rank of a dense matrix of integers or Fractions, over the rationals (fmpq_mat)."""
+    if not rows or not rows[0]:
+        return 0
     entries = [flint.fmpq(Fraction(x).numerator, Fraction(x).denominator) for row in rows for x in row]
     return int(flint.fmpq_mat(len(rows), len(rows[0]), entries).rank())
 
@@ -1176,7 +887,7 @@ def exact_logits(H: np.ndarray, W: np.ndarray) -> list[list[flint.fmpq]]:
     return [[Z[i, j] for j in range(Z.ncols())] for i in range(Z.nrows())]
 
 
-def built_factors(H: np.ndarray, W: np.ndarray, backend: Backend) -> tuple[np.ndarray, np.ndarray]:
+def built_factors(H: np.ndarray, W: np.ndarray, backend: Any) -> tuple[np.ndarray, np.ndarray]:
     """H and W as the backend holds them (rounded to its dtype), read exactly as float64."""
     return float64_copy(backend.asarray(H)), float64_copy(backend.asarray(W))
 
@@ -1198,6 +909,13 @@ def _ball_prediction_error_rank(H: bytes, W: bytes, D: int, tokens: tuple[int, .
         return ball_rank(rows)
 
 
+def reference_prediction_error_rank(ctx: Context) -> int:
+    """rank(P − Ñ) of the dense P = softmax(HWᵀ) in balls, HWᵀ exact from the built factors."""
+    logits, tokens = unique_instance(ctx.case)
+    H, W = built_factors(logits.H, logits.W, ctx.backend)
+    return _ball_prediction_error_rank(H.tobytes(), W.tobytes(), H.shape[1], tuple(int(t) for t in tokens))
+
+
 def unique_token_count(case: UniqueCase) -> int:
     """k recounted from the case: its ``k``, or for a corpus the distinct tokens that are each the only
     observed continuation of some context, read off the count matrix row by row."""
@@ -1209,24 +927,22 @@ def unique_token_count(case: UniqueCase) -> int:
     return len({int(counts.indices[s]) for s, e in zip(starts, ends, strict=True) if e - s == 1})
 
 
-def reference_unique(case: UniqueCase, backend: Backend) -> Reference:
-    """min(k, V − 1) (k recounted) against rank(P − Ñ) of the dense P = softmax(HWᵀ) in balls."""
-    logits, tokens = unique_instance(case)
-    H, W = built_factors(logits.H, logits.W, backend)
-    rank = _ball_prediction_error_rank(H.tobytes(), W.tobytes(), H.shape[1], tuple(int(t) for t in tokens))
-    bound = min(unique_token_count(case), W.shape[0] - 1)
-    return Reference(bound, rank, f"dense P − Ñ in {REFERENCE_BITS}-bit balls, rank by elimination in balls")
+def reference_float_rows_rank(ctx: Context) -> int:
+    """rank(P̂ − Ñ) in Fractions: the float64 rows P̂ (the object the quantity names) read exactly, each
+    normalised by its exact sum."""
+    logits, tokens = unique_instance(ctx.case)
+    rows = []
+    for p, t in zip(logits.probabilities(slice(None)), tokens, strict=True):
+        exact_row = [Fraction(float(x)) for x in p]
+        total = sum(exact_row)
+        rows.append([x / total - (v == t) for v, x in enumerate(exact_row)])
+    return rational_rank(rows)
 
 
-def reference_attracting(case: StochasticPattern, backend: Backend) -> Reference:
-    """rank(I − P_T) over the rationals (P_T = the weights over their row totals, as Fractions) against n
-    minus the closed classes, found by reachability: i is in a closed class when every state it reaches
-    reaches it back, and the classes are the distinct sets of states the recurrent ones reach."""
-    weights = stochastic_weights(case).tolist()
-    n = len(weights)
-    I_minus_P = [[int(i == j) - Fraction(w, sum(row)) for j, w in enumerate(row)] for i, row in enumerate(weights)]
+def _reachable(weights: list[list[int]]) -> list[frozenset[int]]:
+    """The states each state reaches along positive weights (itself included), by search."""
     reach = []
-    for i in range(n):
+    for i in range(len(weights)):
         seen, frontier = {i}, [i]
         while frontier:
             state = frontier.pop()
@@ -1235,92 +951,291 @@ def reference_attracting(case: StochasticPattern, backend: Backend) -> Reference
                     seen.add(j)
                     frontier.append(j)
         reach.append(frozenset(seen))
-    closed = {reach[i] for i in range(n) if all(i in reach[j] for j in reach[i])}
-    method = "dense I − P_T in Fractions; closed classes by reachability"
-    return Reference(rational_rank(I_minus_P), n - len(closed), method)
+    return reach
 
 
-def reference_wcdd(case: WcddPattern, backend: Backend) -> Reference:
-    """n against the rank of the dense integer matrix over the rationals."""
-    M = wcdd_matrix(case).tolist()
-    return Reference(len(M), rational_rank(M), "dense diag(w) − W, rank over the rationals")
+def reference_defect_rank(ctx: Context) -> int:
+    """rank(I − P_T) over the rationals, P_T the weights over their row totals as Fractions."""
+    weights = stochastic_weights(ctx.case).tolist()
+    return rational_rank(
+        [[int(i == j) - Fraction(w, sum(row)) for j, w in enumerate(row)] for i, row in enumerate(weights)]
+    )
 
 
-def reference_batch(case: MiniBatch, backend: Backend) -> Reference:
-    """min(|C^u_B|, V − 1) against rank(P − Ñ^B) on C^u_B, in Fractions: C^u_B recounted row by row (one
-    distinct batch token and several data tokens; the first such context for each batch token),
-    P = (1 − δ) n/T + δ/V from the counts."""
+def reference_attracting_classes(ctx: Context) -> int:
+    """The closed classes, by reachability: i is in a closed class when every state it reaches reaches it
+    back, and the classes are the distinct sets of states the recurrent ones reach."""
+    reach = _reachable(stochastic_weights(ctx.case).tolist())
+    return len({reach[i] for i in range(len(reach)) if all(i in reach[j] for j in reach[i])})
+
+
+def reference_strong_components(ctx: Context) -> int:
+    """The classes of mutual reachability."""
+    reach = _reachable(stochastic_weights(ctx.case).tolist())
+    return len({frozenset(j for j in reach[i] if i in reach[j]) for i in range(len(reach))})
+
+
+def reference_wcdd_rank(ctx: Context, leaks: int | None) -> int:
+    """The rank of the dense integer matrix over the rationals."""
+    return rational_rank(wcdd_matrix(ctx.case, leaks).tolist())
+
+
+@dataclass(frozen=True)
+class ReferenceBatch:
+    """A batch recounted in Fractions (:func:`reference_batch`): C^u_B's batch tokens and, for each of
+    its rows, Ñ_c (the data counts over their total)."""
+
+    tokens: list[int]
+    empirical: list[list[Fraction]]
+    delta: Fraction
+    V: int
+
+    def error(self, i: int) -> list[Fraction]:
+        """Row i of P − Ñ^B, P = (1 − δ)Ñ + δ/V."""
+        t, row = self.tokens[i], self.empirical[i]
+        return [(1 - self.delta) * x + self.delta / self.V - (v == t) for v, x in enumerate(row)]
+
+    def limit(self, i: int) -> list[Fraction]:
+        """Row i of Ñ − Ñ^B."""
+        return [x - (v == self.tokens[i]) for v, x in enumerate(self.empirical[i])]
+
+
+def reference_batch(case: MiniBatch) -> ReferenceBatch:
+    """C^u_B recounted row by row (one distinct batch token and several data tokens; the first such
+    context for each batch token), with Ñ on those rows in Fractions."""
     counts, batch_counts = batch_language(case)
     full, batch = counts.toarray(), batch_counts.toarray()
-    delta, V = Fraction(case.delta), case.V
+    V = case.V
     chosen: dict[int, int] = {}
     for c in range(full.shape[0]):
         in_batch = [v for v in range(V) if batch[c, v] > 0]
         if len(in_batch) == 1 and sum(1 for v in range(V) if full[c, v] > 0) >= 2:
             chosen.setdefault(in_batch[0], c)
-    rows = []
-    for t, c in chosen.items():
-        total = int(full[c].sum())
-        rows.append([(1 - delta) * Fraction(int(full[c, v]), total) + delta / V - (v == t) for v in range(V)])
-    return Reference(min(len(chosen), V - 1), rational_rank(rows), "dense P − Ñ^B in Fractions, C^u_B recounted")
+    empirical = [[Fraction(int(x), int(full[c].sum())) for x in full[c]] for c in chosen.values()]
+    return ReferenceBatch(list(chosen), empirical, Fraction(case.delta), V)
 
 
-@functools.lru_cache(maxsize=512)
-def _log_softmax_rank(Z: tuple[tuple[flint.fmpq, ...], ...]) -> int:
-    """rank(log softmax Z) for exact rational logits, L = Z − lse(Z)1ᵀ in balls, cached (every backend
-    builds the same integer A, and the float64 ones the same factors)."""
-    with exact.precision(REFERENCE_BITS):
-        rows = []
-        for z in Z:
-            top = max(z)
-            lse = flint.arb(top) + sum((flint.arb(x - top).exp() for x in z), flint.arb(0)).log()
-            rows.append([flint.arb(x) - lse for x in z])
-        return ball_rank(rows)
+def _sign(x: Fraction) -> int:
+    return (x > 0) - (x < 0)
 
 
-def reference_log_softmax(case: LowRank, backend: Backend) -> Reference:
-    """rank(log softmax A) in balls against rank(A) + 1, rank(A) over the rationals (every backend holds
-    the integer A exactly, or the case is outside the domain and never measured)."""
-    A = low_rank_matrix(case) * case.scale
-    Z = tuple(tuple(flint.fmpq(int(x)) for x in row) for row in A)
-    rank = _log_softmax_rank(Z)
-    return Reference(rank, rational_rank(A.tolist()) + 1, f"dense log softmax A in {REFERENCE_BITS}-bit balls")
+def reference_sign_flips(ctx: Context, everywhere: bool) -> int:
+    """The entries (where Ñ > 0, or every entry) at which P − Ñ^B and Ñ − Ñ^B differ in sign, in Fractions."""
+    ref = reference_batch(ctx.case)
+    flips = 0
+    for i, row in enumerate(ref.empirical):
+        for v, (e, lim) in enumerate(zip(ref.error(i), ref.limit(i), strict=True)):
+            flips += (everywhere or row[v] > 0) and _sign(e) != _sign(lim)
+    return flips
 
 
-def reference_bottleneck(case: Factors, backend: Backend) -> Reference:
-    """rank(log softmax(HWᵀ)) in balls, HWᵀ exact from the built factors, against d + 1."""
-    H, W = built_factors(*factor_matrices(case), backend)
-    rank = _log_softmax_rank(tuple(tuple(row) for row in exact_logits(H, W)))
-    return Reference(rank, case.rank + 1, f"dense log softmax(HWᵀ) in {REFERENCE_BITS}-bit balls")
+def reference_batch_error_rank(ctx: Context) -> int:
+    """rank(P − Ñ^B) on the recounted C^u_B, dense in Fractions."""
+    ref = reference_batch(ctx.case)
+    return rational_rank([ref.error(i) for i in range(len(ref.tokens))])
 
 
-def reference_row_shift(case: RowShift, backend: Backend) -> Reference:
-    """|rank(A + λ1ᵀ) − rank(A + μ1ᵀ)| from two exact ranks of the shifted matrices (Python ints) against 1."""
-    A, lam, mu = row_shift_instance(case)
-    ranks = [
-        rational_rank([[int(a) + int(s) for a in row] for row, s in zip(A, shift, strict=True)]) for shift in (lam, mu)
-    ]
-    return Reference(abs(ranks[0] - ranks[1]), 1, "two dense shifted matrices, ranks over the rationals")
+def reference_limit_block_rank(ctx: Context) -> int:
+    """rank of the square block (P − Ñ^B)[C^u_B, T_B], dense in Fractions."""
+    ref = reference_batch(ctx.case)
+    return rational_rank([[ref.error(i)[t] for t in ref.tokens] for i in range(len(ref.tokens))])
 
 
-REFERENCES: dict[str, Callable[[Any, Backend], Reference]] = {
-    "unique-continuation": reference_unique,
-    "attracting-components": reference_attracting,
-    "wcdd": reference_wcdd,
-    "mini-batch": reference_batch,
-    "log-softmax": reference_log_softmax,
-    "row-shift": reference_row_shift,
-    "bottleneck": reference_bottleneck,
-}
+def reference_vocabulary(ctx: Context) -> int:
+    """V: the case's, or a corpus's vocabulary."""
+    case = ctx.case
+    if isinstance(case, CorpusContinuations):
+        return corpus_stream(case.corpus, case.level).V
+    return case.V
 
 
-# --------------------------------------------------------------------------- registration
+# --------------------------------------------------------------------------- the quantities
 
 
-#: NumPy only by default: sparse counts, graphs and exact ranks (the log-softmax ranks opt in).
-_SHARED = {"array_api": False, "random_instances": lambda V, n, seed: []}
-ERROR_RANK = Family("error-rank", **_SHARED)
-LOGPROB_RANK = Family("logprob-rank", **_SHARED)
+def reading(kinds: tuple[type, ...], name: str, route: Callable[[Context], Any]) -> Callable[[Context], Any]:
+    """``route`` on the cases of ``kinds`` only: a case of another kind is refused as input, naming the
+    quantity and the kinds it reads (a statement over it is undefined there)."""
+
+    def guarded(ctx: Context) -> Any:
+        if not isinstance(ctx.case, kinds):
+            known = ", ".join(kind.KIND for kind in kinds)
+            raise InputError(f"case: {name} reads {known} cases, not {type(ctx.case).__name__}")
+        return route(ctx)
+
+    return guarded
+
+
+def integer_quantity(
+    family: str,
+    reads: tuple[type, ...],
+    name: str,
+    measure: Callable[[Context], Any],
+    exact_fn: Callable[[Context], Any],
+    **options: Any,
+) -> Any:
+    """An integer quantity of ``family`` on the cases of ``reads`` (every route guarded by :func:`reading`)."""
+    if options.get("reference") is not None:
+        options["reference"] = reading(reads, name, options["reference"])
+    measure, exact_fn = reading(reads, name, measure), reading(reads, name, exact_fn)
+    return quantity(name, measure, exact_fn, family=family, integer=True, **options)
+
+
+#: The kinds of case the unique-continuation quantities read, and those with a vocabulary size V.
+UNIQUE = (UniqueContinuation, CorpusContinuations)
+WITH_V = (UniqueContinuation, CorpusContinuations, MiniBatch)
+
+
+def _quantity(
+    reads: tuple[type, ...], name: str, measure: Callable[[Context], Any], exact_fn: Callable[[Context], Any], **kw: Any
+) -> Any:
+    return integer_quantity(FAMILY, reads, name, measure, exact_fn, **kw)
+
+
+def _same(compute: Callable[[Context], Any]) -> tuple[Callable[[Context], Any], Callable[[Context], Any]]:
+    """(measure, exact) of an integer quantity computed exactly (one implementation, both routes)."""
+    return compute, compute
+
+
+prediction_error_rank = _quantity(
+    UNIQUE,
+    "rank(P − Ñ)",
+    _measure_prediction_error_rank,
+    _exact_prediction_error_rank,
+    reference=reference_prediction_error_rank,
+    doc="the rank of the prediction error P − Ñ over the k unique rows of a unique-continuation case",
+    exact_doc="the dominance margins (or the positivity floor) in float64 on the built factors read exactly, "
+    "then in 256-bit balls; the upper end min(k, V − 1) from the rows and (P − Ñ)1 = 0",
+)
+unique_tokens = _quantity(
+    UNIQUE,
+    "k",
+    *_same(lambda ctx: pinned(_unique_counts(ctx)[0], "the case")),
+    reference=lambda ctx: unique_token_count(ctx.case),
+    doc="the number of distinct tokens that are each the only observed continuation of some context",
+    exact_doc="the case's k, or the count in the corpus",
+)
+vocabulary = _quantity(
+    WITH_V,
+    "V",
+    *_same(lambda ctx: pinned(ctx.case.V if isinstance(ctx.case, MiniBatch) else _unique_counts(ctx)[1], "the case")),
+    reference=reference_vocabulary,
+    doc="the vocabulary size V of a unique-continuation case or a mini-batch",
+    exact_doc="the case's V, or the corpus's",
+)
+float_rows_error_rank = _quantity(
+    UNIQUE,
+    "rank(P̂ − Ñ)",
+    *_same(_float_rows_rank),
+    follows_backend=False,
+    reference=reference_float_rows_rank,
+    doc="the rank of P̂ − Ñ for the NumPy float64 rows P̂ as computed, zeros from underflow included "
+    "(another object than P, on purpose: the float-rows mutant)",
+    exact_doc="the integer rows of P̂ − Ñ (each scaled by a power of two): rank mod p, then fraction-free elimination",
+)
+defect_rank = _quantity(
+    (StochasticPattern,),
+    "rank(I − P_T)",
+    *_same(_defect_rank),
+    follows_backend=False,
+    reference=reference_defect_rank,
+    doc="the rank of I − P_T for the row-stochastic P_T of a stochastic pattern",
+    exact_doc="python-flint's rank of the integer matrix diag(w·1) − w",
+)
+order = _quantity(
+    (StochasticPattern, WcddPattern),
+    "n",
+    *_same(lambda ctx: pinned(ctx.case.n, "the case")),
+    reference=lambda ctx: len(
+        stochastic_weights(ctx.case) if isinstance(ctx.case, StochasticPattern) else wcdd_matrix(ctx.case)
+    ),
+    doc="the order n of a stochastic or weakly chained diagonally dominant pattern",
+    exact_doc="the case's n",
+)
+attracting_classes = _quantity(
+    (StochasticPattern,),
+    "a",
+    *_same(_attracting_classes),
+    follows_backend=False,
+    reference=reference_attracting_classes,
+    doc="the number of attracting (closed) components of the graph of P_T's positive entries",
+    exact_doc="networkx's attracting components of the graph",
+)
+strong_components = _quantity(
+    (StochasticPattern,),
+    "#strongly connected components",
+    *_same(_strong_components),
+    follows_backend=False,
+    reference=reference_strong_components,
+    doc="the number of strongly connected components of the graph of P_T's positive entries, closed or not",
+    exact_doc="networkx's strongly connected components of the graph",
+)
+wcdd_rank = _quantity(
+    (WcddPattern,),
+    "rank M",
+    *_same(lambda ctx: _matrix_rank(ctx, None)),
+    follows_backend=False,
+    reference=lambda ctx: reference_wcdd_rank(ctx, None),
+    doc="the rank of the integer matrix M = diag(w·1 + leak) − W of a weakly chained pattern",
+    exact_doc="python-flint's rank of the integer matrix",
+)
+no_leak_rank = _quantity(
+    (WcddPattern,),
+    "rank(diag(w·1) − W)",
+    *_same(lambda ctx: _matrix_rank(ctx, 0)),
+    follows_backend=False,
+    reference=lambda ctx: reference_wcdd_rank(ctx, 0),
+    doc="the rank of the same pattern's matrix with no leaking row (every row weakly dominant, none strictly)",
+    exact_doc="python-flint's rank of the integer matrix",
+)
+batch_error_rank = _quantity(
+    (MiniBatch,),
+    "rank(P − Ñ^B)",
+    *_same(_batch_error_rank),
+    follows_backend=False,
+    reference=reference_batch_error_rank,
+    doc="the rank of P − Ñ^B on C^u_B, for P = (1 − δ)Ñ + δ/V",
+    exact_doc="the integer rows (scaled by d V T_c): rank mod p, the rows and (P − Ñ^B)1 = 0, fraction-free "
+    "elimination",
+)
+batch_unique_contexts = _quantity(
+    (MiniBatch,),
+    "|C^u_B|",
+    *_same(lambda ctx: pinned(len(_batch(ctx).tokens), "the count of C^u_B")),
+    follows_backend=False,
+    reference=lambda ctx: len(reference_batch(ctx.case).tokens),
+    doc="|C^u_B|: the distinct tokens that are the only batch continuation of a context with several data tokens",
+    exact_doc="counted on the sparse counts",
+)
+sign_flips = _quantity(
+    (MiniBatch,),
+    "#sign flips of P − Ñ^B where Ñ > 0",
+    *_same(lambda ctx: _sign_flips(ctx, everywhere=False)),
+    follows_backend=False,
+    reference=lambda ctx: reference_sign_flips(ctx, everywhere=False),
+    doc="the entries of C^u_B's rows with Ñ > 0 where the sign of P − Ñ^B is not that of Ñ − Ñ^B",
+    exact_doc="the signs of the integer rows",
+)
+sign_flips_everywhere = _quantity(
+    (MiniBatch,),
+    "#sign flips of P − Ñ^B",
+    *_same(lambda ctx: _sign_flips(ctx, everywhere=True)),
+    follows_backend=False,
+    reference=lambda ctx: reference_sign_flips(ctx, everywhere=True),
+    doc="the entries of C^u_B's rows where the sign of P − Ñ^B is not that of Ñ − Ñ^B",
+    exact_doc="the signs of the integer rows",
+)
+limit_block_rank = _quantity(
+    (MiniBatch,),
+    "rank((P − Ñ^B)[C^u_B, T_B])",
+    *_same(_limit_block_rank),
+    follows_backend=False,
+    reference=reference_limit_block_rank,
+    doc="the rank of the square block of P − Ñ^B on C^u_B and its batch tokens T_B (L + E)",
+    exact_doc="python-flint's rank of the k_B x k_B integer block",
+)
+
+
+# --------------------------------------------------------------------------- witnesses and random instances
 
 
 def _unique_witnesses(V: int) -> list[UniqueCase]:
@@ -1349,90 +1264,6 @@ def _unique_random(V: int, n: int, seed: int) -> list[UniqueContinuation]:
     ]
 
 
-def _low_rank_witnesses(V: int) -> list[LowRank]:
-    """Ranks 0 (A = 0), 1, 5 and 39 at two scales; full rank (rank(A) + 1 exceeds the shape); a ones
-    column (1 in the row space: rank(log softmax A) <= rank A); one row, and three rows of two columns."""
-    columns = min(V, 80)
-    return [
-        *(
-            LowRank(rows=40, columns=columns, rank=r, seed=0, spread=3, scale=s)
-            for r in (0, 1, 5, min(V, 39))
-            for s in (1, 7)
-            if r <= min(V, 40)
-        ),
-        LowRank(rows=40, columns=columns, rank=min(40, columns), seed=1),
-        LowRank(rows=40, columns=columns, rank=min(5, columns), seed=2, ones_column=True),
-        LowRank(rows=1, columns=min(V, 3), rank=1, seed=3),
-        LowRank(rows=3, columns=2, rank=2, seed=4, spread=1),
-    ]
-
-
-def _low_rank_random(V: int, n: int, seed: int) -> list[LowRank]:
-    rng = np.random.default_rng(seed)
-    cases = []
-    for _ in range(n):
-        rows, columns = int(rng.integers(1, 41)), min(V, 256)
-        cases.append(
-            LowRank(
-                rows=rows,
-                columns=columns,
-                rank=int(rng.integers(0, min(rows, columns) + 1)),
-                seed=int(rng.integers(2**31)),
-                spread=int(rng.integers(1, 6)),
-                scale=int(rng.choice([1, 3, 50])),
-                ones_column=bool(rng.random() < 0.25),
-            )
-        )
-    return cases
-
-
-def _row_shift_witnesses(V: int) -> list[RowShift]:
-    """Ranks 0, 3 and 29 with two shift seeds, μ = 0 or not; λ cancelling a rank-one term of A (rank 3);
-    two rows and two columns, and three rows, with a cancelling shift."""
-    return [
-        *(
-            RowShift(rows=30, columns=min(V, 50), rank=r, seed=0, spread=2, shift_seed=s, shift_spread=5, second=w)
-            for r in sorted({0, min(3, V), min(V, 29)})
-            for s in (0, 1)
-            for w in (0, 1)
-        ),
-        *(RowShift(rows=30, columns=min(V, 50), rank=min(3, V), seed=1, second=w, cancelling=True) for w in (0, 1)),
-        RowShift(rows=2, columns=2, rank=1, seed=2, spread=1, shift_spread=2, cancelling=True),
-        RowShift(rows=3, columns=min(V, 3), rank=2, seed=3, spread=1, shift_spread=1, second=0, cancelling=True),
-    ]
-
-
-def _factor_witnesses(V: int) -> list[Factors]:
-    """d = 1, 4, 16 at two scales; d = min(60, columns) (d + 1 exceeds the shape); two rows."""
-    return [
-        *(
-            Factors(rows=60, columns=min(V, 120), rank=d, seed=0, scale=s)
-            for d in (1, 4, 16)
-            for s in (0.1, 3.0)
-            if d < min(V, 60)
-        ),
-        Factors(rows=60, columns=min(V, 120), rank=min(V, 60), seed=1, scale=1.0),
-        Factors(rows=2, columns=min(V, 3), rank=1, seed=2, scale=30.0),
-    ]
-
-
-def _factor_random(V: int, n: int, seed: int) -> list[Factors]:
-    rng = np.random.default_rng(seed)
-    cases = []
-    for _ in range(n):
-        rows, columns = int(rng.integers(1, 61)), min(V, 256)
-        cases.append(
-            Factors(
-                rows=rows,
-                columns=columns,
-                rank=int(rng.integers(1, min(rows, columns) + 1)),
-                seed=int(rng.integers(2**31)),
-                scale=float(10 ** rng.uniform(-1, math.log10(30))),
-            )
-        )
-    return cases
-
-
 def _stochastic_witnesses(V: int) -> list[StochasticPattern]:
     """1, 2 and n/3 closed classes; every state closed (P_T = I, rank 0); density 0 (cycles and chains
     only); one state."""
@@ -1457,9 +1288,9 @@ def _wcdd_witnesses(V: int) -> list[WcddPattern]:
     ]
 
 
-def _batch_witnesses(V: int) -> list[MiniBatch]:
-    """Three Zipfian languages over min(V, 2048) tokens, and one over three tokens (|C^u_B| >= V − 1:
-    the bound min(|C^u_B|, V − 1) is V − 1)."""
+def _converged_batch_witnesses(V: int) -> list[MiniBatch]:
+    """Three Zipfian languages over min(V, 2048) tokens near convergence (δ = 1e-3), and one over three
+    tokens (|C^u_B| >= V − 1: the bound min(|C^u_B|, V − 1) is V − 1)."""
     return [
         *(
             MiniBatch(V=min(V, 2048), contexts=600, seed=s, unique_share=0.3, batch_tokens=400, delta=1e-3)
@@ -1469,8 +1300,39 @@ def _batch_witnesses(V: int) -> list[MiniBatch]:
     ]
 
 
-def _small(case: LowRank | Factors) -> bool:
-    return case.rows <= 3 or case.columns <= 3
+def _batch_witnesses(V: int) -> list[MiniBatch]:
+    """The converged witnesses, and the same languages far from convergence: δ = 0.9, and δ = 1 (P uniform)."""
+    near = _converged_batch_witnesses(V)
+    return [*near, replace(near[0], delta=0.9), replace(near[-1], delta=1.0)]
+
+
+def _limit_witnesses(V: int) -> list[MiniBatch]:
+    """The converged witnesses, and the first with batches of 40 and 3 tokens (|C^u_B| < V even at small
+    V), inside the limit claim's domain (a chained limit, ‖E‖_F ‖L⁻¹‖_F < 1)."""
+    near = _converged_batch_witnesses(V)
+    candidates = [*near, replace(near[0], batch_tokens=40), replace(near[0], batch_tokens=3)]
+    return [case for case in candidates if limit_hypothesis(case) is None]
+
+
+#: Batches whose every token is a unique batch continuation (k_B = V): the limit is never chained there.
+def _closed_witnesses(V: int) -> list[MiniBatch]:
+    """Near-converged batches over two and three tokens with |C^u_B| = V (the no-chain mutant's witnesses)."""
+    return [c for c in _converged_batch_witnesses(V) + _small_batches() if _every_token_unique(c)]
+
+
+def _small_batches() -> list[MiniBatch]:
+    return [
+        MiniBatch(V=V, contexts=60, seed=s, unique_share=0.3, batch_tokens=40, delta=1e-3)
+        for V in (2, 3)
+        for s in range(4)
+    ]
+
+
+def _every_token_unique(case: MiniBatch) -> bool:
+    return batch_domain(case) is None and batch_unique_count(case) == case.V and sign_hypothesis(case) is None
+
+
+# --------------------------------------------------------------------------- boundary classes
 
 
 def _with_instance(test: Callable[[Any], bool]) -> Callable[[Any], bool]:
@@ -1491,10 +1353,17 @@ def _transient_states(case: StochasticPattern) -> bool:
     return closed < case.n
 
 
-#: Where the claims of these families range (the public API): unique continuations (and corpus
-#: contexts), stochastic and WCDD patterns, mini-batches, integer matrices of chosen rank, row shifts
-#: of them, and Gaussian factors H, W; each with the boundary classes its strategy reaches
-#: (``docs/error_rank.md``, "Where the search looks").
+#: The boundary classes of the mini-batch strategies.
+BATCH_BOUNDARY: dict[str, Callable[[Any], bool]] = {
+    "V = 2 or 3": lambda c: c.V <= 3,
+    "|C^u_B| >= V − 1 (the bound is V − 1)": _with_instance(lambda c: batch_unique_count(c) >= c.V - 1),
+    "|C^u_B| = 1": _with_instance(lambda c: batch_unique_count(c) == 1),
+    "δ = 1e-8": lambda c: c.delta == 1e-8,
+}
+
+#: Where the claims of this family range (the public API): unique continuations (and corpus contexts),
+#: stochastic and WCDD patterns, mini-batches (near convergence or far from it); each with the boundary
+#: classes its strategy reaches (``docs/error_rank.md``, "Where the search looks").
 unique_continuations = Cases(
     lambda: st.one_of(
         unique_continuation_instances(),
@@ -1514,6 +1383,7 @@ unique_continuations = Cases(
         "V >= 4096": lambda c: isinstance(c, UniqueContinuation) and c.V >= 4096,
         "corpus contexts": lambda c: isinstance(c, CorpusContinuations),
     },
+    family=FAMILY,
 )
 stochastic_patterns = Cases(
     stochastic_instances,
@@ -1525,6 +1395,7 @@ stochastic_patterns = Cases(
         "density 0 (cycles and chains only)": lambda c: c.density == 0,
         "transient states": _with_instance(_transient_states),
     },
+    family=FAMILY,
 )
 wcdd_patterns = Cases(
     wcdd_instances,
@@ -1535,230 +1406,221 @@ wcdd_patterns = Cases(
         "every row may leak (leaks = n)": lambda c: c.leaks == c.n,
         "density 0 (a single cycle)": lambda c: c.density == 0,
     },
+    family=FAMILY,
 )
 mini_batches = Cases(
     batch_instances,
     _batch_witnesses,
-    boundary={
-        "V = 2 or 3": lambda c: c.V <= 3,
-        "|C^u_B| >= V − 1 (the bound is V − 1)": _with_instance(lambda c: batch_unique_count(c) >= c.V - 1),
-        "|C^u_B| = 1": _with_instance(lambda c: batch_unique_count(c) == 1),
-        "δ = 1e-8": lambda c: c.delta == 1e-8,
-    },
+    boundary={**BATCH_BOUNDARY, "far from convergence (δ >= 1/4)": lambda c: c.delta >= 0.25},
+    family=FAMILY,
 )
-low_rank_matrices = Cases(
-    low_rank_instances,
-    _low_rank_witnesses,
-    _low_rank_random,
-    boundary={
-        "1 to 3 rows or 2 or 3 columns": _small,
-        "A = 0 (rank 0)": lambda c: c.rank == 0,
-        "full rank (rank A + 1 exceeds the shape)": lambda c: c.rank == min(c.rows, c.columns),
-        "1 in the row space of A (a ones column)": lambda c: c.ones_column and c.rank >= 1,
-        "scale 50": lambda c: c.scale == 50,
-    },
+converged_batches = Cases(
+    lambda: batch_instances(far=False),
+    _converged_batch_witnesses,
+    boundary=BATCH_BOUNDARY,
+    family=FAMILY,
 )
-row_shifts = Cases(
-    row_shift_instances,
-    _row_shift_witnesses,
-    boundary={
-        "1 to 3 rows and 2 or 3 columns": lambda c: c.rows <= 3 and c.columns <= 3,
-        "A = 0 (rank 0)": lambda c: c.rank == 0,
-        "full rank": lambda c: c.rank == min(c.rows, c.columns),
-        "μ = 0": lambda c: c.second == 0 or c.shift_spread == 0,
-        "λ cancels a rank-one term of A": lambda c: c.cancelling and c.rank >= 1,
-    },
+limit_batches = Cases(
+    lambda: batch_instances(far=False),
+    _limit_witnesses,
+    boundary=BATCH_BOUNDARY,
+    family=FAMILY,
 )
-factors = Cases(
-    lambda: low_rank_instances(factors=True),
-    _factor_witnesses,
-    _factor_random,
-    boundary={
-        "1 to 3 rows or 2 or 3 columns": _small,
-        "d = 1": lambda c: c.rank == 1,
-        "d >= min(rows, columns) (d + 1 exceeds the shape)": lambda c: c.rank >= min(c.rows, c.columns),
-        "scale 30": lambda c: c.scale == 30,
-    },
+closed_batches = Cases(
+    lambda: batch_instances(far=False),
+    _closed_witnesses,
+    boundary=BATCH_BOUNDARY,
+    family=FAMILY,
+)
+#: Unique continuations with k = V (every token the only continuation of a context), logits that underflow
+#: float64 on the witness: the cases of the float-rows mutant.
+complete_continuations = Cases(
+    lambda: unique_continuation_instances(k_equals_V=True),
+    lambda V: [UniqueContinuation(V=min(V, 6), k=min(V, 6), D=2, seed=0, scale=1e4)],
+    boundary={"V = 2 or 3": lambda c: c.V <= 3, "scale 1000 (float64 margins underflow)": lambda c: c.scale >= 1000},
+    family=FAMILY,
 )
 
+# --------------------------------------------------------------------------- the claims
 
-unique_continuation = ERROR_RANK.claim(
-    "unique-continuation",
+unique_continuation_claim = declare(
+    "error-rank.unique-continuation",
     title="Unique continuations force a high-rank prediction error",
     source=f"{SEED_000}, Prop. A.5 (App. A.3; proof in B.2)",
     statement="rank(P − Ñ) ≥ min(k, V − 1) for every strictly positive P, where k distinct tokens are "
     "each the only observed continuation of some context",
     domain="P = softmax(HWᵀ) (strictly positive in exact arithmetic); any V, k, D",
-    relation=Relation.AT_MOST,
-    direction="lower",
-    array_api=True,
-    measure=measure_unique,
-    judge_exactly=judge_unique,
+    lhs=prediction_error_rank,
+    relation=">=",
+    rhs=minimum(unique_tokens, vocabulary - 1),
     cases=unique_continuations,
-    reference=REFERENCES["unique-continuation"],
 )
-attracting = ERROR_RANK.claim(
-    "attracting-components",
+attracting_claim = declare(
+    "error-rank.attracting-components",
     title="Beyond positivity: the rank of I − P_T counts attracting classes",
     source="rankwall (replaces Prop. A.5's k = V case when P has zeros)",
     statement="rank(I − P_T) = n − a for a row-stochastic n × n matrix P_T, a = number of attracting "
     "components of the graph of its positive entries",
     domain="row-stochastic P_T with rational entries (zeros allowed)",
-    relation=Relation.EQUAL,
-    measure=measure_attracting,
-    judge_exactly=judge_attracting,
+    lhs=defect_rank,
+    relation="==",
+    rhs=order - attracting_classes,
     cases=stochastic_patterns,
-    reference=REFERENCES["attracting-components"],
 )
-wcdd = ERROR_RANK.claim(
-    "wcdd",
+wcdd_claim = declare(
+    "error-rank.wcdd",
     title="Weakly chained diagonally dominant submatrices are nonsingular",
     source="rankwall (replaces Prop. A.5's dominance argument when P has zeros)",
     statement="rank(M) ≥ n for a weakly chained diagonally dominant n × n matrix M (so rank n)",
     domain="integer matrices diag(w) − W built from a substochastic pattern with leaking rows",
-    relation=Relation.AT_MOST,
-    direction="lower",
-    measure=measure_wcdd,
-    judge_exactly=judge_wcdd,
+    hypothesis=wcdd_hypothesis,
+    lhs=wcdd_rank,
+    relation=">=",
+    rhs=order,
     cases=wcdd_patterns,
-    reference=REFERENCES["wcdd"],
 )
-mini_batch = ERROR_RANK.claim(
-    "mini-batch",
-    title="Mini-batch prediction errors stay high-rank near convergence",
+mini_batch_claim = declare(
+    "error-rank.mini-batch",
+    title="Mini-batch prediction errors are high-rank, near convergence or far from it",
     source=f"{SEED_000}, Prop. A.7 and Cor. A.8 (App. A.3.1; proof in B.3)",
-    statement="if max|P − Ñ| < ν_B (the smallest positive entry of Ñ on C^u_B) and P > 0, then (i) the sign "
-    "pattern of P − Ñ^B where Ñ > 0 is that of Ñ − Ñ^B, (ii) rank(P − Ñ^B) ≥ min(|C^u_B|, V − 1), and (iii) a "
-    "weakly chained diagonally dominant limit (Ñ − Ñ^B)[C^u_B, T_B] is nonsingular",
-    domain="Zipfian languages, batches drawn without replacement, P = (1 − δ)Ñ + δ/V with δ > 0 (exact rationals)",
-    relation=Relation.AT_MOST,
-    direction="lower",
-    measure=measure_batch,
-    judge_exactly=judge_batch,
+    statement="rank(P − Ñ^B) ≥ min(|C^u_B|, V − 1) for every strictly positive P, with no closeness to Ñ "
+    "(C^u_B: one context for each distinct token that is the only batch continuation of a context with several "
+    "tokens in the data)",
+    domain="Zipfian languages, batches drawn without replacement, P = (1 − δ)Ñ + δ/V with 0 < δ ≤ 1 (exact "
+    "rationals), δ near 0 (near convergence) or up to 1 (P uniform)",
+    hypothesis=batch_domain,
+    lhs=batch_error_rank,
+    relation=">=",
+    rhs=minimum(batch_unique_contexts, vocabulary - 1),
     cases=mini_batches,
-    reference=REFERENCES["mini-batch"],
 )
-log_softmax_claim = LOGPROB_RANK.claim(
-    "log-softmax",
-    title="log softmax adds at most one to the rank",
-    source=f"{SEED_000}, Cor. A.3 (App. A.2)",
-    statement="rank(log softmax(A)) ≤ rank(A) + 1",
-    domain="integer matrices A of chosen rank (exact rank by python-flint), times an integer scale",
-    relation=Relation.AT_MOST,
-    direction="upper",
-    array_api=True,
-    measure=measure_log_softmax,
-    judge_exactly=judge_log_softmax,
-    cases=low_rank_matrices,
-    reference=REFERENCES["log-softmax"],
+mini_batch_signs_claim = declare(
+    "error-rank.mini-batch-signs",
+    title="Near convergence the batch error keeps the sign pattern of Ñ − Ñ^B on the support of Ñ",
+    source=f"{SEED_000}, Prop. A.7, B.3 (the sign pattern, under the lost condition (9))",
+    statement="if max|P − Ñ| < ν_B (the smallest positive entry of Ñ on C^u_B), the sign pattern of P − Ñ^B "
+    "where Ñ > 0 is that of Ñ − Ñ^B",
+    domain="the mini-batches of error-rank.mini-batch with max|P − Ñ| < ν_B on C^u_B (checked exactly)",
+    hypothesis=sign_hypothesis,
+    lhs=sign_flips,
+    relation="==",
+    rhs=0,
+    cases=converged_batches,
 )
-row_shift = LOGPROB_RANK.claim(
-    "row-shift",
-    title="Row shifts change the rank by at most one",
-    source=f"{SEED_001}, Property 2",
-    statement="|rank(A + λ1ᵀ) − rank(A + μ1ᵀ)| ≤ 1 for all vectors λ, μ",
-    domain="integer A of chosen rank, integer shifts (exact ranks by python-flint)",
-    relation=Relation.AT_MOST,
-    direction="upper",
-    measure=measure_row_shift,
-    judge_exactly=judge_row_shift,
-    cases=row_shifts,
-    reference=REFERENCES["row-shift"],
-)
-bottleneck = LOGPROB_RANK.claim(
-    "bottleneck",
-    title="Rank-d logits give log-probabilities of rank at most d + 1",
-    source=f"{SEED_001}, Corollary 1 (the softmax bottleneck)",
-    statement="rank(log softmax(HWᵀ)) ≤ d + 1 for H ∈ ℝ^{N×d}, W ∈ ℝ^{V×d}",
-    domain="Gaussian factors, scales 0.1 to 30",
-    relation=Relation.AT_MOST,
-    direction="upper",
-    array_api=True,
-    measure=measure_bottleneck,
-    judge_exactly=judge_bottleneck,
-    cases=factors,
-    reference=REFERENCES["bottleneck"],
+mini_batch_limit_claim = declare(
+    "error-rank.mini-batch-limit",
+    title="A weakly chained dominant limit keeps the batch block nonsingular",
+    source="rankwall (Prop. A.7 (3): the Weyl step that lets zeros into P when |C^u_B| < V)",
+    statement="if L = (Ñ − Ñ^B)[C^u_B, T_B] is weakly chained diagonally dominant and ‖E‖₂ < σ_min(L) for "
+    "E = (P − Ñ)[C^u_B, T_B], then the block (P − Ñ^B)[C^u_B, T_B] = L + E is nonsingular: rank ≥ |C^u_B|",
+    domain="the mini-batches of error-rank.mini-batch near convergence whose limit is weakly chained diagonally "
+    "dominant with ‖E‖_F ‖L⁻¹‖_F < 1 (which gives ‖E‖₂ < σ_min(L); both checked exactly)",
+    hypothesis=limit_hypothesis,
+    lhs=limit_block_rank,
+    relation=">=",
+    rhs=batch_unique_contexts,
+    cases=limit_batches,
 )
 
-unique_continuation.with_mutant(
+unique_continuation_claim.with_mutant(
     "at-least-k-plus-1",
     statement="rank(P − Ñ) ≥ min(k + 1, V)  (false: only k rows, and (P − Ñ)1 = 0)",
-    measure=lambda i, b, f: measure_unique(i, b, f, extra=1),
-    judge_exactly=lambda i, f: judge_unique(i, f, extra=1),
+    rhs=minimum(unique_tokens + 1, vocabulary),
 )
-unique_continuation.with_mutant(
+unique_continuation_claim.with_mutant(
     "float-rows",
     statement="rank(P̂ − Ñ) ≥ min(k, V − 1) for the computed float rows P̂, zeros from underflow included  "
     "(false: underflow splits the graph of P̂_T into several attracting classes)",
     domain="P̂ = the float64 softmax(HWᵀ) read exactly, k V ≤ 2^14",
-    array_api=False,
-    measure=measure_float_rows,
-    judge_exactly=judge_float_rows,
-    witnesses=lambda V: [UniqueContinuation(V=min(V, 6), k=min(V, 6), D=2, seed=0, scale=1e4)],
-    strategy=lambda: unique_continuation_instances(k_equals_V=True),
+    hypothesis=small_enough_for_float_rows,
+    lhs=float_rows_error_rank,
+    cases=complete_continuations,
 )
-attracting.with_mutant(
+attracting_claim.with_mutant(
     "all-components",
     statement="rank(I − P_T) = n − (number of strongly connected components)  (false: transient classes "
     "add no kernel vector)",
-    measure=lambda i, b, f: measure_attracting(i, b, f, mutant=True),
-    judge_exactly=lambda i, f: judge_attracting(i, f, mutant=True),
+    rhs=order - strong_components,
 )
-wcdd.with_mutant(
+wcdd_claim.with_mutant(
     "weak-dominance-suffices",
     statement="rank(M) ≥ n for a weakly diagonally dominant M with no strictly dominant row  (false: "
     "diag(w) − W has the kernel vector 1)",
     domain="integer matrices diag(w) − W of a stochastic pattern, no leaking row",
-    measure=lambda i, b, f: measure_wcdd(i, b, f, chained=False),
-    judge_exactly=lambda i, f: judge_wcdd(i, f, chained=False),
+    hypothesis=no_leak_hypothesis,
+    lhs=no_leak_rank,
 )
-mini_batch.with_mutant(
+mini_batch_claim.with_mutant(
+    "at-least-k-plus-1",
+    statement="rank(P − Ñ^B) ≥ min(|C^u_B| + 1, V)  (false: only |C^u_B| rows, and (P − Ñ^B)1 = 0)",
+    rhs=minimum(batch_unique_contexts + 1, vocabulary),
+)
+mini_batch_signs_claim.with_mutant(
     "signs-everywhere",
-    statement="(i) on every entry, not only where Ñ > 0  (false: off the support P − Ñ^B = δ/V > 0 = Ñ − Ñ^B)",
-    measure=lambda i, b, f: measure_batch(i, b, f, everywhere=True),
-    judge_exactly=lambda i, f: judge_batch(i, f, everywhere=True),
+    statement="(i) on every entry, not only where Ñ > 0  (false: off the support P − Ñ^B = P > 0 = Ñ − Ñ^B)",
+    lhs=sign_flips_everywhere,
 )
-row_shift.with_mutant(
-    "preserves-rank",
-    statement="rank(A + λ1ᵀ) = rank(A + μ1ᵀ)  (false: a shift can add the direction 1)",
-    measure=lambda i, b, f: measure_row_shift(i, b, f, allowed=0),
-    judge_exactly=lambda i, f: judge_row_shift(i, f, allowed=0),
-)
-log_softmax_claim.with_mutant(
-    "no-extra-rank",
-    statement="rank(log softmax(A)) ≤ rank(A)  (false: the normaliser adds a direction)",
-    measure=lambda i, b, f: measure_log_softmax(i, b, f, drop=1),
-    judge_exactly=lambda i, f: judge_log_softmax(i, f, drop=1),
-)
-bottleneck.with_mutant(
-    "at-most-d",
-    statement="rank(log softmax(HWᵀ)) ≤ d  (false: the normaliser adds the direction 1)",
-    measure=lambda i, b, f: measure_bottleneck(i, b, f, extra=-1),
-    judge_exactly=lambda i, f: judge_bottleneck(i, f, extra=-1),
+mini_batch_limit_claim.with_mutant(
+    "no-chain-condition",
+    statement="(P − Ñ^B)[C^u_B, T_B] is nonsingular whenever max|P − Ñ| < ν_B, chained limit or not  (false: "
+    "where |C^u_B| = V the block is P_T − I, and (P_T − I)1 = 0)",
+    domain="the mini-batches near convergence, max|P − Ñ| < ν_B, any limit",
+    hypothesis=closed_hypothesis,
+    cases=closed_batches,
 )
 
-#: The theorems and lemmas of ``docs/error_rank.md`` (collected by ``checks/fidelity.py``).
+#: The theorems and lemmas of ``docs/error_rank.md`` (collected by ``checks/fidelity.py``); ER.6, on the
+#: same page, is stated beside its claims in :mod:`rankwall.checks.claims.logprob_rank`.
 _TESTS = "tests/test_error_rank.py::"
 STATEMENTS: tuple[Statement, ...] = (
-    Statement("thm-unique", "ER.1", "error_rank", "seed 000, Prop. A.5 (statement lost, proof B.2 empty; §2.2 sketch)",
-              Kind.RECONSTRUCTED, ("error-rank.unique-continuation",), (_TESTS + "TestUniqueContinuationsForceRank",),
-              "positivity of P named; the proof is ours"),
-    Statement("thm-attracting", "ER.2", "error_rank", "seed 000, B.3 (\"Laplacian of a connected graph\")",
-              Kind.NEW, ("error-rank.attracting-components",), (_TESTS + "TestWhereTheSeedsStatementStops",),
-              "the precise form of the case k = V"),
-    Statement("thm-wcdd", "ER.3", "error_rank", "none (Shivakumar and Chew 1974)", Kind.NEW, ("error-rank.wcdd",),
-              (_TESTS + "TestWhereTheSeedsStatementStops", _TESTS + "TestMutantsAreRefutedThroughTheirMeasurement"),
-              "both directions proved for S - I, S substochastic"),
-    Statement("thm-batch", "ER.4", "error_rank", "seed 000, Prop. A.7 (statement lost; proof B.3; condition (9) lost)",
-              Kind.CORRECTED, ("error-rank.mini-batch",),
-              (_TESTS + "TestMiniBatches", _TESTS + "TestMiniBatchHypothesisAndConclusions"),
-              "signs only on the support of Ñ; the rank part needs no closeness"),
-    Statement("thm-batch-corollary", "ER.5", "error_rank", "seed 000, Cor. A.8 (statement lost, only cited)",
-              Kind.RECONSTRUCTED, ("error-rank.mini-batch", "updates.eckart-young"), (),
-              "checked through its two ingredients, not as one claim"),
-    Statement("thm-logprob", "ER.6", "error_rank",
-              "seed 000, Cor. A.3 (statement lost, proof kept); seed 001, Property 2 and Corollary 1", Kind.CORRECTED,
-              ("logprob-rank.log-softmax", "logprob-rank.row-shift", "logprob-rank.bottleneck"),
-              (_TESTS + "TestLogProbabilities", _TESTS + "TestRowShiftIsExactOnIntegers"),
-              "d + 1 without an output bias, d + 2 with one; P* > 0"),
+    Statement(
+        "thm-unique",
+        "ER.1",
+        "error_rank",
+        "seed 000, Prop. A.5 (statement lost, proof B.2 empty; §2.2 sketch)",
+        Kind.RECONSTRUCTED,
+        ("error-rank.unique-continuation",),
+        (_TESTS + "TestUniqueContinuationsForceRank",),
+        "positivity of P named; the proof is ours",
+    ),
+    Statement(
+        "thm-attracting",
+        "ER.2",
+        "error_rank",
+        'seed 000, B.3 ("Laplacian of a connected graph")',
+        Kind.NEW,
+        ("error-rank.attracting-components",),
+        (_TESTS + "TestWhereTheSeedsStatementStops",),
+        "the precise form of the case k = V",
+    ),
+    Statement(
+        "thm-wcdd",
+        "ER.3",
+        "error_rank",
+        "none (Shivakumar and Chew 1974)",
+        Kind.NEW,
+        ("error-rank.wcdd",),
+        (_TESTS + "TestWhereTheSeedsStatementStops", _TESTS + "TestMutantsAreRefutedThroughTheirMeasurement"),
+        "both directions proved for S - I, S substochastic",
+    ),
+    Statement(
+        "thm-batch",
+        "ER.4",
+        "error_rank",
+        "seed 000, Prop. A.7 (statement lost; proof B.3; condition (9) lost)",
+        Kind.CORRECTED,
+        ("error-rank.mini-batch", "error-rank.mini-batch-signs", "error-rank.mini-batch-limit"),
+        (_TESTS + "TestMiniBatches", _TESTS + "TestMiniBatchHypothesisAndConclusions"),
+        "signs only on the support of Ñ; the rank part needs no closeness",
+    ),
+    Statement(
+        "thm-batch-corollary",
+        "ER.5",
+        "error_rank",
+        "seed 000, Cor. A.8 (statement lost, only cited)",
+        Kind.RECONSTRUCTED,
+        ("error-rank.mini-batch", "updates.eckart-young"),
+        (),
+        "checked through its two ingredients, not as one claim",
+    ),
 )

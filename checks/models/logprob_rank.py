@@ -48,7 +48,7 @@ import numpy as np
 import scipy.special
 
 from rankwall.checks import exact, tolerance
-from rankwall.checks.claims.error_rank import factorization_residual
+from rankwall.checks.claims.logprob_rank import factorization_residual
 from rankwall.theory.validation import InputError
 
 U32, U64 = tolerance.unit_roundoff(np.float32), tolerance.unit_roundoff(np.float64)
@@ -259,7 +259,7 @@ def model_rank(H: np.ndarray, W: np.ndarray, b: np.ndarray | None, served: np.nd
 
 def synthetic_rank(name: str, H: np.ndarray, W: np.ndarray, b: np.ndarray | None) -> HeadRank:
     """rank L* and rank L*C for a head computed here in float64 (no float32 forward to check): the
-    upper end once :func:`rankwall.checks.claims.error_rank.factorization_residual` finds the computed
+    upper end once :func:`rankwall.checks.claims.logprob_rank.factorization_residual` finds the computed
     L = Z - lse(Z)1ᵀ within rounding, the lower end from L's Gram eigenvalues with L's rounding bound."""
     N, V = H.shape[0], W.shape[0]
     L = np.empty((N, V))
