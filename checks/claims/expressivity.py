@@ -28,12 +28,13 @@ built once per context:
   and qhull's vertex set of it (floating point: the claim compares the certified answers with it, and the
   reference decides the vertices exactly).
 - a D = 1 head with a bias (``line-head``): w and b as :func:`~rankwall.theory.expressivity.line_head` builds
-  them, read exactly, and its middle token t (the median slope, :math:`w_0 < w_t < w_{V-1}`). Token t is the
-  strict argmax exactly on the open interval (L, U) whose ends are the rationals where it ties a neighbour;
-  its top-1 probability there is :math:`q_t(h) = 1/g(h)`, :math:`g(h) = \sum_x e^{(w_x - w_t)h + (b_x - b_t)}`,
-  which is convex. So :math:`\inf q_t = \min(q_t(L), q_t(U))`, and :math:`\sup q_t = 1/\min g` where
-  :math:`g'(L) < 0 < g'(U)`, else the value at the nearer end (0 and 1 when the interval is empty). The minimum
-  of g is enclosed by two tangents: :math:`g'(h_1) < 0 < g'(h_2)` puts the minimiser in :math:`(h_1, h_2)`, where
+  them, read exactly, and the case's token t, of a slope strictly between two others
+  (:math:`w_0 < w_t < w_{V-1}`; the median by default). Token t is the strict argmax exactly on the open
+  interval (L, U) whose ends are the rationals where it ties a neighbour; its top-1 probability there is
+  :math:`q_t(h) = 1/g(h)`, :math:`g(h) = \sum_x e^{(w_x - w_t)h + (b_x - b_t)}`, which is convex. So
+  :math:`\inf q_t = \min(q_t(L), q_t(U))`, and :math:`\sup q_t = 1/\min g` where :math:`g'(L) < 0 < g'(U)`,
+  else the value at the nearer end (0 and 1 when the interval is empty). The minimum of g is enclosed by
+  two tangents: :math:`g'(h_1) < 0 < g'(h_2)` puts the minimiser in :math:`(h_1, h_2)`, where
   :math:`g \ge \min(g(h_1), g(h_2)) - (h_2 - h_1)\min(|g'(h_1)|, g'(h_2))`.
 
 Counts (of failing contexts or tokens) are certified intervals (``rankwall.Interval``): a float screen (a
@@ -229,7 +230,7 @@ def argmax_instances(draw: Any) -> ArgmaxHeadCase:
 
 
 #: The scales of the slopes a line head is drawn at: 10 and above spread the tangent lines far enough
-#: apart that the middle token reaches top-1 probabilities near 1.
+#: apart that a token between two others reaches top-1 probabilities near 1.
 LINE_SCALES = (0.1, 1.0, 10.0, 100.0)
 
 
@@ -1451,7 +1452,7 @@ unargmaxable_tokens = _quantity(
 
 @dataclass(frozen=True)
 class LineHead:
-    """A line head as built: slopes w and biases b (float64), and its middle token t."""
+    """A line head as built: slopes w and biases b (float64), and the token t (a slope strictly inside)."""
 
     w: np.ndarray
     b: np.ndarray
@@ -1536,7 +1537,7 @@ def _q_of(g: tuple[float, float]) -> tuple[float, float]:
 
 
 def _line_float_ends(head: LineHead) -> tuple[float, float, float, float] | str | None:
-    """The ends L, U of the middle token's interval as floats with their errors (L̂, e_L, Û, e_U): each
+    """The ends L, U of the token's interval as floats with their errors (L̂, e_L, Û, e_U): each
     −β/α costs three roundings (γ_4 with the bound's own), and the largest (smallest) of such values is
     within the largest of their errors. ``"empty"`` where the interval is certainly empty, ``None`` where
     the floats cannot tell."""
@@ -1584,7 +1585,7 @@ def _min_g_float(head: LineHead, low: float, high: float) -> tuple[float, float]
 
 
 def line_float(ctx: Context) -> dict[str, Measured]:
-    """sup q_t and inf q_t of the middle token in float64 with rigorous bounds: q_t at the float ends L̂, Û
+    """sup q_t and inf q_t of the token t in float64 with rigorous bounds: q_t at the float ends L̂, Û
     (from :func:`_line_sums`), moved by max|α|·e_L (q_t is max|α|-Lipschitz: |q'| = q|g'/g| <= max|α|);
     where the minimiser of g lies (the sign of g' at the ends, g' increasing, at floats bracketing each end);
     and the minimum of g (:func:`_min_g_float`). Unbounded where the floats cannot tell."""
@@ -1760,7 +1761,8 @@ middle_top1_sup = _quantity(
     reads=(LineHeadCase,),
     reference=lambda ctx: _reference_line(ctx)[0],
     follows_backend=False,
-    doc="the largest top-1 probability the middle token of a D = 1 head with a bias has where it is the "
+    doc="the largest top-1 probability a token t of a slope strictly between two others (a D = 1 head with a "
+    "bias) has where it is the "
     "strict argmax (0 where it never is)",
     exact_doc="1/min g between two certified tangents where the minimiser of g lies inside (L, U), else q_t at "
     "the nearer end; balls from the exact ends",
@@ -1772,7 +1774,7 @@ middle_top1_inf = _quantity(
     reads=(LineHeadCase,),
     reference=lambda ctx: _reference_line(ctx)[1],
     follows_backend=False,
-    doc="the smallest top-1 probability the middle token approaches where it is the strict argmax (1 where "
+    doc="the smallest top-1 probability the token t approaches where it is the strict argmax (1 where "
     "it never is): min(q_t(L), q_t(U)), approached, not attained",
     exact_doc="balls of q_t at the exact rational ends L and U",
 )
@@ -1934,7 +1936,7 @@ LINE_BOUNDARY = {
     "V = 3": lambda c: c.V == 3,
     "tangent lines spread wide (slopes of scale >= 10)": lambda c: c.shape == "tangent" and c.scale >= 10,
     "concurrent lines (every token tied at one h)": lambda c: c.shape == "concurrent" and c.jitter == 0,
-    "concurrent lines jittered (the middle token nearly tied)": lambda c: c.shape == "concurrent" and c.jitter > 0,
+    "concurrent lines jittered (the token nearly tied)": lambda c: c.shape == "concurrent" and c.jitter > 0,
     "Gaussian biases": lambda c: c.shape == "gaussian",
     "a token next to an extreme slope": lambda c: c.token in (1, c.V - 2),
 }
