@@ -8,9 +8,10 @@ built once per context:
 - a Gibbs case (``gibbs``): the integer counts :math:`n_{cv}` and the logits z as the context's backend holds
   them (rounded to its dtype), read exactly; :math:`\tilde N_{cv} = n_{cv}/n_c`, :math:`f_c = n_c/n` and the
   model :math:`P = \mathrm{softmax}(z)` (or P = Ñ itself, ``exact_fit``) are defined from them exactly. The
-  cross-entropies and KL sums are linear in the logarithms log k of the counts and row totals and in the
-  log-sum-exps :math:`L_c = \log\sum_w e^{z_{cw}}`, with rational coefficients; their exact values are balls
-  with that form (:class:`~rankwall.checks.reals.Form`, one atom per logarithm), so
+  cross-entropies and KL sums are linear, with rational coefficients, in the logarithms log k of the counts
+  and row totals and in the log-sum-exps :math:`L_c = \log\sum_w e^{z_{cw}}`, which enter only as
+  :math:`A = \sum_c f_c L_c` and :math:`B = \sum_c L_c`; their exact values are balls with that form
+  (:class:`~rankwall.checks.reals.Form`, one atom per log k, one for A and one for B), so
   :math:`\mathrm{CE}(P) - \mathrm{CE}(\tilde N) = \sum_c f_c \mathrm{KL}(\tilde N_c \| P_c)`, and
   CE(P) = CE(Ñ) at P = Ñ, are identities in the atoms, shown exactly. A count the dtype does not hold
   exactly, or a side that is not finite, leaves the float route without a bound (an infinite error).
@@ -459,38 +460,48 @@ def kl_sum(a: GibbsArrays, errors: tuple[np.ndarray, np.ndarray], unweighted: bo
     return kl, weighted_sum_bound(weights, a.log_N - a.log_P, value_error, a.terms, a.u, a.tiny)
 
 
-def gibbs_float(ctx: Context) -> dict[str, Measured]:
-    """The context's four Gibbs quantities measured in its backend (CE(Ñ), CE(P), the weighted and the
-    unweighted KL sums), each within its rounding bound of the exact value; unbounded where the dtype does
-    not hold the counts exactly or a value or a bound is not finite."""
+def _gibbs_measured(ctx: Context) -> tuple[GibbsArrays, dict[str, Any]] | None:
+    """The context's arrays in its backend and both cross-entropies with their bounds, computed once;
+    ``None`` where the dtype does not hold the counts exactly."""
 
-    def compute() -> dict[str, Measured]:
+    def compute() -> tuple[GibbsArrays, dict[str, Any]] | None:
         counts, z = gibbs_instance(ctx.case)
-        names = ("ce_N", "ce_P", "kl", "kl_unweighted")
         if not counts_exact_in(counts, tolerance.unit_roundoff(ctx.backend.dtype)):
-            return dict.fromkeys(names, UNBOUNDED)
+            return None
         a = gibbs_arrays(counts, z, ctx.case.exact_fit, ctx.backend)
-        ce = cross_entropies(a, ctx.case.exact_fit)
-        found = {
-            "ce_N": Measured(ce["ce_N"], ce["ce_N_error"]),
-            "ce_P": Measured(ce["ce_P"], ce["ce_P_error"]),
-            "kl": Measured(*kl_sum(a, ce["errors"], unweighted=False)),
-            "kl_unweighted": Measured(*kl_sum(a, ce["errors"], unweighted=True)),
-        }
-        return {name: m if m.bounded else UNBOUNDED for name, m in found.items()}
+        return a, cross_entropies(a, ctx.case.exact_fit)
 
-    return ctx.once("gibbs float", compute)
+    return ctx.once("gibbs measured", compute)
+
+
+def gibbs_float(ctx: Context, key: str) -> Measured:
+    """One of the context's four Gibbs quantities measured in its backend (``"ce_N"``, ``"ce_P"``, the
+    weighted and the unweighted KL sums ``"kl"`` and ``"kl_unweighted"``), within its rounding bound of
+    the exact value; unbounded where the dtype does not hold the counts exactly or a value or a bound is
+    not finite."""
+    measured = _gibbs_measured(ctx)
+    if measured is None:
+        return UNBOUNDED
+    a, ce = measured
+    if key.startswith("ce"):
+        found = Measured(ce[key], ce[f"{key}_error"])
+    else:
+        found = Measured(*kl_sum(a, ce["errors"], unweighted=key == "kl_unweighted"))
+    return found if found.bounded else UNBOUNDED
 
 
 @dataclass(frozen=True)
 class GibbsSymbols:
-    """The atoms of a Gibbs case's exact values: one generator of ``ring`` for log k (each count or row
-    total k >= 2; log 1 = 0 is no atom) and, unless P = Ñ, one for :math:`L_c` (each observed context c).
-    ``observed`` lists (c, v, n_cv, n_c), ``total`` is n."""
+    r"""The atoms of a Gibbs case's exact values: one generator of ``ring`` for log k (each count or row
+    total k >= 2; log 1 = 0 is no atom) and, unless P = Ñ, two for the log-sum-exps
+    :math:`L_c = \log\sum_w e^{z_{cw}}` of the observed contexts, :math:`A = \sum_c f_c L_c` and
+    :math:`B = \sum_c L_c` (the only combinations of them the four quantities take: a form in a few
+    atoms stays small under the products a statement may take). ``observed`` lists (c, v, n_cv, n_c),
+    ``total`` is n."""
 
     ring: Any
     logs: dict[int, int]
-    log_sums: dict[int, int]
+    log_sums: tuple[int, int] | None
     observed: list[tuple[int, int, int, int]]
     total: int
 
@@ -502,26 +513,31 @@ def gibbs_symbols(ctx: Context) -> GibbsSymbols:
         totals = counts.sum(axis=1)
         observed = [(int(c), int(v), int(counts[c, v]), int(totals[c])) for c, v in zip(rows, cols, strict=True)]
         values = sorted({k for _, _, n, t in observed for k in (n, t) if k >= 2})
-        contexts = [] if ctx.case.exact_fit else sorted({c for c, _, _, _ in observed})
-        names = tuple(f"log{k}" for k in values) + tuple(f"L{c}" for c in contexts)
+        sums = () if ctx.case.exact_fit else ("A", "B")
+        names = tuple(f"log{k}" for k in values) + sums
         ring = flint.fmpq_mpoly_ctx.get(names, "lex") if names else None
         logs = {k: i for i, k in enumerate(values)}
-        log_sums = {c: len(values) + i for i, c in enumerate(contexts)}
+        log_sums = None if ctx.case.exact_fit else (len(values), len(values) + 1)
         return GibbsSymbols(ring, logs, log_sums, observed, int(counts.sum()))
 
     return ctx.once("gibbs symbols", compute)
 
 
 def gibbs_atoms(ctx: Context) -> tuple[Any, ...]:
-    """The atoms' balls at the working precision: log k, and :math:`L_c = \\log\\sum_w e^{z_{cw}}` from the
-    context's logits."""
+    """The atoms' balls at the working precision: log k, and A and B from the balls of
+    :math:`L_c = \\log\\sum_w e^{z_{cw}}` of the context's logits."""
     symbols = gibbs_symbols(ctx)
 
     def compute() -> tuple[Any, ...]:
-        _, z = gibbs_exact_instance(ctx)
         logs = [flint.arb(k).log() for k in symbols.logs]
-        sums = [sum((exact.ball(x).exp() for x in z[c]), flint.arb(0)).log() for c in symbols.log_sums]
-        return tuple(logs + sums)
+        if symbols.log_sums is None:
+            return tuple(logs)
+        _, z = gibbs_exact_instance(ctx)
+        totals = {c: t for c, _, _, t in symbols.observed}
+        L = {c: sum((exact.ball(x).exp() for x in z[c]), flint.arb(0)).log() for c in totals}
+        A = sum((flint.arb(flint.fmpq(totals[c], symbols.total)) * L[c] for c in totals), flint.arb(0))
+        B = sum(L.values(), flint.arb(0))
+        return (*logs, A, B)
 
     return ctx.once(("gibbs atoms", flint.ctx.prec), compute)
 
@@ -537,14 +553,6 @@ def _log_empirical(symbols: GibbsSymbols, n: int, t: int) -> Linear:
         if k >= 2:
             coefficients[symbols.logs[k]] = coefficients.get(symbols.logs[k], 0) + sign
     return flint.fmpq(0), coefficients
-
-
-def _log_model(ctx: Context, symbols: GibbsSymbols, c: int, v: int, n: int, t: int) -> Linear:
-    """log P_cv = z_cv − L_c (log Ñ_cv at P = Ñ)."""
-    if ctx.case.exact_fit:
-        return _log_empirical(symbols, n, t)
-    _, z = gibbs_exact_instance(ctx)
-    return exact.rational(float(z[c, v])), {symbols.log_sums[c]: flint.fmpq(-1)}
 
 
 def _combined(terms: list[tuple[Any, Linear]]) -> Linear:
@@ -572,20 +580,33 @@ def _real_of(ctx: Context, symbols: GibbsSymbols, linear: Linear) -> Real:
 
 
 def _exact_gibbs(ctx: Context, which: str) -> Real:
-    """CE(Ñ) = −Σ (n_cv/n) log Ñ_cv, CE(P) = −Σ (n_cv/n) log P_cv, Σ_c f_c KL = Σ (n_cv/n)(log Ñ_cv − log P_cv)
-    and Σ_c KL = Σ Ñ_cv (log Ñ_cv − log P_cv), each from its own definition, in the atoms."""
+    r"""Each quantity from its own definition, expanded in the atoms: with log Ñ_cv = log n_cv − log n_c and
+    log P_cv = z_cv − L_c (log Ñ_cv at P = Ñ),
+
+    - CE(Ñ) = −Σ (n_cv/n) log Ñ_cv;
+    - CE(P) = −Σ (n_cv/n) log P_cv = −Σ (n_cv/n) z_cv + A, since Σ_v n_cv/n = f_c;
+    - Σ_c f_c KL(Ñ_c ‖ P_c) = Σ (n_cv/n)(log Ñ_cv − log P_cv) = Σ (n_cv/n)(log Ñ_cv − z_cv) + A;
+    - Σ_c KL(Ñ_c ‖ P_c) = Σ (n_cv/n_c)(log Ñ_cv − log P_cv) = Σ (n_cv/n_c)(log Ñ_cv − z_cv) + B, since
+      Σ_v n_cv/n_c = 1."""
     s = gibbs_symbols(ctx)
+    _, z = gibbs_exact_instance(ctx)
+    fit = ctx.case.exact_fit
     terms: list[tuple[Any, Linear]] = []
     for c, v, n, t in s.observed:
         weight = flint.fmpq(n, t) if which == "kl_unweighted" else flint.fmpq(n, s.total)
-        log_N, log_P = _log_empirical(s, n, t), _log_model(ctx, s, c, v, n, t)
+        log_N = _log_empirical(s, n, t)
+        model = log_N if fit else (exact.rational(float(z[c, v])), {})  # log P_cv without its −L_c
         if which == "ce_N":
             terms.append((-weight, log_N))
         elif which == "ce_P":
-            terms.append((-weight, log_P))
-        else:
-            terms += [(weight, log_N), (-weight, log_P)]
-    return _real_of(ctx, s, _combined(terms))
+            terms.append((-weight, model))
+        elif not fit:
+            terms += [(weight, log_N), (-weight, model)]
+    constant, coefficients = _combined(terms)
+    if not fit and which != "ce_N":  # the L_c terms: A (weights n_cv/n) or B (weights n_cv/n_c)
+        index = s.log_sums[1] if which == "kl_unweighted" else s.log_sums[0]
+        coefficients[index] = coefficients.get(index, 0) + 1
+    return _real_of(ctx, s, (constant, coefficients))
 
 
 def _reference_gibbs(ctx: Context) -> dict[str, Any]:
@@ -615,7 +636,7 @@ def _reference_gibbs(ctx: Context) -> dict[str, Any]:
 def _gibbs_quantity(name: str, key: str, doc: str, exact_doc: str) -> Any:
     return _quantity(
         name,
-        lambda ctx: gibbs_float(ctx)[key],
+        lambda ctx: gibbs_float(ctx, key),
         lambda ctx: _exact_gibbs(ctx, key),
         reads=(GibbsCase,),
         reference=lambda ctx: _reference_gibbs(ctx)[key],
