@@ -934,17 +934,16 @@ class TestAWrongMeasurementIsCaughtByItsReference:
         return replace(measured, value=measured.value / np.log(2))
 
     def test_the_wrong_unit_passes_the_claims_but_not_the_reference(self, monkeypatch):
-        from reference_check import disagreements, quantity_disagreements
+        from reference_check import quantity_disagreements
 
         numpy = resolve("numpy")
-        cases = self.CLAIM.witnesses(64)
+        cases = self.CLAIM.witnesses(16)
         assert not quantity_disagreements(claims.cross_entropy_model, cases, numpy)
         monkeypatch.setattr(claims.cross_entropy_model, "measure_fn", self.in_bits)
         assert all(self.CLAIM.check(c, numpy).status is Status.HOLDS for c in cases)
         found = quantity_disagreements(claims.cross_entropy_model, cases, numpy)
         # only the one-hot fit CE(P) = CE(Ñ) = 0 reads the same in either unit
         assert len(found) == len(cases) - 1, found
-        assert len(disagreements(self.CLAIM, cases, numpy)) == len(cases) - 1
 
     def test_the_top_one_at_the_midpoint_is_caught(self, monkeypatch):
         """sup q_t measured at the middle of the token's interval (L + U)/2 instead of its maximum: never

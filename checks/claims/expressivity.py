@@ -998,7 +998,7 @@ def tangent_head_wins(W: np.ndarray, t: int) -> bool:
     return all(scores[t] > score for v, score in enumerate(scores) if v != t)
 
 
-def tangent_screen(W: np.ndarray, block_entries: int = 1 << 22) -> tuple[np.ndarray, np.ndarray]:
+def tangent_screen(W: np.ndarray, block_entries: int = 1 << 20) -> tuple[np.ndarray, np.ndarray]:
     r"""Tokens t certified to win, and to lose, at h = w_t on the exact tangent head: the logits
     :math:`z_v = w_v w_t + \hat b_v` with :math:`\hat b_v = \mathrm{fl}(-w_v^2/2)` are computed in float64,
     within :math:`\gamma_4(|w_v w_t| + w_v^2/2) + 4\cdot 2^{-1074}` of the exact :math:`w_v w_t - w_v^2/2`
@@ -1013,17 +1013,20 @@ def tangent_screen(W: np.ndarray, block_entries: int = 1 << 22) -> tuple[np.ndar
     block = max(1, block_entries // V)
     for start in range(0, V, block):
         tokens = np.arange(start, min(V, start + block))
-        products = np.multiply.outer(w, w[tokens])
-        z = products - squares[:, None]
-        error = g * (np.abs(products) + squares[:, None]) + 4 * TINY
         columns = np.arange(len(tokens))
-        own_low = z[tokens, columns] - error[tokens, columns]
-        own_high = z[tokens, columns] + error[tokens, columns]
-        upper, lower = z + error, z - error
-        upper[tokens, columns] = -np.inf
-        lower[tokens, columns] = -np.inf
-        won[tokens] = own_low > upper.max(axis=0)
-        lost[tokens] = lower.max(axis=0) > own_high
+        error = np.multiply.outer(w, w[tokens])
+        z = error - squares[:, None]
+        np.abs(error, out=error)
+        error += squares[:, None]
+        error *= g
+        error += 4 * TINY
+        own, own_error = z[tokens, columns], error[tokens, columns]
+        z[tokens, columns] = -np.inf  # the rivals only
+        upper = (z + error).max(axis=0)
+        z -= error
+        lower = z.max(axis=0)
+        won[tokens] = own - own_error > upper
+        lost[tokens] = lower > own + own_error
     return won, lost
 
 
