@@ -609,28 +609,35 @@ def _exact_gibbs(ctx: Context, which: str) -> Real:
     return _real_of(ctx, s, (constant, coefficients))
 
 
-def _reference_gibbs(ctx: Context) -> dict[str, Any]:
-    """The four quantities from the counts and the context's logits in mpmath, each from its definition:
-    log Ñ_cv = log(n_cv/n_c), log P_cv = z_cv − log Σ_w e^{z_cw} (log Ñ_cv at P = Ñ)."""
+def _reference_log_sums(ctx: Context) -> dict[int, Any]:
+    """log Σ_w e^{z_cw} of each observed context, in mpmath at the working precision."""
 
-    def compute() -> dict[str, Any]:
+    def compute() -> dict[int, Any]:
         counts, z = gibbs_exact_instance(ctx)
-        n = int(counts.sum())
-        totals = counts.sum(axis=1)
-        rows, cols = np.nonzero(counts)
-        log_sums = {c: mpmath.log(mpmath.fsum(mpmath.exp(mpmath.mpf(float(x))) for x in z[c])) for c in set(rows)}
-        found: dict[str, list[Any]] = {"ce_N": [], "ce_P": [], "kl": [], "kl_unweighted": []}
-        for c, v in zip(rows, cols, strict=True):
-            k, t = int(counts[c, v]), int(totals[c])
-            log_N = mpmath.log(mpmath.mpf(k) / t)
-            log_P = log_N if ctx.case.exact_fit else mpmath.mpf(float(z[c, v])) - log_sums[c]
-            found["ce_N"].append(-mpmath.mpf(k) / n * log_N)
-            found["ce_P"].append(-mpmath.mpf(k) / n * log_P)
-            found["kl"].append(mpmath.mpf(k) / n * (log_N - log_P))
-            found["kl_unweighted"].append(mpmath.mpf(k) / t * (log_N - log_P))
-        return {name: mpmath.fsum(values) for name, values in found.items()}
+        rows = sorted(set(np.nonzero(counts)[0].tolist()))
+        return {c: mpmath.log(mpmath.fsum(mpmath.exp(mpmath.mpf(float(x))) for x in z[c])) for c in rows}
 
-    return ctx.once(("gibbs reference", mpmath.mp.prec), compute)
+    return ctx.once(("gibbs log-sum-exps", mpmath.mp.prec), compute)
+
+
+def _reference_gibbs(ctx: Context, key: str) -> Any:
+    """One of the four quantities from the counts and the context's logits in mpmath, from its definition:
+    log Ñ_cv = log(n_cv/n_c), log P_cv = z_cv − log Σ_w e^{z_cw} (log Ñ_cv at P = Ñ)."""
+    counts, z = gibbs_exact_instance(ctx)
+    n = int(counts.sum())
+    totals = counts.sum(axis=1)
+    rows, cols = np.nonzero(counts)
+    log_sums = None if ctx.case.exact_fit or key == "ce_N" else _reference_log_sums(ctx)
+    terms = []
+    for c, v in zip(rows, cols, strict=True):
+        k, t = int(counts[c, v]), int(totals[c])
+        log_N = mpmath.log(mpmath.mpf(k) / t)
+        log_P = log_N if log_sums is None else mpmath.mpf(float(z[c, v])) - log_sums[c]
+        weight = mpmath.mpf(k) / (t if key == "kl_unweighted" else n)
+        terms.append(
+            -weight * (log_N if key == "ce_N" else log_P) if key.startswith("ce") else weight * (log_N - log_P)
+        )
+    return mpmath.fsum(terms)
 
 
 def _gibbs_quantity(name: str, key: str, doc: str, exact_doc: str) -> Any:
@@ -639,7 +646,7 @@ def _gibbs_quantity(name: str, key: str, doc: str, exact_doc: str) -> Any:
         lambda ctx: gibbs_float(ctx, key),
         lambda ctx: _exact_gibbs(ctx, key),
         reads=(GibbsCase,),
-        reference=lambda ctx: _reference_gibbs(ctx)[key],
+        reference=lambda ctx: _reference_gibbs(ctx, key),
         doc=doc,
         exact_doc=exact_doc,
     )
@@ -1755,13 +1762,13 @@ def _reference_line(ctx: Context) -> tuple[Any, Any]:
         U_ = min(-c / a for a, c in pairs if a > 0)
         if L >= U_:
             return mpmath.mpf(0), mpmath.mpf(1)
-        everything = [(Fraction(0), Fraction(0)), *pairs]
+        everything = [(mpmath.mpf(0), mpmath.mpf(0))] + [(_mp(a), _mp(c)) for a, c in pairs]
 
         def q(h: Any) -> Any:
-            return 1 / mpmath.fsum(mpmath.exp(_mp(a) * h + _mp(c)) for a, c in everything)
+            return 1 / mpmath.fsum(mpmath.exp(a * h + c) for a, c in everything)
 
         def derivative(h: Any) -> Any:
-            return mpmath.fsum(_mp(a) * mpmath.exp(_mp(a) * h + _mp(c)) for a, c in everything)
+            return mpmath.fsum(a * mpmath.exp(a * h + c) for a, c in everything)
 
         low, high = _mp(L), _mp(U_)
         ends = min(q(low), q(high))
