@@ -12,7 +12,7 @@ r"""Expressivity of the LM head (seed 000, §2.1, Appendix A.2: Prop. A.2 and Pr
    :math:`1/\sum_v e^{r(\cos\theta_v - 1)}` rises continuously from 1/V (r = 0) to 1 (r -> oo), so
    a bisection finds :math:`r_c`. Extra dimensions are zero.
 3. *D = 1.* Without a bias, the logits :math:`hw_v` are maximised at the largest or the smallest
-   :math:`w_v`: for V >= 3 a token with an interior :math:`w_v` is never the argmax. With a bias,
+   :math:`w_v`: for V >= 3 a token with an interior :math:`w_v` is never the strict argmax. With a bias,
    D = 1 makes every token the argmax: the lines :math:`z_v(h) = w_v h - w_v^2/2` are tangent to
    the convex curve :math:`h^2/2`, so token v wins exactly near :math:`h = w_v`. (With one shared
    head, the reachable top-1 probabilities of a token are an interval set by the head, not all of
@@ -20,7 +20,7 @@ r"""Expressivity of the LM head (seed 000, §2.1, Appendix A.2: Prop. A.2 and Pr
    :func:`d1_top1_range`: :math:`-\log p_t(h)` is a log-sum-exp of affine functions of h, so
    :math:`p_t` is log-concave on the interval where t wins. For V >= 3 only a token of the largest or
    the smallest weight can reach both 3/4 and :math:`1/V + 1/(4V^2)` (Theorem EX.3 (4)):
-   :func:`d1_tokens_reaching`.
+   :func:`d1_tokens_reaching`; :func:`line_head` builds such heads (with a bias) for the claim.
 """
 
 from __future__ import annotations
@@ -170,6 +170,34 @@ def tangent_head(V: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(check_integer_in(seed, "seed", 0))
     w = np.sort(rng.uniform(-1, 1, size=V))
     return w[:, None], -(w**2) / 2
+
+
+#: The shapes :func:`line_head` builds.
+LINE_SHAPES = ("tangent", "concurrent", "gaussian")
+
+
+def line_head(V: int, shape: str, seed: int, scale: float = 1.0, jitter: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    """D = 1 with a bias, :math:`z_v(h) = w_v h + b_v`: slopes :math:`w_v` drawn uniformly on
+    (-scale, scale) and sorted, and biases by ``shape``: ``"tangent"`` :math:`b_v = -w_v^2/2` (the
+    tangent head, its slopes scaled); ``"concurrent"`` :math:`b_v = -w_v h_0` (every line through
+    :math:`(h_0, 0)`, :math:`h_0` drawn on (-1, 1), where all tokens tie); ``"gaussian"`` standard
+    normal biases times ``scale``. ``jitter`` times a standard normal draw is added to every bias."""
+    V = check_integer_in(V, "V", 2, 1 << 24)
+    if shape not in LINE_SHAPES:
+        raise InputError(f"shape: expected one of {', '.join(LINE_SHAPES)}, got {shape!r}")
+    scale = check_real_in(scale, "scale", 0.0, math.inf, closed=False)
+    jitter = check_real_in(jitter, "jitter", 0.0, math.inf)
+    rng = np.random.default_rng(check_integer_in(seed, "seed", 0))
+    w = np.sort(rng.uniform(-1, 1, size=V)) * scale
+    if shape == "tangent":
+        b = -(w**2) / 2
+    elif shape == "concurrent":
+        b = -w * rng.uniform(-1, 1)
+    else:
+        b = rng.standard_normal(V) * scale
+    if jitter:
+        b = b + jitter * rng.standard_normal(V)
+    return w[:, None], b
 
 
 def interior_tokens(w: Any) -> np.ndarray:
