@@ -72,25 +72,6 @@ class Reference:
     method: str
 
 
-class Family:
-    """A family of claims (the part of a claim id before the dot) and the fields its claims share;
-    :meth:`claim` builds a claim and registers it at once, so a family module needs no registration
-    code and no list of its claims anywhere else."""
-
-    def __init__(self, name: str, cases: Cases | None = None, **defaults: Any) -> None:
-        self.name = name
-        self.defaults = {**(cases.fields() if cases is not None else {}), **defaults}
-
-    def claim(self, name: str, cases: Cases | None = None, **fields: Any) -> Claim:
-        """The claim ``<family>.<name>`` with its own measure, judge and reference (transitional: a claim
-        not yet declared over quantities), registered in :data:`rankwall.checks.verdict.REGISTRY`."""
-        from rankwall.checks.verdict import LegacyRoutes
-
-        chosen = {**self.defaults, **(cases.fields() if cases is not None else {}), **fields}
-        routes = LegacyRoutes(chosen.pop("measure"), chosen.pop("judge_exactly"), chosen.pop("reference", None), True)
-        return REGISTRY.register(Claim(id=f"{self.name}.{name}", legacy=routes, **chosen))
-
-
 # --------------------------------------------------------------------------- backends and built cases
 
 

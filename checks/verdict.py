@@ -400,14 +400,10 @@ class Claim:
     judged_sides: Any = None
     #: Why a case lies outside the claim's domain, or ``None`` inside it.
     hypothesis: Callable[[Case], str | None] | None = None
-    #: Transitional (claims not yet declared over quantities): their own measure, judge and reference.
-    legacy: Any = None
 
     def __post_init__(self) -> None:
-        if self.sides is None and self.legacy is None:
+        if self.sides is None:
             raise ValueError(f"{self.id}: a claim is declared over quantities (rankwall.checks.quantities.declare)")
-        if self.legacy is not None and self.relation is Relation.AT_MOST and self.direction == "lower":
-            return  # a legacy lower bound, measured as bound <= value
         expected = {Relation.AT_MOST: "upper", Relation.AT_LEAST: "lower", Relation.EQUAL: None}[self.relation]
         if self.direction != expected:
             raise ValueError(
@@ -425,9 +421,6 @@ class Claim:
         (``cases=``, a :class:`~rankwall.checks.toolkit.Cases`), or other fields."""
         if "cases" in changes:
             changes = {**changes.pop("cases").fields(), **changes}
-        if self.legacy is not None and {"measure", "judge_exactly", "reference"} & set(changes):
-            routes = {k: changes.pop(k) for k in ("measure", "judge_exactly", "reference") if k in changes}
-            changes["legacy"] = replace(self.legacy, **routes)
         side_changes = {k: changes.pop(k) for k in ("lhs", "relation", "rhs") if k in changes}
         if side_changes:
             from rankwall.checks.quantities import mutated_fields
@@ -457,8 +450,6 @@ class Claim:
         """Both sides measured in the backend, with their rounding bound as the tolerance."""
         from rankwall.checks.quantities import measurement_of
 
-        if self.legacy is not None:
-            return self.legacy.measure(case, backend, factor)
         return measurement_of(self.sides, self.context(case, backend), factor)
 
     def judge_exactly(self, case: Case, factor: Fraction = Fraction(1), backend: Any = None) -> Judgement:
@@ -466,8 +457,6 @@ class Claim:
         from rankwall.checks.quantities import judgement_of
         from rankwall.checks.toolkit import numpy_float64
 
-        if self.legacy is not None:
-            return self.legacy.judge_exactly(case, factor)
         return judgement_of(self.judged_sides or self.sides, self.context(case, backend or numpy_float64()), factor)
 
     def reference(self, case: Case, backend: Any) -> Any:
@@ -476,8 +465,6 @@ class Claim:
         from rankwall.checks.quantities import reference_of
         from rankwall.checks.toolkit import Reference
 
-        if self.legacy is not None:
-            return None if self.legacy.reference is None else self.legacy.reference(case, backend)
         lhs, rhs = reference_of(self.sides, self.context(case, backend))
         if lhs is None or rhs is None:
             return None
@@ -502,9 +489,6 @@ class Claim:
 
         ctx = self.context(instance, backend)
         try:
-            if self.legacy is not None:
-                measured = self.legacy.measure(instance, backend, factor)
-                return decide(self, instance, measured, lambda: self.legacy.judge_exactly(instance, factor), exact)
             measured = measurement_of(self.sides, ctx, factor)
             sides = self.judged_sides or self.sides
             return decide(self, instance, measured, lambda: judgement_of(sides, ctx, factor), exact)
@@ -514,18 +498,6 @@ class Claim:
             reason = f"{NUMERICAL_FAILURE}: {type(error).__name__}: {str(error).splitlines()[0][:200]}"
             nan = math.nan
             return Verdict(self.id, Status.INCONCLUSIVE, nan, nan, nan, nan, reason, instance)
-
-
-@dataclass(frozen=True)
-class LegacyRoutes:
-    """A claim's own measure, judge and reference (claims not yet declared over quantities)."""
-
-    measure: Callable[[Case, Any, Fraction], Measurement]
-    judge_exactly: Callable[[Case, Fraction], Judgement]
-    reference: Callable[[Case, Any], Any] | None = None
-    #: Transitional: such a claim keeps its old answer, holds, where an identity's sides are equal only
-    #: within rounding (a declared claim's answer there is inconclusive).
-    within_rounding_holds: bool = False
 
 
 def tightened_integer_bound(bound: int, factor: Fraction, direction: str) -> int:
@@ -552,10 +524,6 @@ def is_numerical_failure(error: BaseException) -> bool:
     if isinstance(error, OverflowError | FloatingPointError):
         return True
     return any(cls.__name__ in ("LinAlgError", "_LinAlgError") for cls in type(error).__mro__)
-
-
-#: Transitional: the largest vocabulary at which the compression family's own judges re-decide exactly.
-EXACT_IDENTITY_V = 4096
 
 
 def decide(
@@ -605,12 +573,10 @@ def decide(
 
 
 def _within_rounding(claim: Claim, instance: Case, sides: Measurement | Judgement, bound: float, why: str) -> Verdict:
-    """An identity whose sides agree to within ``bound`` and were not shown equal: inconclusive (a claim
-    not yet declared over quantities keeps its old answer, holds within rounding, until it is)."""
+    """An identity whose sides agree to within ``bound`` and were not shown equal: inconclusive."""
     method = f"{sides.method} (equal within rounding: the sides agree to within {bound:.1e}, not shown equal; {why})"
     shown = replace(sides, method=method)
-    status = Status.HOLDS if claim.legacy is not None and claim.legacy.within_rounding_holds else Status.INCONCLUSIVE
-    return _verdict(claim, instance, status, shown, bound, Certification.WITHIN_ROUNDING)
+    return _verdict(claim, instance, Status.INCONCLUSIVE, shown, bound, Certification.WITHIN_ROUNDING)
 
 
 def _verdict(

@@ -47,3 +47,22 @@ def backend(request: pytest.FixtureRequest):
 @pytest.fixture
 def numpy_backend():
     return resolve("numpy")
+
+
+@pytest.fixture(autouse=True)
+def registry_left_as_found():
+    """A test that loads a claims file (``--claims``) or declares a claim leaves the registry and the
+    loader's memory as it found them, so that a later test on the same worker (the README's claims
+    table) sees the shipped claims only."""
+    import sys
+
+    from rankwall.checks import loader
+    from rankwall.checks.verdict import REGISTRY
+
+    claims_before, loaded_before = {c.id for c in REGISTRY}, dict(loader._LOADED)
+    yield
+    for claim_id in {c.id for c in REGISTRY} - claims_before:
+        REGISTRY.unregister(claim_id)
+    for key in set(loader._LOADED) - set(loaded_before):
+        loader._LOADED.pop(key)
+        sys.modules.pop(key, None)  # a module source is imported again, and declares again, next time

@@ -82,8 +82,7 @@ def disagreement(claim: Any, case: Any, backend: Any) -> str | None:
         reference = claim.reference(case, backend)
         certificate = measured.certificate or {}
         if "rank_lower" in certificate:
-            legacy_lower = claim.legacy is not None and claim.direction == "lower"
-            rank_side, stated_side = ("rhs", "lhs") if legacy_lower else ("lhs", "rhs")
+            rank_side, stated_side = "lhs", "rhs"
             rank, stated = getattr(reference, rank_side), getattr(reference, stated_side)
             lo, hi = certificate["rank_lower"], certificate["rank_upper"]
             measured_stated = getattr(measured, stated_side)

@@ -163,8 +163,13 @@ def test_a_planted_identity_side_never_holds(claim):
 
 def test_the_planted_identity_test_catches_a_judge_by_fiat():
     """The meta-test can fail: a judge that answers "equal" whatever the sides lets a planted side hold."""
+
+    class EqualByFiat(Sides):
+        def moved(self, right, factor):
+            return right  # the planted move never reaches the judge
+
     claim = REGISTRY["softmax-jacobian.trace"]
-    by_fiat = dataclasses.replace(claim, judged_sides=Sides(Constant(Fraction(1)), "==", Constant(Fraction(1))))
+    by_fiat = dataclasses.replace(claim, judged_sides=EqualByFiat(Constant(Fraction(1)), "==", Constant(Fraction(1))))
     assert any(v.status is Status.HOLDS for v in planted_identity_verdicts(by_fiat))
 
 

@@ -18,12 +18,12 @@ from rankwall.checks.verdict import (
     Certification,
     Claim,
     Judgement,
-    LegacyRoutes,
     Measurement,
     Registry,
     Relation,
     Status,
     Verdict,
+    decide,
     worst,
 )
 from rankwall.theory import softmax_jacobian as sj
@@ -39,13 +39,24 @@ class Toy(Case):
 INSTANCE = Toy(2)
 
 
-def toy_claim(relation: Relation, measured: Measurement, judged: Judgement | None) -> Claim:
-    def judge(instance, factor):
-        if judged is None:
-            raise AssertionError("the exact route must not be consulted")
-        return judged
+@dataclass(frozen=True)
+class ToyClaim(Claim):
+    """A claim whose measurement and exact judgement are given: the decision procedure alone."""
 
-    return Claim(
+    measured: Measurement | None = None
+    judged: Judgement | None = None
+
+    def check_planted(self, instance, backend, factor, *, exact=None):
+        def judge():
+            if self.judged is None:
+                raise AssertionError("the exact route must not be consulted")
+            return self.judged
+
+        return decide(self, instance, self.measured, judge, exact)
+
+
+def toy_claim(relation: Relation, measured: Measurement, judged: Judgement | None) -> Claim:
+    return ToyClaim(
         id="toy.claim",
         title="toy",
         source="test",
@@ -53,10 +64,12 @@ def toy_claim(relation: Relation, measured: Measurement, judged: Judgement | Non
         domain="toy",
         relation=relation,
         direction="upper" if relation is Relation.AT_MOST else None,
-        legacy=LegacyRoutes(lambda instance, backend, factor: measured, judge),
+        sides="lhs <= rhs",
         witnesses=lambda V: [INSTANCE],
         random_instances=lambda V, n, seed: [],
         strategy=lambda: st.just(INSTANCE),
+        measured=measured,
+        judged=judged,
     )
 
 
