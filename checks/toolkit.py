@@ -20,10 +20,8 @@ from typing import Any
 from rankwall.checks import exact
 from rankwall.checks.backends import Backend, resolve, to_numpy
 from rankwall.checks.verdict import (
-    REGISTRY,
     Case,
     Certification,
-    Claim,
     Judgement,
     Measurement,
     Relation,
