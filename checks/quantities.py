@@ -78,8 +78,6 @@ class Approximately:
     error: Any
 
 
-
-
 @dataclass(frozen=True)
 class Measured:
     """A float ``value`` within ``error`` of the exact quantity: ``|value - exact| <= error``. An

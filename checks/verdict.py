@@ -59,8 +59,6 @@ class Relation(StrEnum):
         return self is not Relation.EQUAL
 
 
-
-
 class Case:
     """Base of every family's typed cases: a frozen dataclass whose fields are the parameters its
     constructor builds an instance from. ``KIND`` names that constructor in the JSON, and every case

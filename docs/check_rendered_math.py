@@ -115,8 +115,15 @@ class PageReport:
 def render(page: Path, chromium: str, budget_ms: int = TYPESET_BUDGET_MS) -> str:
     """The page's DOM after its scripts ran, with no host name resolvable (so nothing remote loads)."""
     command = [
-        chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-extensions",
-        "--host-resolver-rules=MAP * ~NOTFOUND", f"--virtual-time-budget={budget_ms}", "--dump-dom",
+        chromium,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        "--disable-extensions",
+        "--host-resolver-rules=MAP * ~NOTFOUND",
+        f"--virtual-time-budget={budget_ms}",
+        "--dump-dom",
         page.resolve().as_uri(),
     ]
     result = subprocess.run(command, capture_output=True, text=True, timeout=180, check=False)
@@ -147,8 +154,10 @@ def main(argv: list[str] | None = None) -> int:
         return 3
     reports = [check_page(args.build / p, chromium) for p in args.pages]
     for r in reports:
-        print(f"{r.page}: {r.rendered} of {r.math} formulas rendered, {r.errors} parse errors"
-              + (f"; raw TeX, first: {r.raw[0]!r}" if r.raw else ""))
+        print(
+            f"{r.page}: {r.rendered} of {r.math} formulas rendered, {r.errors} parse errors"
+            + (f"; raw TeX, first: {r.raw[0]!r}" if r.raw else "")
+        )
     return 0 if all(r.ok for r in reports) else 1
 
 

@@ -18,4 +18,3 @@ pytest_collect_file = Sybil(
     patterns=["*.md"],
     excludes=["_build/*"],
 ).pytest()
-

@@ -1,7 +1,7 @@
 """Two statements about the softmax Jacobian J = diag(p) − ppᵀ, stated with rankwall's public API.
 
-    rankwall search --claims examples/conjectures.py example.norm-below-1.9   # false: exit 1
-    rankwall verify --claims examples/conjectures.py example.trace-below-one  # true: exit 0
+rankwall search --claims examples/conjectures.py example.norm-below-1.9   # false: exit 1
+rankwall verify --claims examples/conjectures.py example.trace-below-one  # true: exit 0
 """
 
 from rankwall import declare

@@ -102,9 +102,7 @@ def assert_holds(
     return verdicts
 
 
-def assert_violated(
-    claim: Any, *, budget: int = 300, tighten: Any = 1, backend: Any = None, seed: int = 0
-) -> Any:
+def assert_violated(claim: Any, *, budget: int = 300, tighten: Any = 1, backend: Any = None, seed: int = 0) -> Any:
     """Search ``claim`` (a claim, or its id) for a counterexample with Hypothesis (``budget`` examples,
     its bound multiplied by ``tighten``, in ``backend``, NumPy float64 by default) and return it: the
     shrunk, certified ``violated`` :class:`~rankwall.checks.verdict.Verdict`. Raises ``AssertionError``

@@ -121,9 +121,7 @@ def load_config(path: Path) -> tuple[dict, list[ModuleSpec]]:
     """The run settings and the module specs of ``scripts/mutation.toml``."""
     with path.open("rb") as handle:
         config = tomllib.load(handle)
-    modules = [
-        ModuleSpec(name, spec["path"], tuple(spec["tests"])) for name, spec in config.pop("modules").items()
-    ]
+    modules = [ModuleSpec(name, spec["path"], tuple(spec["tests"])) for name, spec in config.pop("modules").items()]
     return config, modules
 
 
@@ -252,7 +250,7 @@ def cosmic_ray_config(spec: ModuleSpec, command: list[str], timeout: float) -> s
         f"timeout = {timeout:.1f}\n"
         "excluded-modules = []\n"
         f"test-command = {json.dumps(shlex.join(command))}\n"
-        "\n[cosmic-ray.distributor]\nname = \"local\"\n"
+        '\n[cosmic-ray.distributor]\nname = "local"\n'
     )
 
 
@@ -408,8 +406,10 @@ def print_table(result: dict) -> None:
         print(f"{name:<17} " + " ".join(f"{c:>9}" for c in (*cells, m["incompetent"], score)))
     sample = result["sample"]
     how = "every mutant" if sample <= 0 else f"a uniform sample of {sample} per module (seed {result['seed']})"
-    print(f"\n{how}; score = killed / (killed + survived), timeouts counted as killed; "
-          f"{result['workers']} workers, wall {result['wall_seconds'] / 60:.1f} min")
+    print(
+        f"\n{how}; score = killed / (killed + survived), timeouts counted as killed; "
+        f"{result['workers']} workers, wall {result['wall_seconds'] / 60:.1f} min"
+    )
 
 
 def write_report(run_dir: Path, as_json: bool) -> dict:
@@ -510,7 +510,8 @@ def write_meta(
 ) -> None:
     previous = json.loads((run_dir / "run.json").read_text()) if (run_dir / "run.json").exists() else {}
     meta = {
-        "tool": "cosmic-ray " + subprocess.run(
+        "tool": "cosmic-ray "
+        + subprocess.run(
             [str(Path(sys.executable).with_name("cosmic-ray")), "--version"], capture_output=True, text=True
         ).stdout.split()[-1],
         "sample": previous.get("sample", args.sample),

@@ -12,7 +12,6 @@ from rankwall.checks.strategies import load_profile
 HYPOTHESIS_PROFILE = load_profile()
 
 
-
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--runslow", action="store_true", help="also run tests marked slow")
 

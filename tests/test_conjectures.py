@@ -260,7 +260,7 @@ class TestCasesRebuildFromJson:
             case_from_json({"case": "runner-up", "V": 2, "m": {"rational": "1/3"}})
 
 
-PLUGIN_TEST = '''
+PLUGIN_TEST = """
 import pytest
 from rankwall import declare, softmax_jacobian as sj
 from rankwall.testing import assert_holds
@@ -275,7 +275,7 @@ def test_my_theorem(rankwall_backend):
 def test_a_mutant_is_caught():
     with pytest.raises(AssertionError, match=r"upper-bound\\[constant-1\\.9\\] is violated on .*runner-up"):
         assert_holds("softmax-jacobian.upper-bound[constant-1.9]", V=16)
-'''
+"""
 
 
 def test_the_pytest_plugin_runs_a_users_theorems_on_several_backends(tmp_path):

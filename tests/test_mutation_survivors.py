@@ -52,7 +52,6 @@ class TestHeads:
         assert_normal_entries(theta.P, 2 / np.sqrt(d))
         assert_normal_entries(theta.U, 2 / np.sqrt(d))
 
-
     def test_a_head_named_at_run_time_is_the_same_head(self):
         """Kills heads.py:114 (head == "softmax" -> head is "softmax"): a name read from a command
         line or a file is an equal string but not the interned literal; it must select the same
