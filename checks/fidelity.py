@@ -1346,8 +1346,8 @@ ROWS: tuple[Row, ...] = (
                 (Pointer(EXPERIMENTS + "mos_rank.json", ("records",)), Pointer(EXPERIMENTS + "mos_rank.json", ("V",))),
                 lambda rec, V: (
                     f"D = 8, N = V = {V}: below 1e-9 softmax {_below(rec, 'softmax', 8)} = 1 - (D + 1)/V "
-                    f"= {1 - (8 + 1) / V:.1%}, MoC {_below(rec, 'moc', 8)}, MoS (K >= 2) {_below(rec, 'mos', 8, 2)}; MoS "
-                    f"smallest {_smallest(rec, 'mos', 8, 2):.0e}"
+                    f"= {1 - (8 + 1) / V:.1%}, MoC {_below(rec, 'moc', 8)}, "
+                    f"MoS (K >= 2) {_below(rec, 'mos', 8, 2)}; MoS smallest {_smallest(rec, 'mos', 8, 2):.0e}"
                 ),
             ),
             Computed(lambda: f"the seed's 96% is 1 - d/V = 1 - 400/10,000 = {1 - 400 / 10_000:.0%}"),
