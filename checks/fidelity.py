@@ -165,20 +165,6 @@ MOS_LM = EXPERIMENTS + "mos_lm.json"
 TRAINED, RANDOM = "model head", "random Gaussian head"
 
 
-def _random_heads_vs_D() -> str:
-    """Eq. 1 on random rank-D heads at V = 1,024: the destroyed share against D."""
-    from rankwall.theory import compression as cp
-
-    parts = []
-    for D in (16, 64, 256):
-        W = cp.construct_head(1024, 256, 0, rank=D)
-        Q, _ = cp.column_basis(W)
-        H, t = cp.construct_batch(64, 256, 1024, 1)
-        r = cp.compression(cp.logit_gradient_blocks(H, W, t), Q)
-        parts.append(f"D = {D}: {r.destroyed:.3f}")
-    return "random rank-D heads, V = 1,024, destroyed " + ", ".join(parts)
-
-
 def _width_does_not_enter() -> str:
     import numpy as np
 

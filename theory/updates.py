@@ -34,7 +34,6 @@ from fractions import Fraction
 from typing import Any
 
 import array_api_compat
-import flint
 import numpy as np
 
 from rankwall.theory._rounding import gamma, unit_roundoff
@@ -93,6 +92,8 @@ class _Exact:
 
     @classmethod
     def of(cls, array: np.ndarray, rational: bool) -> _Exact:
+        import flint  # the exact evaluation only: theory/ imports python-flint nowhere at module level
+
         rows, columns = array.shape
         if rational:
             entries = [Fraction(v) for v in array.ravel().tolist()]
@@ -139,6 +140,8 @@ def _evaluate(formula: Callable[..., Any], H: Any, W: Any, G: Any, eta: Any) -> 
         rational = isinstance(eta, Fraction) or any(
             m.dtype == object and any(isinstance(v, Fraction) for v in m.flat) for m in (H, W, G)
         )
+        import flint
+
         scalar = flint.fmpq(eta.numerator, eta.denominator) if rational else flint.fmpz(eta)
         return formula(*(_Exact.of(m, rational) for m in (H, W, G)), scalar).to_numpy(rational)
     return formula(*(_float_matrix(m) for m in (H, W, G)), float(eta))

@@ -1,0 +1,118 @@
+"""The import contract between the layers (issue 27), read from the source with :mod:`ast` (every
+``import`` statement, at module level or inside a function): import-linter cannot see this layout,
+whose ``theory/`` and ``checks/`` folders install as ``rankwall.theory`` and ``rankwall.checks``
+through ``package-dir``.
+
+- ``theory/`` is mathematics: it imports neither ``rankwall.checks`` nor the testing machinery, and
+  nothing heavy at module level (python-flint, torch, hypothesis only inside a function);
+- the engine (decisions, quantities, exact reals, tolerances, backends) imports no family module,
+  command, experiment or model code;
+- ``rankwall/errors.py`` imports nothing but the standard library.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+ENGINE = [
+    "verdict",
+    "quantities",
+    "reals",
+    "toolkit",
+    "tolerance",
+    "exact",
+    "exact_softmax",
+    "exact_vectors",
+    "statements",
+    "backends",
+]
+ABOVE_THE_ENGINE = ("rankwall.checks.claims", "rankwall.checks.cli", "rankwall.checks.commands",
+                    "rankwall.checks.experiments", "rankwall.checks.models")  # fmt: skip
+NOT_IN_THEORY = ("rankwall.checks", "rankwall.testing", "hypothesis")
+NOT_AT_THEORY_TOP_LEVEL = ("flint", "torch", "hypothesis", "transformers", "cupy")
+#: The one downward-looking import the engine makes, and why: discovery, not use (``case_from_json``
+#: imports the shipped families on first use so that their case types are registered).
+DISCOVERY = {("verdict", "rankwall.checks.claims")}
+STANDARD_LIBRARY_ONLY = ("__future__", "typing", "collections", "dataclasses")
+
+
+def imports(source: str, package: str) -> list[tuple[str, bool]]:
+    """Every module ``source`` imports (relative imports resolved against ``package``), with whether the
+    import is at module level."""
+    tree = ast.parse(source)
+    top_level = {id(node) for node in tree.body}
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(alias.name, id(node) in top_level) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parent = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                base = f"{parent}.{base}" if base else parent
+            found += [(base, id(node) in top_level)]
+            found += [(f"{base}.{alias.name}", id(node) in top_level) for alias in node.names]
+    return found
+
+
+def violations(path: Path, package: str, forbidden: tuple[str, ...], top_level_only: bool = False) -> list[str]:
+    def under(name: str, prefix: str) -> bool:
+        return name == prefix or name.startswith(prefix + ".")
+
+    return [
+        f"{path.relative_to(ROOT)} imports {name}"
+        for name, at_top in imports(path.read_text(encoding="utf-8"), package)
+        if (at_top or not top_level_only) and any(under(name, prefix) for prefix in forbidden)
+    ]
+
+
+def test_theory_imports_no_checks():
+    found = [
+        v
+        for path in sorted((ROOT / "theory").rglob("*.py"))
+        for v in violations(path, "rankwall.theory", NOT_IN_THEORY)
+    ]
+    assert not found, found
+
+
+def test_theory_imports_nothing_heavy_at_module_level():
+    found = [
+        v
+        for path in sorted((ROOT / "theory").rglob("*.py"))
+        for v in violations(path, "rankwall.theory", NOT_AT_THEORY_TOP_LEVEL, top_level_only=True)
+    ]
+    assert not found, found
+
+
+@pytest.mark.parametrize("module", ENGINE)
+def test_the_engine_imports_nothing_above_it(module):
+    path = ROOT / "checks" / f"{module}.py"
+    assert path.is_file(), f"the engine module {module} moved: update ENGINE"
+    found = violations(path, "rankwall.checks", ABOVE_THE_ENGINE)
+    assert not [v for v in found if (module, v.rsplit(" ", 1)[1]) not in DISCOVERY], found
+
+
+def test_the_errors_import_only_the_standard_library():
+    names = {name.split(".")[0] for name, _ in imports((ROOT / "rankwall" / "errors.py").read_text(), "rankwall")}
+    assert names <= set(STANDARD_LIBRARY_ONLY), names
+
+
+def test_the_contract_fails_on_a_planted_upward_import(tmp_path):
+    """The contract can fail: an engine module that imports a family, a theory module that imports
+    checks (relatively or by name, at any depth), a heavy import at a theory module's top level."""
+    checks = {
+        "def f():\n    from rankwall.checks.claims import softmax_jacobian\n": ("rankwall.checks", ABOVE_THE_ENGINE),
+        "from .claims import heads\n": ("rankwall.checks", ABOVE_THE_ENGINE),
+        "from ..checks import verdict\n": ("rankwall.theory", NOT_IN_THEORY),
+        "import rankwall.checks.exact as exact\n": ("rankwall.theory", NOT_IN_THEORY),
+    }
+    for source, (package, forbidden) in checks.items():
+        names = [name for name, _ in imports(source, package)]
+        assert any(name.startswith(forbidden) for name in names), (source, names)
+    heavy = [name for name, top in imports("import flint\ndef f():\n    import torch\n", "rankwall.theory") if top]
+    assert heavy == ["flint"]
