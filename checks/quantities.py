@@ -42,6 +42,7 @@ import mpmath
 from rankwall.checks import exact
 from rankwall.checks.reals import Real, Undefined, difference_sign, radius, to_float
 from rankwall.checks.verdict import (
+    FLOAT64_EXACT_INTEGERS,
     Certification,
     Claim,
     Judgement,
@@ -458,7 +459,10 @@ def as_measured(x: Measured | RankInterval) -> Measured:
         return x
     if x.lo > x.hi:  # contradicting ends: no enclosure
         return Measured(math.nan, math.nan)
-    return Measured((x.lo + x.hi) / 2, (x.hi - x.lo) / 2)
+    value, error = (x.lo + x.hi) / 2, (x.hi - x.lo) / 2
+    if max(abs(x.lo), abs(x.hi)) > FLOAT64_EXACT_INTEGERS:  # the conversions to float64 round
+        error = (error + abs(value) * U64) * _OUTWARD
+    return Measured(value, error)
 
 
 #: The bound on a propagated error is itself computed in float64: a few roundings, pushed outward.

@@ -210,6 +210,11 @@ class Judgement:
             object.__setattr__(self, "certified_by", kind)
 
 
+#: The largest integer magnitude below which every integer is a float64 (2^53): an integer side beyond
+#: it is compared as a Python integer, never through its rounded float.
+FLOAT64_EXACT_INTEGERS = 2**53
+
+
 @dataclass(frozen=True)
 class RankInterval:
     """A certified enclosure ``lo <= value <= hi`` of an integer quantity (a rank, or a difference
@@ -259,6 +264,9 @@ class RankInterval:
         never clear a tolerance: the judgement says why."""
         if self.lo > self.hi:
             return Measurement(math.nan, math.nan, math.nan, f"{self.method}: the ends contradict", self.json())
+        if max(abs(stated), abs(self.lo), abs(self.hi)) > FLOAT64_EXACT_INTEGERS:
+            why = "integers beyond float64's exact range (2^53): compared exactly by the judgement"
+            return Measurement(math.nan, math.nan, math.nan, f"{self.method}: {why}", self.json())
         b = float(stated)
         if self.pinned:
             value = float(self.lo)
@@ -276,12 +284,16 @@ class RankInterval:
     def _judgement(self, stated: int, direction: str) -> Judgement:
         """The verdict the ends give on their own: ``sign`` of rhs - lhs, ``None`` when the interval
         straddles the stated value or the ends contradict each other."""
-        b, lo, hi, method = float(stated), float(self.lo), float(self.hi), self.method
+        # compared as Python integers (exact at any size), reported as floats
+        b, lo, hi, method = stated, self.lo, self.hi, self.method
         if self.lo > self.hi:
             if self.trust_lower and direction != "lower" and lo > b:
                 why = f"{method}; the ends contradict, and the lower end alone gives lower > {stated}"
-                return Judgement(lo, b, -1, why, certificate=self.json(), certified_by=Certification.ONE_SIDED)
-            return Judgement(hi, lo, None, f"{method}: undecided, the certificates contradict", certificate=self.json())
+                return Judgement(
+                    float(lo), float(b), -1, why, certificate=self.json(), certified_by=Certification.ONE_SIDED
+                )
+            why = f"{method}: undecided, the certificates contradict"
+            return Judgement(float(hi), float(lo), None, why, certificate=self.json())
         if direction == "upper":  # value <= b
             decided = [(hi, b, f"upper <= {stated}")] if hi <= b else [(lo, b, f"lower > {stated}")] if lo > b else []
         elif direction == "lower":  # b <= value
@@ -293,11 +305,17 @@ class RankInterval:
             )
         if not decided:
             return Judgement(
-                lo, b, None, f"{method}: undecided, the interval straddles {stated}", certificate=self.json()
+                float(lo),
+                float(b),
+                None,
+                f"{method}: undecided, the interval straddles {stated}",
+                certificate=self.json(),
             )
         lhs, rhs, why = decided[0]
         sign = (rhs > lhs) - (rhs < lhs)
-        return Judgement(lhs, rhs, sign, f"{method}; {why}", certificate=self.json(), certified_by=self.kind)
+        return Judgement(
+            float(lhs), float(rhs), sign, f"{method}; {why}", certificate=self.json(), certified_by=self.kind
+        )
 
 
 @dataclass(frozen=True)

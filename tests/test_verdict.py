@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import ClassVar
@@ -19,6 +20,7 @@ from rankwall.checks.verdict import (
     Claim,
     Judgement,
     Measurement,
+    RankInterval,
     Registry,
     Relation,
     Status,
@@ -243,3 +245,21 @@ class TestToleranceModel:
         """Forming J costs about u even when ||J|| is tiny (the one-hot cancellation)."""
         u = 2.0**-53
         assert tolerance.dense_eigenvalue_error(4, u, 0.0, 1.0) >= 3 * u
+
+
+def test_integers_beyond_float64s_exact_range_are_compared_exactly():
+    """25¹⁸ and the float64 next to it round to the same double: the float sides cannot tell them
+    apart, so the measurement decides nothing and the judgement compares the integers (found by the
+    certifier's 10,000-statement run on a power of the sign-flip count)."""
+    exact = 25**18
+    near = int(float(exact))  # 14551915228366852423942144, a double, above 25¹⁸
+    assert near > exact and float(near) == float(exact)
+    pinned = RankInterval(exact, exact, "t", "t", True)
+    measured, judged = pinned.sides(near, "lower")  # near <= 25¹⁸: false
+    assert math.isnan(measured.lhs) and judged.sign == -1
+    assert pinned.sides(exact, "lower")[1].sign == 0
+    assert pinned.sides(exact - 1, "equal")[1].sign != 0
+    from rankwall.checks.quantities import as_measured
+
+    enclosure = as_measured(pinned)
+    assert abs(Fraction(enclosure.value) - exact) <= Fraction(enclosure.error)
