@@ -768,9 +768,6 @@ def linear_in(expression: Quantity, base: Base) -> tuple[Quantity, Quantity] | N
 
 # --------------------------------------------------------------------------- the sides of a claim
 
-#: The relations a declared claim states, and the direction of the bound each one makes of ``rhs``.
-RELATIONS = {"<=": "upper", ">=": "lower", "==": None}
-
 
 @dataclass(frozen=True)
 class Sides:
@@ -778,16 +775,19 @@ class Sides:
     bound for ``"<="``, a lower bound for ``">="``) or the stated side of an identity (``"=="``)."""
 
     lhs: Quantity
-    relation: str
+    relation: Relation  # given as "<=", ">=" or "==" (a Relation is that string)
     rhs: Quantity
 
     def __post_init__(self) -> None:
-        if self.relation not in RELATIONS:
-            raise InputError(f"relation: expected one of {', '.join(RELATIONS)}, got {self.relation!r}")
+        try:
+            object.__setattr__(self, "relation", Relation(self.relation))
+        except ValueError:
+            known = ", ".join(r.value for r in Relation)
+            raise InputError(f"relation: expected one of {known}, got {self.relation!r}") from None
 
     @property
     def direction(self) -> str | None:
-        return RELATIONS[self.relation]
+        return self.relation.direction
 
     @property
     def integer(self) -> bool:
@@ -810,35 +810,32 @@ class Sides:
         if factor == 1 or right is None:
             return right
         if isinstance(right, RankInterval):
-            return _moved_interval(right, factor, self.direction)
+            return _moved_interval(right, factor, self.relation)
         if isinstance(right, Measured):
-            return _moved_measured(right, factor, self.direction)
+            return _moved_measured(right, factor, self.relation)
         f = Real.of(factor)
         return f * (right + 1) - 1 if self.direction is None else f * right
 
 
-def _moved_interval(right: RankInterval, factor: Fraction, direction: str | None) -> RankInterval | Measured:
-    if direction is not None:
-        lo, hi = (tightened_integer_bound(end, factor, direction) for end in (right.lo, right.hi))
+def _moved_interval(right: RankInterval, factor: Fraction, relation: Relation) -> RankInterval | Measured:
+    if relation.is_bound:
+        lo, hi = (tightened_integer_bound(end, factor, relation) for end in (right.lo, right.hi))
         return RankInterval(lo, hi, right.lower, right.upper, right.exact, right.certificate)
     lo, hi = (factor * (end + 1) - 1 for end in (right.lo, right.hi))
     if lo.denominator == 1 and hi.denominator == 1:
         return RankInterval(int(lo), int(hi), right.lower, right.upper, right.exact, right.certificate)
-    return _moved_measured(as_measured(right), factor, direction)
+    return _moved_measured(as_measured(right), factor, relation)
 
 
-def _moved_measured(right: Measured, factor: Fraction, direction: str | None) -> Measured:
+def _moved_measured(right: Measured, factor: Fraction, relation: Relation) -> Measured:
     """A real side times F (a bound) or moved to F(v + 1) - 1 (an identity's side), with the rounding
     of F read as a float and of each operation."""
     f = float(factor)
     read = Measured(f, abs(Fraction(f) - factor) if f != factor else 0.0)
-    if direction is not None:
+    if relation.is_bound:
         return _float_combination("*", [read, right])
     shifted = _float_combination("+", [right, Measured(1.0, 0.0)])
     return _float_combination("-", [_float_combination("*", [read, shifted]), Measured(1.0, 0.0)])
-
-
-_INTERVAL_DIRECTIONS = {"<=": "upper", ">=": "lower", "==": "equal"}
 
 
 def measurement_of(sides: Sides, ctx: Context, factor: Fraction) -> Measurement:
@@ -850,7 +847,7 @@ def measurement_of(sides: Sides, ctx: Context, factor: Fraction) -> Measurement:
     where = f"{ctx.backend.name} {ctx.backend.dtype_name}"
     method = f"{where}: {sides}"
     if isinstance(left, RankInterval) and isinstance(right, RankInterval) and right.pinned:
-        m = left.sides(right.lo, _INTERVAL_DIRECTIONS[sides.relation])[0]
+        m = left.sides(right.lo, sides.relation)[0]
         lhs, rhs = (m.rhs, m.lhs) if sides.relation == ">=" else (m.lhs, m.rhs)
         return Measurement(
             lhs, rhs, m.tolerance, f"{method} ({m.method})", m.certificate, m.exact_sides, m.certified_by, m.proves
@@ -877,7 +874,7 @@ def judgement_of(sides: Sides, ctx: Context, factor: Fraction) -> Judgement:
             if left is None or right is None:
                 return _two_sided_float(sides, ctx, factor)
             if isinstance(left, RankInterval) and isinstance(right, RankInterval) and right.pinned:
-                j = left.sides(right.lo, _INTERVAL_DIRECTIONS[sides.relation])[1]
+                j = left.sides(right.lo, sides.relation)[1]
                 return _as_written(j, sides.relation) if sides.relation == ">=" else j
             left, right = (interval_as_exact(x) if isinstance(x, RankInterval) else x for x in (left, right))
             if left is None or right is None:
@@ -991,7 +988,7 @@ def _domain_check(domain: Callable[[Any], Any] | None) -> Callable[[Any], str | 
 
 def _sides_fields(sides: Sides, judge: Callable[[Any], tuple[Any, Any]] | None = None) -> dict[str, Any]:
     """The :class:`~rankwall.checks.verdict.Claim` fields that ``sides`` (and an optional exact
-    ``judge``) determine: relation, direction, array_api, sides, and the exact judge's override."""
+    ``judge``) determine: relation, array_api, sides, and the exact judge's override."""
     relation = Relation(sides.relation)
     judged = sides
     if judge is not None:
@@ -1002,7 +999,6 @@ def _sides_fields(sides: Sides, judge: Callable[[Any], tuple[Any, Any]] | None =
         )
     return {
         "relation": relation,
-        "direction": sides.direction,
         "array_api": sides.lhs.array_api and sides.rhs.array_api,
         "sides": sides,
         "judged_sides": judged,

@@ -58,6 +58,12 @@ class Relation(StrEnum):
     def is_bound(self) -> bool:
         return self is not Relation.EQUAL
 
+    @property
+    def direction(self) -> str | None:
+        """The kind of bound the right side is, as the JSON and the tables name it: ``"upper"`` for
+        ``<=``, ``"lower"`` for ``>=``, ``None`` for an identity (a derived name, not a second vocabulary)."""
+        return {Relation.AT_MOST: "upper", Relation.AT_LEAST: "lower", Relation.EQUAL: None}[self]
+
 
 class Case:
     """Base of every family's typed cases: a frozen dataclass whose fields are the parameters its
@@ -252,13 +258,14 @@ class RankInterval:
     def json(self) -> dict[str, Any]:
         return {"rank_lower": self.lo, "rank_upper": self.hi, **self.certificate}
 
-    def sides(self, stated: int, direction: str) -> tuple[Measurement, Judgement]:
-        """The measurement and the judgement of "value <= b" (``direction`` "upper": b is an upper
-        bound), "b <= value" ("lower") or "value == b" ("equal"), for the stated integer b.
+    def sides(self, stated: int, relation: Relation) -> tuple[Measurement, Judgement]:
+        """The measurement and the judgement of "value <= b" (``Relation.AT_MOST``: b is an upper
+        bound), "value >= b" (``AT_LEAST``) or "value == b" (``EQUAL``), for the stated integer b.
         Contradicting ends (lo > hi) decide nothing."""
-        return self._measurement(stated, direction), self._judgement(stated, direction)
+        relation = Relation(relation)
+        return self._measurement(stated, relation), self._judgement(stated, relation)
 
-    def _measurement(self, stated: int, direction: str) -> Measurement:
+    def _measurement(self, stated: int, relation: Relation) -> Measurement:
         """A pinned value compares as it is; otherwise the one end that can decide does, proving only
         the answer it can. Contradicting ends, or an identity without a point, give NaN sides, which
         never clear a tolerance: the judgement says why."""
@@ -270,33 +277,33 @@ class RankInterval:
         b = float(stated)
         if self.pinned:
             value = float(self.lo)
-            lhs, rhs = (b, value) if direction == "lower" else (value, b)
+            lhs, rhs = (b, value) if relation is Relation.AT_LEAST else (value, b)
             return Measurement(lhs, rhs, 0.0, self.method, self.json(), exact_sides=True, certified_by=self.kind)
-        if direction == "upper":
+        if relation is Relation.AT_MOST:
             sides, proves = (float(self.lo), b), Status.VIOLATED
-        elif direction == "lower":
+        elif relation is Relation.AT_LEAST:
             sides, proves = (b, float(self.lo)), Status.HOLDS
         else:
             return Measurement(math.nan, math.nan, math.nan, f"{self.method}: not a point", self.json())
         one_sided = Certification.ONE_SIDED
         return Measurement(*sides, 0.0, self.method, self.json(), True, one_sided, proves)
 
-    def _judgement(self, stated: int, direction: str) -> Judgement:
+    def _judgement(self, stated: int, relation: Relation) -> Judgement:
         """The verdict the ends give on their own: ``sign`` of rhs - lhs, ``None`` when the interval
         straddles the stated value or the ends contradict each other."""
         # compared as Python integers (exact at any size), reported as floats
         b, lo, hi, method = stated, self.lo, self.hi, self.method
         if self.lo > self.hi:
-            if self.trust_lower and direction != "lower" and lo > b:
+            if self.trust_lower and relation is not Relation.AT_LEAST and lo > b:
                 why = f"{method}; the ends contradict, and the lower end alone gives lower > {stated}"
                 return Judgement(
                     float(lo), float(b), -1, why, certificate=self.json(), certified_by=Certification.ONE_SIDED
                 )
             why = f"{method}: undecided, the certificates contradict"
             return Judgement(float(hi), float(lo), None, why, certificate=self.json())
-        if direction == "upper":  # value <= b
+        if relation is Relation.AT_MOST:  # value <= b
             decided = [(hi, b, f"upper <= {stated}")] if hi <= b else [(lo, b, f"lower > {stated}")] if lo > b else []
-        elif direction == "lower":  # b <= value
+        elif relation is Relation.AT_LEAST:  # b <= value
             decided = [(b, lo, f"lower >= {stated}")] if lo >= b else [(b, hi, f"upper < {stated}")] if hi < b else []
         else:  # value == b
             end = lo if lo > b else hi
@@ -370,9 +377,6 @@ def worst(verdicts: Iterable[Verdict]) -> Verdict:
 #: The vocabulary size a claim is checked at by default (``rankwall verify`` without ``--V``).
 DEFAULT_V = 1024
 
-#: The directions of a bound: an upper bound (``lhs <= bound``) or a lower bound (``lhs >= bound``).
-DIRECTIONS = ("upper", "lower")
-
 
 @dataclass(frozen=True)
 class Claim:
@@ -402,7 +406,6 @@ class Claim:
     random_instances: Callable[[int, int, int], list[Case]]
     strategy: Callable[[], Any]
     sides: Any = None  # rankwall.checks.quantities.Sides
-    direction: str | None = None
     mutants: dict[str, Claim] = field(default_factory=dict)
     array_api: bool = True  # False: the claim computes in NumPy whatever backend is asked for
     origin: str | None = None
@@ -420,11 +423,11 @@ class Claim:
     def __post_init__(self) -> None:
         if self.sides is None:
             raise ValueError(f"{self.id}: a claim is declared over quantities (rankwall.checks.quantities.declare)")
-        expected = {Relation.AT_MOST: "upper", Relation.AT_LEAST: "lower", Relation.EQUAL: None}[self.relation]
-        if self.direction != expected:
-            raise ValueError(
-                f"{self.id}: a {self.relation.value} claim has direction {expected!r}, not {self.direction!r}"
-            )
+
+    @property
+    def direction(self) -> str | None:
+        """The kind of bound the claim states, derived from its relation (:attr:`Relation.direction`)."""
+        return self.relation.direction
 
     @property
     def is_mutant(self) -> bool:
@@ -516,18 +519,18 @@ class Claim:
             return Verdict(self.id, Status.INCONCLUSIVE, nan, nan, nan, nan, reason, instance)
 
 
-def tightened_integer_bound(bound: int, factor: Fraction, direction: str) -> int:
+def tightened_integer_bound(bound: int, factor: Fraction, relation: Relation) -> int:
     """An integer bound b multiplied by ``factor`` for ``search --tighten``, kept strictly
     sharper than the real product: an upper bound "x <= b" becomes x <= ceil(F b) - 1 (for F < 1),
     a lower bound "x >= b" becomes x >= floor(F b) + 1 (for F > 1). F = 1 leaves b unchanged."""
     if factor == 1:
         return bound
     scaled = factor * bound
-    if direction == "upper":
+    if relation is Relation.AT_MOST:
         return math.ceil(scaled) - 1
-    if direction == "lower":
+    if relation is Relation.AT_LEAST:
         return math.floor(scaled) + 1
-    raise ValueError(f"direction: expected 'upper' or 'lower', got {direction!r}")
+    raise ValueError(f"relation: an identity has no bound to tighten, got {relation!r}")
 
 
 #: How the method of a verdict begins when the backend failed on the instance.

@@ -53,21 +53,21 @@ def test_every_bound_is_refuted_when_halved_or_doubled(claim):
 
 
 @pytest.mark.parametrize(
-    ("bound", "factor", "direction", "tightened"),
+    ("bound", "factor", "relation", "tightened"),
     [
-        (8, Fraction(1), "upper", 8),
-        (8, Fraction(1, 2), "upper", 3),
-        (8, Fraction(99, 100), "upper", 7),
-        (7, Fraction(1, 2), "upper", 3),
-        (8, Fraction(1), "lower", 8),
-        (8, Fraction(2), "lower", 17),
-        (8, Fraction(101, 100), "lower", 9),
-        (0, Fraction(2), "lower", 1),
+        (8, Fraction(1), Relation.AT_MOST, 8),
+        (8, Fraction(1, 2), Relation.AT_MOST, 3),
+        (8, Fraction(99, 100), Relation.AT_MOST, 7),
+        (7, Fraction(1, 2), Relation.AT_MOST, 3),
+        (8, Fraction(1), Relation.AT_LEAST, 8),
+        (8, Fraction(2), Relation.AT_LEAST, 17),
+        (8, Fraction(101, 100), Relation.AT_LEAST, 9),
+        (0, Fraction(2), Relation.AT_LEAST, 1),
     ],
 )
-def test_integer_bounds_tighten_strictly(bound, factor, direction, tightened):
+def test_integer_bounds_tighten_strictly(bound, factor, relation, tightened):
     """A tightened integer bound is strictly sharper than F·b, so F = 1.01 still asks for more."""
-    assert tightened_integer_bound(bound, factor, direction) == tightened
+    assert tightened_integer_bound(bound, factor, relation) == tightened
 
 
 def sides_agree(verdict, relation) -> bool:
@@ -105,7 +105,7 @@ def planted_factor(claim, instance) -> Fraction | None:
     if at_one.status is not Status.HOLDS or not all(math.isfinite(m) for m in margins) or margins[0] == margins[1]:
         return None
     integer = float(at_one.lhs).is_integer() and float(at_one.rhs).is_integer()
-    value = at_one.rhs if claim.relation is Relation.AT_MOST and claim.direction == "lower" else at_one.lhs
+    value = at_one.lhs
     if claim.direction == "upper" and integer and value < 1:
         return None  # an integer bound (a rank, a count) has no value below a measured 0
     slope = (Fraction(margins[0]) - Fraction(margins[1])) / (1 - far)

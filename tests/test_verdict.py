@@ -65,7 +65,6 @@ def toy_claim(relation: Relation, measured: Measurement, judged: Judgement | Non
         statement="lhs <= rhs",
         domain="toy",
         relation=relation,
-        direction="upper" if relation is Relation.AT_MOST else None,
         sides="lhs <= rhs",
         witnesses=lambda V: [INSTANCE],
         random_instances=lambda V, n, seed: [],
@@ -255,10 +254,10 @@ def test_integers_beyond_float64s_exact_range_are_compared_exactly():
     near = int(float(exact))  # 14551915228366852423942144, a double, above 25¹⁸
     assert near > exact and float(near) == float(exact)
     pinned = RankInterval(exact, exact, "t", "t", True)
-    measured, judged = pinned.sides(near, "lower")  # near <= 25¹⁸: false
+    measured, judged = pinned.sides(near, Relation.AT_LEAST)  # near <= 25¹⁸: false
     assert math.isnan(measured.lhs) and judged.sign == -1
-    assert pinned.sides(exact, "lower")[1].sign == 0
-    assert pinned.sides(exact - 1, "equal")[1].sign != 0
+    assert pinned.sides(exact, Relation.AT_LEAST)[1].sign == 0
+    assert pinned.sides(exact - 1, Relation.EQUAL)[1].sign != 0
     from rankwall.checks.quantities import as_measured
 
     enclosure = as_measured(pinned)

@@ -77,7 +77,7 @@ from rankwall.checks.backends import Backend, float64_copy
 from rankwall.checks.quantities import Context, declare, minimum, quantity
 from rankwall.checks.statements import Kind, Statement
 from rankwall.checks.toolkit import Cases, numpy_float64
-from rankwall.checks.verdict import Case, OutsideDomain, RankInterval
+from rankwall.checks.verdict import Case, OutsideDomain, RankInterval, Relation
 from rankwall.theory import heads as hd
 
 #: The family's name: the prefix of its claim ids, and what its quantities and cases belong to.
@@ -313,7 +313,7 @@ def log_probability_upper(case: HeadCase, built: Built) -> tuple[int, str, dict[
     return min(N, V), "the shape (no factorization through d + 1 columns)", {}
 
 
-def rank_closeness(sigma: np.ndarray, bound: int, direction: str) -> float:
+def rank_closeness(sigma: np.ndarray, bound: int, relation: Relation) -> float:
     """How near a rank bound comes to failing, for the search's ``target()``, from the relative singular
     values s_i = σ_i/σ_1 of the matrix: "rank ≤ b" fails as s_{b+1} grows, so log10 s_{b+1} (-400 where
     there is none); "b ≤ rank" fails as s_b vanishes, so -log10 s_b (400 where b exceeds the shape); an
@@ -324,9 +324,9 @@ def rank_closeness(sigma: np.ndarray, bound: int, direction: str) -> float:
     def logs(i: int, missing: float) -> float:
         return math.log10(max(float(relative[i]), 1e-300)) if 0 <= i < len(relative) else missing
 
-    if direction == "upper":
+    if relation is Relation.AT_MOST:
         return max(logs(bound, -400.0), -400.0)
-    if direction == "lower":
+    if relation is Relation.AT_LEAST:
         return 0.0 if bound <= 0 else min(-logs(bound - 1, -400.0), 400.0)
     return max(logs(bound, -400.0), -16.0 - logs(bound - 1, -400.0) if bound > 0 else -400.0)
 
@@ -338,8 +338,8 @@ def ceiling_closeness(case: HeadCase, sigma: np.ndarray) -> float:
     it (−log10 s_{d+2}). The quantity does not know the bound a statement compares it with, so it measures
     against the family's own landmark (the shipped claims' bounds, d + 1 and d + 2)."""
     if one_state(case):
-        return rank_closeness(sigma, case.d + 1, "upper")
-    return rank_closeness(sigma, case.d + 2, "lower")
+        return rank_closeness(sigma, case.d + 1, Relation.AT_MOST)
+    return rank_closeness(sigma, case.d + 2, Relation.AT_LEAST)
 
 
 def interval_of(case: HeadCase, built: Built) -> tuple[RankInterval, np.ndarray]:
@@ -541,7 +541,7 @@ def spectral_jacobian_interval(case: HeadCase) -> tuple[RankInterval, np.ndarray
         hi,
         "SVD of the float64 autograd Jacobian + Weyl margin",
         how,
-        certificate={"weyl_margin": margin, "closeness": rank_closeness(sigma, hi, "equal")},
+        certificate={"weyl_margin": margin, "closeness": rank_closeness(sigma, hi, Relation.EQUAL)},
         trust_lower=True,
     )
     return interval, sigma
