@@ -1232,11 +1232,12 @@ def _mp(x: Any) -> Any:
 
 
 def _arb(x: Any) -> flint.arb:
-    """A Fraction or an mpf as an arb ball, exactly (an mpf is man·2^exp)."""
+    """A Fraction or an mpf as an arb ball, exactly (an mpf is ±man·2^exp: ``man_exp`` drops the sign)."""
     if isinstance(x, Fraction):
         return flint.arb(exact.fmpq_of(x))
     man, exp = x.man_exp
-    return flint.arb(int(man)) * flint.arb(2) ** int(exp)
+    magnitude = flint.arb(int(man)) * flint.arb(2) ** int(exp)
+    return -magnitude if x < 0 else magnitude
 
 
 @functools.lru_cache(maxsize=256)
