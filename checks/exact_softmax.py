@@ -307,3 +307,111 @@ def _refined(row: ExactRow, lo: Any, hi: Any) -> Any:
             narrow = flint.arb(a.lower()).union(flint.arb(b.upper()))
             return narrow if narrow.rad() < enclosure.rad() else enclosure
     return enclosure
+
+
+# --------------------------------------------------------------------------- interior roots (the second eigenvalue)
+
+
+def positive_groups(row: ExactRow) -> tuple[list[Any], list[int]]:
+    """The positive distinct values of the row (floats: probabilities, or logits) and their counts,
+    largest first; a zero probability carries no weight in the secular function and is dropped."""
+    pairs = [(v, int(c)) for v, c in zip(row.values[::-1], row.counts[::-1], strict=True) if row.logits or v > 0]
+    return [v for v, _ in pairs], [c for _, c in pairs]
+
+
+def _interior_terms(row: ExactRow) -> tuple[list[Any], list[int], Any]:
+    """(weights w_j of the positive distinct values, largest first, their counts, W = Σ c_j w_j) in balls at
+    the working precision: the row's own entries (probabilities), or e^{z_j - max z} (logits)."""
+    _, counts = positive_groups(row)
+    weights = row.weights(False)[: len(counts)]
+    total = sum((c * w for w, c in zip(weights, counts, strict=True)), flint.arb(0))
+    return weights, counts, total
+
+
+def interior_secular(x: Any, weights: list[Any], counts: list[int]) -> Any:
+    """:math:`g(x) = \\sum_j c_j w_j/(w_j - x)`, increasing between consecutive poles w_j. For a probability
+    vector :math:`\\hat p_j = w_j/W`, :math:`1 - \\sum_j c_j \\hat p_j^2/(\\hat p_j - \\lambda) = -\\lambda\\,
+    g(W\\lambda)` (using :math:`\\sum_j c_j\\hat p_j = 1`), so the nonzero eigenvalues of J(p̂) off the values
+    themselves are the roots of g divided by W. Written without the cancelling ``1 −``: a tail below
+    the normal range keeps its digits in balls."""
+    return sum((c * w / (w - x) for w, c in zip(weights, counts, strict=True)), 0 * x)
+
+
+def _interior_slope(x: Any, weights: list[Any], counts: list[int]) -> Any:
+    return sum((c * w / (w - x) ** 2 for w, c in zip(weights, counts, strict=True)), 0 * x)
+
+
+def _brackets(x_lo: Any, x_hi: Any, weights: list[Any], counts: list[int]) -> bool:
+    """Whether g(x_lo) < 0 < g(x_hi) in balls: then the root lies strictly between (g is increasing)."""
+    return sign(interior_secular(x_lo, weights, counts)) == -1 and sign(interior_secular(x_hi, weights, counts)) == 1
+
+
+def interior_root_enclosure(row: ExactRow, k: int, estimate: tuple[float, float] | None) -> tuple[Any, str]:
+    """A ball that contains the eigenvalue of :math:`J(\\hat p)` strictly between the positive distinct
+    values :math:`\\hat p` number k and k − 1 (0-based, largest first): the root of the secular function
+    there, in units of the row (:func:`interior_secular`'s root over W).
+
+    ``estimate``, a float bracket (lo, hi) of the root in units of the weights, is checked by the signs of g
+    at both ends in balls at the working precision; where it is absent or fails, bisection between the two
+    poles (geometric across decades) finds one. Newton steps then narrow it, each candidate kept only if the
+    signs at its two ends certify it. Never rounded to floats."""
+    weights, counts, total = _interior_terms(row)
+    lo = hi = None
+    method = f"interval-{flint.ctx.prec} bracket from the float root"
+    if estimate is not None and 0 < estimate[0] < estimate[1]:
+        a, b = ball(estimate[0]), ball(estimate[1])
+        if _brackets(a, b, weights, counts):
+            lo, hi = a, b
+    if lo is None:
+        lo, hi, method = _bisected_interior(weights, counts, k)
+    enclosure = _refined_interior(weights, counts, lo, hi)
+    return enclosure / total, method
+
+
+def _bisected_interior(weights: list[Any], counts: list[int], k: int, steps: int = 4000) -> tuple[Any, Any, str]:
+    """Bisect the sign of g between the poles w_k < w_{k-1} (geometric while they span more than a factor
+    4), at the working precision; the ends stay certified: poles at first, then points where g has a sign."""
+    lo, hi = weights[k], weights[k - 1]
+    for _ in range(steps):
+        spread = sign(hi - 4 * lo) == 1
+        middle = flint.arb(((lo * hi).sqrt() if spread else (lo + hi) / 2).mid())
+        direction = sign(interior_secular(middle, weights, counts))
+        if direction is None:
+            break
+        if direction == 0:
+            return middle, middle, f"interval-{flint.ctx.prec} bisection"
+        if direction > 0:
+            hi = middle
+        else:
+            lo = middle
+        if sign(hi - lo - hi * flint.arb(2) ** (8 - flint.ctx.prec)) in (-1, 0):
+            break
+    return lo, hi, f"interval-{flint.ctx.prec} bisection"
+
+
+def _refined_interior(weights: list[Any], counts: list[int], lo: Any, hi: Any) -> Any:
+    """[lo, hi] (a certified bracket) narrowed by Newton steps on g, each candidate [x - d, x + d] kept
+    only if g(x - d) < 0 < g(x + d) in balls."""
+    enclosure = flint.arb(flint.arb(lo).lower()).union(flint.arb(flint.arb(hi).upper()))
+    if sign(flint.arb(hi) - flint.arb(lo)) == 0:
+        return enclosure
+    x = flint.arb(enclosure.mid())
+    for _ in range(12):
+        f = interior_secular(x, weights, counts)
+        slope = _interior_slope(x, weights, counts)
+        if not f.is_finite() or sign(slope) != 1:
+            break
+        step = flint.arb((f / slope).mid())
+        candidate = flint.arb((x - step).mid())
+        if not (sign(candidate - flint.arb(lo).lower()) == 1 and sign(flint.arb(hi).upper() - candidate) == 1):
+            break
+        x = candidate
+        if abs(step) < abs(x) * flint.arb(2) ** (16 - flint.ctx.prec):
+            break
+    for scale in (8, 64, 1024):
+        d = abs(x) * flint.arb(2) ** (scale - flint.ctx.prec)
+        a, b = flint.arb((x - d).upper()), flint.arb((x + d).lower())
+        if _brackets(a, b, weights, counts):
+            narrow = flint.arb(a.lower()).union(flint.arb(b.upper()))
+            return narrow if narrow.rad() < enclosure.rad() else enclosure
+    return enclosure

@@ -26,6 +26,7 @@ from rankwall.theory._rounding import dtype_name, gamma, smallest_normal, unit_r
 __all__ = [
     "dense_eigenvalue_error",
     "dtype_name",
+    "eigenvalue_shift",
     "gamma",
     "gram_eigenvalue_error",
     "head_log_probability_error",
@@ -54,6 +55,25 @@ def spectral_norm_tolerance(V: int, u: float, value: float) -> float:
     that relative error, and normalising the row costs two more: :math:`\\gamma_{V+8}|\\lambda|`.
     (Measured: at most 8 ulps against certified enclosures; see the tests.)"""
     return gamma(V + 8, u) * abs(value)
+
+
+def eigenvalue_shift(relative: float, absolute: float) -> float:
+    r"""How far any eigenvalue of :math:`J(p) = \operatorname{diag}(p) - pp^\top` (sorted, with multiplicity)
+    can move from the exact row :math:`\hat p` to the computed row p normalised exactly,
+    :math:`\tilde p = p/S`, :math:`S = \sum_i p_i`, when every entry satisfies
+    :math:`|p_i - \hat p_i| \le \varepsilon\hat p_i + \eta_i` with :math:`\varepsilon` = ``relative`` and
+    :math:`\sum_i \eta_i` = ``absolute`` (the underflow of the entries).
+
+    With :math:`d = p - \hat p`, :math:`\lVert d\rVert_1 \le \varepsilon + \sum\eta_i = \sigma` and
+    :math:`|S - 1| \le \sigma`, so :math:`\delta = \tilde p - \hat p = (d - (S - 1)\hat p)/S` has
+    :math:`\lVert\delta\rVert_1 \le 2\sigma/(1 - \sigma)`. Then
+    :math:`J(\tilde p) - J(\hat p) = \operatorname{diag}(\delta) - \delta\tilde p^\top - \hat p\delta^\top`
+    has spectral norm at most :math:`\max_i|\delta_i| + \lVert\delta\rVert_2(\lVert\tilde p\rVert_2 +
+    \lVert\hat p\rVert_2) \le 3\lVert\delta\rVert_1` (both rows are probability vectors), and Weyl's
+    inequality moves each eigenvalue by at most that: :math:`6\sigma/(1 - \sigma)`, absolute (infinite
+    for :math:`\sigma \ge 1`)."""
+    sigma = relative + absolute
+    return math.inf if sigma >= 1 else 6 * sigma / (1 - sigma)
 
 
 def quadratic_form_tolerance(V: int, u: float, second_moment: float) -> float:

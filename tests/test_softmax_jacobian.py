@@ -1073,3 +1073,138 @@ class TestDenseEigenvaluesOnTheSupport:
         pytest.importorskip("torch")
         verdict = REGISTRY[claim_id].check(Sparse(V=64, support=5, seed=0), resolve("torch", None, "float32"))
         assert verdict.status is Status.HOLDS, verdict.to_json()
+
+
+def _dense_second_eigenvalue(raw: np.ndarray, logits: bool) -> tuple[mpmath.mpf, int]:
+    """λ₂ of the dense J of the exact row (the float row read exactly and normalised, or the softmax of
+    the logits) by mpmath's Jacobi eigensolver, at 256 bits beyond the row's dynamic range; and those bits."""
+    span = float(raw.max() - raw.min()) / math.log(2) if logits else 0.0
+    bits = 256 + 2 * math.ceil(span) + 64
+    with mpmath.workprec(bits):
+        if logits:
+            z = [mpmath.mpf(float(x)) for x in raw]
+            weights = [mpmath.exp(x - max(z)) for x in z]
+        else:
+            weights = [mpmath.mpf(float(x)) for x in raw]
+        total = mpmath.fsum(weights)
+        p = [w / total for w in weights]
+        n = len(p)
+        J = mpmath.matrix(n, n)
+        for i in range(n):
+            for j in range(n):
+                J[i, j] = p[i] * mpmath.fsum(p[k] for k in range(n) if k != i) if i == j else -p[i] * p[j]
+        return sorted(mpmath.eigsy(J, eigvals_only=True))[-2], bits
+
+
+#: Rows of each shape of λ₂'s case analysis (the exact route's value, a value of p̂, 0, or a secular root).
+SECOND_EIGENVALUE_SHAPES = {
+    "c1 = 3 (uniform)": Uniform(3),
+    "c1 = 5 (uniform)": Uniform(5),
+    "c1 = 3 from logits": Logits(5, 0.0, runners=2, tail_gap=1.0),
+    "c1 = 2, root": sc.TiedAtoms(5, 0.3),
+    "c1 = 2, no other value": sc.TiedAtoms(3, 0.5),
+    "tied runner-up": RunnerUp(5, 0.5, tail_mass=0.375),
+    "tied runner-up from logits": Logits(5, 30.0, runners=2, tail_gap=3.0),
+    "c1 = c2 = 1, root": RunnerUp(3, 0.6, tail_mass=0.1),
+    "dirichlet": Dirichlet(12, 1.0, 3),
+    "dirichlet, tiny entries": Dirichlet(10, 0.001, 5),
+    "V = 2": RunnerUp(2, 0.75),
+    "V = 2 uniform": Uniform(2),
+    "one-hot": RunnerUp(3, 1.0),
+    "one-hot sparse": Sparse(8, 1, 1),
+    "underflowed tied runner-ups": Logits(4, 745.0, runners=3),
+    "underflowed root": Logits(5, 745.0, runners=1, tail_gap=1.0),
+    "underflowed root, far tail": Logits(6, 800.0, runners=1, tail_gap=20.0),
+    "runner-up near one": RunnerUp(4, 1 - 1e-9, tail_mass=5e-10),
+}
+
+
+class TestSecondEigenvalue:
+    """λ₂(J) (issue 28 item 3): the exact route against a dense eigensolver at 256 bits beyond the row's
+    range, on each shape of the case analysis; its float measure within its bound; a wrong route caught by
+    the reference; and declared statements about it decided."""
+
+    @pytest.mark.parametrize("case", list(SECOND_EIGENVALUE_SHAPES.values()), ids=list(SECOND_EIGENVALUE_SHAPES))
+    def test_the_exact_value_is_the_dense_one(self, case):
+        ctx = Context(case, NUMPY)
+        built = sc.built_in(ctx)
+        expected, bits = _dense_second_eigenvalue(built.raw, built.form == "logits")
+        with exact.precision(128):
+            value = sc.second_eigenvalue.exact(ctx)
+            with mpmath.workprec(bits):
+                slack = mpmath.mpf(case.V) ** 2 * mpmath.mpf(2) ** (16 - bits)
+                if value.rational:
+                    q = Fraction(int(value.value.p), int(value.value.q))
+                    assert abs(mpmath.mpf(q.numerator) / q.denominator - expected) <= slack, (q, expected)
+                else:
+                    ball = value.ball
+                    assert ball.rad() <= abs(ball.mid()) * 2.0**-100, ball  # narrow: refined past the float
+                    ends = (ball.lower(), ball.upper())
+                    low, high = (mpmath.mpf(tuple(int(x) for x in e.mid().man_exp())) for e in ends)
+                    assert low - slack <= expected <= high + slack, (ball, expected)
+        measured = sc.second_eigenvalue.measure(ctx)
+        if measured.bounded:
+            with mpmath.workprec(bits):
+                assert abs(mpmath.mpf(measured.value) - expected) <= mpmath.mpf(measured.error), (measured, expected)
+
+    def test_structural_values_are_exact(self):
+        for case, value in ((Uniform(3), Fraction(1, 3)), (RunnerUp(2, 0.75), 0), (RunnerUp(3, 1.0), 0)):
+            with exact.precision(128):
+                got = sc.second_eigenvalue.exact(Context(case, NUMPY))
+            assert got.rational and Fraction(int(got.value.p), int(got.value.q)) == value
+
+    def test_the_float_measure_is_bounded_at_large_V(self):
+        case = Dirichlet(8192, 1.0, 7)
+        ctx = Context(case, NUMPY)
+        measured = sc.second_eigenvalue.measure(ctx)
+        with exact.precision(128):
+            value = sc.second_eigenvalue.exact(ctx)
+        assert measured.bounded and measured.error < 1e-9
+        assert abs(measured.value - float(value.ball.mid())) <= measured.error
+        assert float(value.ball.rad()) <= float(value.ball.mid()) * 2.0**-100
+
+    def test_a_wrong_route_is_caught_by_the_reference(self, monkeypatch):
+        from reference_check import quantity_disagreements
+
+        cases = [v for k, v in SECOND_EIGENVALUE_SHAPES.items() if "underflowed" not in k]
+        assert not quantity_disagreements(sc.second_eigenvalue, list(SECOND_EIGENVALUE_SHAPES.values()), NUMPY)
+        distinct = [c for c in cases if not isinstance(c, Uniform) and c.V > 2 and c != RunnerUp(3, 1.0)]
+        monkeypatch.setattr(sc.second_eigenvalue, "exact_fn", sc.norm.exact_fn)
+        found = quantity_disagreements(sc.second_eigenvalue, distinct, NUMPY)
+        assert len(found) >= 5 and all("exact" in f for f in found), found
+        monkeypatch.undo()
+        monkeypatch.setattr(sc.second_eigenvalue, "measure_fn", sc.norm.measure_fn)
+        found = quantity_disagreements(sc.second_eigenvalue, distinct, NUMPY)
+        assert len(found) >= 5 and all("measured" in f for f in found), found
+
+    def test_declared_statements_against_the_norm(self):
+        import rankwall
+        from rankwall.testing import assert_holds, assert_violated
+
+        before = {c.id for c in REGISTRY}
+        try:
+            below = rankwall.declare(
+                "t.second-below-norm",
+                statement="λ₂(J) ≤ ‖J‖₂",
+                lhs=sc.second_eigenvalue,
+                relation="<=",
+                rhs=sc.norm,
+                cases=sc.rows,
+            )
+            assert_holds(below, V=(2, 3, 16), examples=3)
+            above = rankwall.declare(
+                "t.second-above-norm",
+                statement="λ₂(J) ≥ ‖J‖₂",
+                lhs=sc.second_eigenvalue,
+                relation=">=",
+                rhs=sc.norm,
+                cases=sc.rows,
+            )
+            verdict = above.check(Dirichlet(9, 1.0, 0), NUMPY)
+            assert verdict.status is Status.VIOLATED and verdict.certified_by is not None, verdict.to_json()
+            counterexample = assert_violated(above, budget=50)
+            assert counterexample.status is Status.VIOLATED
+        finally:
+            for claim in list(REGISTRY):
+                if claim.id not in before:
+                    REGISTRY.unregister(claim.id)

@@ -24,6 +24,26 @@ from logits is enclosed from the logits (interlacing on the exact row), never fr
 The spectral norm's exact comparison (:func:`_compare_norm`) reads the other side's structure where it
 has one (c·m(1 − m), c·min(m, 2m(1 − m)), a constant) and takes the sign of the secular function at it,
 with the tie and two-atom lemmas for the attained cases; any statement linear in ‖J‖₂ gets it.
+
+The second eigenvalue λ₂(J) (:data:`second_eigenvalue`, counted with multiplicity). Let the positive
+distinct values of p̂ be v_1 > v_2 > … > v_K with counts c_k. On the support J = D − p̂p̂ᵀ, D diagonal,
+with p̂ > 0 there: a value taken c_k times has c_k − 1 eigenvectors that are orthogonal to p̂ and
+supported on its copies, so v_k is an eigenvalue c_k − 1 times; the other eigenvalues are the roots of the
+secular equation f(λ) = 1 − Σ_k c_k v_k²/(v_k − λ) = 0, which is decreasing from +∞ to −∞ on each
+(v_{k+1}, v_k) (one root there, strictly inside: interlacing), and has the root 0 (J1 = 0, since Σp̂ = 1);
+zero entries add the eigenvalue 0. Nothing lies above v_1. So the spectrum, in decreasing order, is
+v_1 (c_1 − 1 times), the root r_1 ∈ (v_2, v_1), v_2 (c_2 − 1 times), r_2 ∈ (v_3, v_2), …, 0, and λ₁ = ‖J‖₂
+is v_1 when c_1 ≥ 2, else r_1 (0 for a one-hot row). Hence
+
+- c_1 ≥ 3: λ₂ = v_1 (= λ₁);
+- c_1 = 2: λ₂ = r_1 if K ≥ 2, else 0 (two atoms tied at 1/2: J has eigenvalues 1/2 and 0);
+- c_1 = 1: λ₂ = v_2 if c_2 ≥ 2 (v_2 > r_2), else r_2 if K ≥ 3, else 0 (two atoms, V = 2, one-hot).
+
+The float route finds r_k by bisection on the secular sign of the computed row, with the rounding of that
+sign bounded, and Weyl's inequality carries it to p̂ (:func:`rankwall.checks.tolerance.eigenvalue_shift`);
+the exact route takes v_k from p̂ (a rational, or from logits a ball with its form) and encloses r_k by
+the signs of g(x) = Σ c_k v_k/(v_k − x) = −f(x)/x at both ends of a bracket, so a tail below the normal
+range keeps its digits (:func:`rankwall.checks.exact_softmax.interior_root_enclosure`).
 """
 
 from __future__ import annotations
@@ -54,6 +74,7 @@ __all__ = [
     "rows",
     "rows_with_direction",
     "runner_ups",
+    "second_eigenvalue",
     "second_moment",
     "spread_tails",
     "support",
@@ -612,6 +633,82 @@ def _measure_norm(ctx: Context) -> Measured:
     return Measured(norm, tolerance.spectral_norm_tolerance(built.V, built.u, norm))
 
 
+def second_eigenvalue_structure(counts: list[int]) -> tuple[str, int]:
+    """Where λ₂(J) lies, from the counts c_1, c_2, … of the positive distinct values v_1 > v_2 > … of a
+    probability row, largest first (0-based indices): ``("zero", 0)``; ``("value", j)``: λ₂ = v_{j+1};
+    ``("root", k)``: λ₂ is the secular root strictly between v_{k+1} and v_k (1-based). See
+    :data:`second_eigenvalue` for the case analysis."""
+    K = len(counts)
+    if K == 0:
+        return "zero", 0
+    if counts[0] >= 3:
+        return "value", 0
+    if counts[0] == 2:
+        return ("root", 1) if K >= 2 else ("zero", 0)
+    if K == 1:
+        return "zero", 0
+    if counts[1] >= 2:
+        return "value", 1
+    return ("root", 2) if K >= 3 else ("zero", 0)
+
+
+def interior_root_float(weights: np.ndarray, counts: np.ndarray, k: int) -> tuple[float, float]:
+    """A bracket (lo, hi) of the root of g(x) = Σ_j c_j w_j/(w_j − x) strictly between the positive float
+    weights w_k < w_{k−1} (descending, 0-based), by bisection in float64 (geometric while the ends span
+    more than a factor 4), each step taken only where the computed g clears its rounding bound: three
+    roundings a term (c_j w_j, w_j − x, the quotient) and a sum of K terms stay within
+    γ_{2K+8}·Σ|terms| relative, and each term's underflow within the smallest normal number η. g is
+    increasing between its poles, so the root stays in (lo, hi) whatever step stops it."""
+    u, tiny = tolerance.unit_roundoff(np.float64), tolerance.smallest_normal(np.float64)
+    w = np.asarray(weights, dtype=np.float64)
+    numerators = np.asarray(counts, dtype=np.float64) * w
+    n = len(w)
+    lo, hi = float(w[k]), float(w[k - 1])
+    with np.errstate(all="ignore"):
+        for _ in range(4000):
+            middle = math.sqrt(lo) * math.sqrt(hi) if hi > 4 * lo else lo + (hi - lo) / 2
+            if not lo < middle < hi:
+                break
+            terms = numerators / (w - middle)
+            g = float(np.sum(terms))
+            bound = tolerance.gamma(2 * n + 8, u) * float(np.sum(np.abs(terms))) + 2 * n * tiny
+            if g > bound:
+                hi = middle
+            elif g < -bound:
+                lo = middle
+            else:
+                break
+    return lo, hi
+
+
+def _measure_second_eigenvalue(ctx: Context) -> Measured:
+    """λ₂(J) of the computed row p (read into float64 exactly), normalised exactly, p̃ = p/S: from the
+    structure of its distinct values (a value, or 0), or the secular root by :func:`interior_root_float`
+    (O(V) a step), over the computed S. The error: the root's bracket and the rounding of S (γ_{V+4}, in
+    float64), plus how far every eigenvalue moves from p̃ to the exact row p̂ (Weyl:
+    :func:`rankwall.checks.tolerance.eigenvalue_shift` of the entries' error, :func:`entry_error`
+    relative and :func:`underflow` absolute). No float bound where 1 − m, or a nonzero λ₂, falls below
+    the dtype's normal range (as the spectral norm's; the exact route decides)."""
+    built = built_in(ctx)
+    p = to_numpy(built.rows.p)[0].astype(np.float64)
+    values, counts = np.unique(p[p > 0], return_counts=True)
+    weights, counts = values[::-1], counts[::-1]
+    total = float(np.sum(p))
+    shift = tolerance.eigenvalue_shift(entry_error(built), underflow(built))
+    kind, j = second_eigenvalue_structure([int(c) for c in counts])
+    u64 = tolerance.unit_roundoff(np.float64)
+    if kind == "zero":
+        value, width = 0.0, 0.0
+    elif kind == "value":
+        value, width = float(weights[j]) / total, 0.0
+    else:
+        lo, hi = interior_root_float(weights, counts, j)
+        value, width = (lo + (hi - lo) / 2) / total, (hi - lo) / total
+    if subnormal(built, scalar(built.rows.complement)) or (value != 0 and subnormal(built, value)):
+        return Measured(value, math.inf)
+    return Measured(value, width + tolerance.gamma(built.V + 4, u64) * value + shift)
+
+
 def _measure_top(ctx: Context) -> Measured:
     built = built_in(ctx)
     return _bounded(scalar(built.rows.top), entry_error(built), 0.0)
@@ -908,6 +1005,31 @@ def _exact_norm(ctx: Context) -> Real:
         return 2 * _exact_top(ctx) * _exact_complement(ctx)
     estimate = scalar(sj.spectral_norm(float64_rows(built_in(ctx))))
     ball, _ = exact_softmax.norm_enclosure(row, estimate)
+    return Real(ball)
+
+
+def _exact_second_eigenvalue(ctx: Context) -> Real:
+    """λ₂(J(p̂)) exactly where the structure gives it (0; a value of p̂, as :func:`_exact_top` gives the
+    top: a rational, or from logits a ball with its form), else a ball around the secular root between the
+    two values that bracket it (:func:`rankwall.checks.exact_softmax.interior_root_enclosure`), from a
+    float bracket of the exact row's own values where one is certified, else by bisection in balls."""
+    row = exact_row_of(ctx)
+    values, counts = exact_softmax.positive_groups(row)
+    kind, j = second_eigenvalue_structure(counts)
+    if kind == "zero":
+        return Real.of(0)
+    if kind == "value":
+        if row.logits:
+            return group_probabilities(ctx)[j]
+        dyadic = dyadic_row(ctx)
+        numerators = sorted({int(n) for n in dyadic.n if n > 0}, reverse=True)
+        return Real(flint.fmpq(numerators[j], dyadic.N))
+    estimate = None
+    with np.errstate(all="ignore"):
+        weights = np.exp(np.asarray(values) - values[0]) if row.logits else np.asarray(values, dtype=np.float64)
+    if np.all(weights[: j + 1] >= tolerance.smallest_normal(np.float64)):
+        estimate = interior_root_float(weights, np.asarray(counts), j)
+    ball, _ = exact_softmax.interior_root_enclosure(row, j, estimate)
     return Real(ball)
 
 
@@ -1232,11 +1354,12 @@ def _mp(x: Any) -> Any:
 
 
 def _arb(x: Any) -> flint.arb:
-    """A Fraction or an mpf as an arb ball, exactly (an mpf is man·2^exp)."""
+    """A Fraction or an mpf as an arb ball, exactly (an mpf is ±man·2^exp: ``man_exp`` drops the sign)."""
     if isinstance(x, Fraction):
         return flint.arb(exact.fmpq_of(x))
     man, exp = x.man_exp
-    return flint.arb(int(man)) * flint.arb(2) ** int(exp)
+    magnitude = flint.arb(int(man)) * flint.arb(2) ** int(exp)
+    return -magnitude if x < 0 else magnitude
 
 
 @functools.lru_cache(maxsize=256)
@@ -1262,6 +1385,32 @@ def reference_norm(ctx: Context) -> Any:
     """λ_max(J) from a dense eigensolver."""
     row = dense_row(ctx)
     return max(_dense_eigenvalues(tuple(row.p), row.bits))
+
+
+@functools.lru_cache(maxsize=64)
+def _jacobi_eigenvalues(p: tuple[Any, ...], bits: int) -> tuple[Any, ...]:
+    """The eigenvalues of the dense J = diag(p) − ppᵀ by mpmath's Jacobi ``eigsy`` at ``bits`` bits, sorted
+    (Arb's cluster midpoints, which :func:`_dense_eigenvalues` reads, can sit far from a multiple
+    eigenvalue's neighbours: 0.1596 for the 0.16 of two atoms tied at 0.3 beside six at 1/15). Cached on p."""
+    n = len(p)
+    with mpmath.workprec(bits):
+        q = [_mp(x) for x in p]
+        others = [mpmath.fsum(q[j] for j in range(n) if j != i) for i in range(n)]
+        J = mpmath.matrix(n, n)
+        for i in range(n):
+            for j in range(n):
+                J[i, j] = q[i] * others[i] if i == j else -q[i] * q[j]
+        return tuple(sorted(mpmath.eigsy(J, eigvals_only=True)))
+
+
+def reference_second_eigenvalue(ctx: Context) -> Approximately:
+    """λ₂(J): the second largest of the dense J's eigenvalues (mpmath's Jacobi solver), sorted with
+    multiplicity, within the solver's error at the row's precision (absolute: V²·2^(16 − bits), since a
+    zero eigenvalue comes out as a tiny number)."""
+    row = dense_row(ctx)
+    eigenvalues = _jacobi_eigenvalues(tuple(row.p), row.bits)
+    with mpmath.workprec(row.bits):
+        return Approximately(eigenvalues[-2], mpmath.mpf(len(row.p)) ** 2 * mpmath.mpf(2) ** (16 - row.bits))
 
 
 def reference_rank(ctx: Context) -> int:
@@ -1341,6 +1490,15 @@ norm = _quantity(
     doc="the spectral norm of J = diag(p) − ppᵀ",
     exact_doc="the secular equation's largest root, compared with a bound by the sign of the secular function "
     "at it (the tie and two-atom lemmas where the bound is attained)",
+)
+second_eigenvalue = _quantity(
+    "λ₂(J)",
+    _measure_second_eigenvalue,
+    _exact_second_eigenvalue,
+    reference=reference_second_eigenvalue,
+    doc="the second largest eigenvalue of J, counted with multiplicity",
+    exact_doc="a value of p̂ or 0 where the counts of the top values give it, else the secular root "
+    "between the values that bracket it, certified by the signs of the secular function at both ends",
 )
 top = _quantity(
     "m",
