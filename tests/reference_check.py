@@ -163,7 +163,8 @@ def quantity_disagreement(quantity: Any, case: Any, backend: Any) -> str | None:
         elif value is not None:
             if value.rational:
                 exact_value = Fraction(int(value.value.p), int(value.value.q))
-                if abs(_number(exact_value) - ref) > slack or (slack == 0 and exact_value != reference):
+                exactly_different = slack == 0 and not approximate and exact_value != reference
+                if abs(_number(exact_value) - ref) > slack or exactly_different:
                     return f"{quantity}: exact {exact_value} against the reference {mpmath.nstr(ref, 17)}"
             else:
                 ball = value.ball
