@@ -93,7 +93,6 @@ class Checked:
 
 @cache
 def _checked(claim_id: str, V: int) -> str:
-    import rankwall.checks.claims  # noqa: F401  (registers every family)
     from rankwall.checks.backends import resolve
     from rankwall.checks.verdict import REGISTRY
 
@@ -210,7 +209,6 @@ def _slowdown() -> str:
 def _rank_v_minus_one() -> str:
     from fractions import Fraction
 
-    import rankwall.checks.claims  # noqa: F401
     from rankwall.checks.backends import resolve
     from rankwall.checks.claims.error_rank import UniqueContinuation
     from rankwall.checks.verdict import REGISTRY

@@ -19,7 +19,7 @@ from importlib import metadata
 from pathlib import Path
 
 from rankwall.checks.quantities import LOADING_ORIGIN
-from rankwall.checks.verdict import REGISTRY, Claim
+from rankwall.checks.verdict import REGISTRY, Claim, load_shipped_families
 from rankwall.theory.validation import InputError
 
 #: The entry-point group through which an installed package contributes claims.
@@ -67,7 +67,7 @@ def _import_source(source: str, key: str) -> None:
 
 def load_claims(source: str) -> list[Claim]:
     """Import ``source`` (a ``.py`` file, or a module by name) once and return the claims it declared."""
-    import rankwall.checks.claims  # noqa: F401  (the shipped claims first: a user's claim may not reuse their ids)
+    load_shipped_families()  # the shipped claims first
 
     key = source_key(source)
     if key not in _LOADED:
@@ -93,7 +93,7 @@ def load_claims(source: str) -> list[Claim]:
 def load_entry_points() -> list[Claim]:
     """Load every installed package's claims (entry-point group ``rankwall.claims``): each entry point
     names a module whose import declares claims, or a function that declares them when called."""
-    import rankwall.checks.claims  # noqa: F401  (the shipped claims first)
+    load_shipped_families()  # the shipped claims first
 
     claims: list[Claim] = []
     for point in metadata.entry_points(group=ENTRY_POINT_GROUP):

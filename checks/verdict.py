@@ -116,7 +116,7 @@ def case_from_json(data: dict[str, Any]) -> Case:
     """The case that ``data`` describes: a case's :meth:`Case.to_json`, the ``instance`` of a
     verdict's JSON, or :func:`exact_json`'s form, where a float is written ``{"rational": "p/q"}``.
     An unknown kind or parameter is an :class:`InputError`."""
-    import rankwall.checks.claims  # noqa: F401  (registers the shipped case types)
+    load_shipped_families()  # registers the shipped case types
 
     if not isinstance(data, dict) or not isinstance(data.get("case"), str):
         raise InputError(f"case: expected an object with a 'case' kind, got {str(data)[:80]!r}")
@@ -651,10 +651,19 @@ def _declared_at() -> str:
 
 class Registry:
     """Claims keyed by dotted id (``family.name``), matched by shell-style patterns; a mutant is
-    looked up as ``id[name]``."""
+    looked up as ``id[name]``. ``load``, if given, is called once, on the first read (not on a
+    registration): :data:`REGISTRY` imports the shipped families then, so no reader imports them first."""
 
-    def __init__(self) -> None:
+    def __init__(self, load: Callable[[], None] | None = None) -> None:
         self._claims: dict[str, Claim] = {}
+        self._load = load
+
+    @property
+    def _loaded(self) -> dict[str, Claim]:
+        if self._load is not None:
+            load, self._load = self._load, None  # before the call: a family may read the registry
+            load()
+        return self._claims
 
     def register(self, claim: Claim) -> Claim:
         check_claim_id(claim.id)
@@ -667,12 +676,12 @@ class Registry:
         self._claims.pop(claim_id, None)
 
     def __contains__(self, claim_id: str) -> bool:
-        return claim_id in self._claims
+        return claim_id in self._loaded
 
     def __getitem__(self, claim_id: str) -> Claim:
         """The claim ``claim_id``, or its mutant for ``id[name]``."""
         parent, _, mutant = claim_id.partition("[")
-        if mutant and claim_id.endswith("]") and parent in self._claims:
+        if mutant and claim_id.endswith("]") and parent in self._loaded:
             claim = self._claims[parent]
             name = mutant[:-1]
             if name not in claim.mutants:
@@ -686,10 +695,10 @@ class Registry:
             raise KeyError(f"unknown claim {claim_id!r}; known claims: {known}") from None
 
     def __iter__(self) -> Iterator[Claim]:
-        return iter(sorted(self._claims.values(), key=lambda c: c.id))
+        return iter(sorted(self._loaded.values(), key=lambda c: c.id))
 
     def __len__(self) -> int:
-        return len(self._claims)
+        return len(self._loaded)
 
     def match(self, patterns: Sequence[str]) -> list[Claim]:
         """Claims whose id matches any pattern (all claims when there is none)."""
@@ -698,5 +707,12 @@ class Registry:
         return [c for c in self if any(fnmatch.fnmatchcase(c.id, p) for p in patterns)]
 
 
-#: The registry every family registers its claims in (see :mod:`rankwall.checks.claims`).
-REGISTRY = Registry()
+def load_shipped_families() -> None:
+    """Import every shipped family module (:mod:`rankwall.checks.claims`), which registers its claims
+    and case types: discovery by name, the engine's one import of the layer above it."""
+    import rankwall.checks.claims  # noqa: F401
+
+
+#: The registry every family registers its claims in (see :mod:`rankwall.checks.claims`); the shipped
+#: families are imported on its first read.
+REGISTRY = Registry(load=load_shipped_families)

@@ -116,3 +116,18 @@ def test_the_contract_fails_on_a_planted_upward_import(tmp_path):
         assert any(name.startswith(forbidden) for name in names), (source, names)
     heavy = [name for name, top in imports("import flint\ndef f():\n    import torch\n", "rankwall.theory") if top]
     assert heavy == ["flint"]
+
+
+def test_the_registry_loads_the_shipped_families_on_first_read():
+    """A reader needs no ``import rankwall.checks.claims`` first (a docs page, a user's script): the
+    registry imports the families on its first read, and registering alone does not."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys; from rankwall.checks.verdict import REGISTRY; "
+        "before = 'rankwall.checks.claims' in sys.modules; "
+        "print(before, 'softmax-jacobian.trace' in REGISTRY, len(REGISTRY) > 30)"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert result.stdout.split() == ["False", "True", "True"]
