@@ -32,7 +32,7 @@ import time
 
 import numpy as np
 
-from rankwall.checks.backends import resolve, to_numpy
+from rankwall.checks.engine.backends import resolve, to_numpy
 from rankwall.theory import softmax_jacobian as sj
 
 FAMILIES = ((0.05, "peaked"), (0.5, "moderate"), (5.0, "flat"))

@@ -5,13 +5,13 @@ serially and with ``--workers W`` (``--serial``: serially only; ``--each``: one 
 matched claim, so that each claim's own peak is measured), and prints the wall-clock seconds,
 the peak resident memory of the largest process (the command or one of its workers: ``ru_maxrss``
 from ``wait4``, which covers the processes it waited for), the bytes per vocabulary entry that peak
-implies beyond :data:`rankwall.checks.runner.PROCESS_BASE_BYTES`, whether the two JSON outputs agree
+implies beyond :data:`rankwall.checks.run.runner.PROCESS_BASE_BYTES`, whether the two JSON outputs agree
 with the seconds left out, and the load average before and after.
 
 ``--measure N``: in this process, checks every instance of the claims at V = N after a warm-up at
 V = 64 and prints the peak memory before and after
-(:func:`rankwall.checks.outputs.peak_memory_mb`) and the bytes per vocabulary entry they imply,
-the figure behind :data:`rankwall.checks.runner.BYTES_PER_ENTRY`.
+(:func:`rankwall.checks.run.outputs.peak_memory_mb`) and the bytes per vocabulary entry they imply,
+the figure behind :data:`rankwall.checks.run.runner.BYTES_PER_ENTRY`.
 
 Usage: python benchmarks/sweep.py [PATTERN] [--V N ...] [--workers W | --serial] [--each] [--measure N] [--json]
 """
@@ -46,7 +46,7 @@ def without_seconds(text: str) -> list[dict[str, Any]]:
 def sweep(pattern: str, sizes: list[int], workers: int | None) -> list[dict[str, Any]]:
     """One record per size: seconds, peak MiB, bytes per entry and exit code, serial and (unless
     ``workers`` is None) on ``workers`` workers."""
-    from rankwall.checks.runner import PROCESS_BASE_BYTES
+    from rankwall.checks.run.runner import PROCESS_BASE_BYTES
 
     records = []
     for V in sizes:
@@ -71,9 +71,9 @@ def sweep(pattern: str, sizes: list[int], workers: int | None) -> list[dict[str,
 def measure(pattern: str, V: int) -> dict[str, Any]:
     """Peak MiB before and after checking every instance of the claims at V, and bytes per entry."""
     import rankwall.checks.claims  # noqa: F401  (registers the claims)
-    from rankwall.checks.backends import resolve
-    from rankwall.checks.commands.common import NUMPY_ONLY, matched_claims
-    from rankwall.checks.outputs import peak_memory_mb
+    from rankwall.checks.cli.commands.common import NUMPY_ONLY, matched_claims
+    from rankwall.checks.engine.backends import resolve
+    from rankwall.checks.run.outputs import peak_memory_mb
 
     claims = matched_claims([pattern])
     backend = resolve(*NUMPY_ONLY)
@@ -112,7 +112,7 @@ def main() -> None:
         result: Any = measure(args.pattern, args.measure)
     elif args.each:
         import rankwall.checks.claims  # noqa: F401  (registers the claims)
-        from rankwall.checks.commands.common import matched_claims
+        from rankwall.checks.cli.commands.common import matched_claims
 
         result = [{"claim": c.id, **r} for c in matched_claims([args.pattern]) for r in sweep(c.id, args.V, workers)]
     else:

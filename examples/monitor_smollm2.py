@@ -23,7 +23,7 @@ import numpy as np
 def main() -> None:
     import torch
 
-    from rankwall.checks.data import read_corpus
+    from rankwall.checks.companion.data import read_corpus
     from rankwall.checks.models.loading import load_causal_lm
     from rankwall.monitor import Monitor
 

@@ -36,26 +36,26 @@ from rankwall.errors import InputError
 
 #: Public names and the modules that define them (imported on first use).
 _EXPORTS = {
-    "declare": "rankwall.checks.quantities",
-    "quantity": "rankwall.checks.quantities",
-    "minimum": "rankwall.checks.quantities",
-    "maximum": "rankwall.checks.quantities",
-    "sqrt": "rankwall.checks.quantities",
-    "log": "rankwall.checks.quantities",
-    "exp": "rankwall.checks.quantities",
-    "Interval": "rankwall.checks.quantities",
-    "Measured": "rankwall.checks.quantities",
-    "Context": "rankwall.checks.quantities",
-    "Quantity": "rankwall.checks.quantities",
-    "Cases": "rankwall.checks.toolkit",
-    "Case": "rankwall.checks.verdict",
-    "Claim": "rankwall.checks.verdict",
-    "Verdict": "rankwall.checks.verdict",
-    "Status": "rankwall.checks.verdict",
-    "OutsideDomain": "rankwall.checks.verdict",
-    "case_from_json": "rankwall.checks.verdict",
-    "load_claims": "rankwall.checks.loader",
-    "SearchResult": "rankwall.checks.search",
+    "declare": "rankwall.checks.engine.quantities",
+    "quantity": "rankwall.checks.engine.quantities",
+    "minimum": "rankwall.checks.engine.quantities",
+    "maximum": "rankwall.checks.engine.quantities",
+    "sqrt": "rankwall.checks.engine.quantities",
+    "log": "rankwall.checks.engine.quantities",
+    "exp": "rankwall.checks.engine.quantities",
+    "Interval": "rankwall.checks.engine.quantities",
+    "Measured": "rankwall.checks.engine.quantities",
+    "Context": "rankwall.checks.engine.quantities",
+    "Quantity": "rankwall.checks.engine.quantities",
+    "Cases": "rankwall.checks.engine.toolkit",
+    "Case": "rankwall.checks.engine.verdict",
+    "Claim": "rankwall.checks.engine.verdict",
+    "Verdict": "rankwall.checks.engine.verdict",
+    "Status": "rankwall.checks.engine.verdict",
+    "OutsideDomain": "rankwall.checks.engine.verdict",
+    "case_from_json": "rankwall.checks.engine.verdict",
+    "load_claims": "rankwall.checks.run.loader",
+    "SearchResult": "rankwall.checks.run.search",
 }
 
 __all__ = ["InputError", "backend", "check", "get_claim", "search", *sorted(_EXPORTS)]
@@ -107,8 +107,8 @@ def __getattr__(name: str) -> Any:
 
 def get_claim(claim_id: str) -> Any:
     """The registered claim ``claim_id`` (a shipped one, a loaded one, or a mutant ``id[name]``)."""
-    from rankwall.checks.loader import load_entry_points
-    from rankwall.checks.verdict import REGISTRY
+    from rankwall.checks.engine.verdict import REGISTRY
+    from rankwall.checks.run.loader import load_entry_points
 
     load_entry_points()
     try:
@@ -120,7 +120,7 @@ def get_claim(claim_id: str) -> Any:
 def backend(name: str = "numpy", device: str | None = None, dtype: str = "float64") -> Any:
     """The array backend a claim computes in: ``numpy``, ``torch``, ``cupy`` or ``array-api-strict``,
     on a device (``cpu``, ``cuda``) and in a dtype (``float64`` or ``float32``)."""
-    from rankwall.checks.backends import BackendUnavailable, resolve
+    from rankwall.checks.engine.backends import BackendUnavailable, resolve
 
     try:
         return resolve(name, device, dtype)
@@ -139,8 +139,8 @@ def check(claim: Any, case: Any, on: Any = None, tighten: Fraction | int | str =
 
 
 def search(claim: Any, budget: int = 300, tighten: Fraction | int | str = 1, on: Any = None, seed: int = 0) -> Any:
-    """Hunt a counterexample to ``claim`` with Hypothesis (:func:`rankwall.checks.search.search`):
+    """Hunt a counterexample to ``claim`` with Hypothesis (:func:`rankwall.checks.run.search.search`):
     ``budget`` examples, the bound multiplied by ``tighten``, in backend ``on``; no example database."""
-    from rankwall.checks.search import search as run
+    from rankwall.checks.run.search import search as run
 
     return run(_claim(claim), on or backend(), tighten=Fraction(tighten), budget=budget, seed=seed)

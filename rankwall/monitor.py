@@ -17,7 +17,7 @@ norm destroyed in :math:`\ker W^\top` and the cosine of what survives (seed 000,
 :mod:`rankwall.theory.compression`), and a certified lower bound on the rank of G.
 
 Every recorded row is checked against the theorems it must obey, with a margin from the rounding-error
-model of the dtype the model ran in (:func:`rankwall.checks.tolerance.softmax_gradient_error`): the
+model of the dtype the model ran in (:func:`rankwall.checks.engine.tolerance.softmax_gradient_error`): the
 bounds :math:`m(1-m) \le \lVert J\rVert_2 \le 2m(1-m)` on the float64 row p of the recorded logits,
 the realised gain :math:`\le \lVert J\rVert_2`, and the row sums zero within rounding. Each check counts
 its rows as holding, violated (both sides certified beyond each other) or undecided (within rounding);
@@ -138,11 +138,11 @@ EXACT_ROWS = 16
 
 def _exactly(p: np.ndarray, up: np.ndarray, up_close: np.ndarray, low: np.ndarray, low_close: np.ndarray) -> None:
     r"""Re-decide, in place, the bounds that the float margins left undecided, on the same float64 row
-    read exactly (:func:`rankwall.checks.exact_softmax.decide_norm_at_most`): ``up`` is
+    read exactly (:func:`rankwall.checks.exact.softmax.decide_norm_at_most`): ``up`` is
     :math:`\lVert J\rVert_2 \le 2m(1-m)`, ``low`` is :math:`\lVert J\rVert_2 \ge m(1-m)`."""
     from fractions import Fraction
 
-    from rankwall.checks.exact_softmax import Bound, ExactRow, decide_norm_at_most
+    from rankwall.checks.exact.softmax import Bound, ExactRow, decide_norm_at_most
 
     for verdicts, closeness, coefficient, holds in ((up, up_close, 2, (1, 0)), (low, low_close, 1, (-1, 0))):
         for i in np.flatnonzero(verdicts == 0)[:EXACT_ROWS]:
@@ -168,10 +168,10 @@ def check_attention_rows(
 
     The Jacobian bounds are stated for the float64 softmax p of the recorded scores, read exactly and
     normalised (it differs from the exact softmax of the scores by a relative :math:`u|x_i| + \gamma`
-    per entry, :func:`rankwall.checks.tolerance.softmax_relative_error`), decided by float64 margins and,
+    per entry, :func:`rankwall.checks.engine.tolerance.softmax_relative_error`), decided by float64 margins and,
     within them, exactly. The gain and the row sums are the model's own gradients, against J(p) with the
     model dtype's rounding bound on autograd's arithmetic."""
-    from rankwall.checks import tolerance
+    from rankwall.checks.engine import tolerance
     from rankwall.theory import softmax_jacobian as sj
 
     x = _shifted_logits(scores)
@@ -500,7 +500,7 @@ class Monitor:
     def attach(self) -> Monitor:
         """Open the outputs (the JSONL file, TensorBoard); the model itself is not touched."""
         if self.path is not None:
-            from rankwall.checks.outputs import writable_folder
+            from rankwall.checks.run.outputs import writable_folder
 
             writable_folder(self.path.parent if str(self.path.parent) else ".", "path")
             if self.path.is_dir():
@@ -709,7 +709,7 @@ def _write_scalars(writer: Any, record: dict[str, Any]) -> None:
 def read_run(path: str | Path, argument: str = "RUN") -> list[dict[str, Any]]:
     """The records of a JSON Lines run, in order; a line that is not a record of :data:`SCHEMA` is an
     :class:`InputError` naming the file and the line."""
-    from rankwall.checks.data import read_text_file
+    from rankwall.checks.companion.data import read_text_file
 
     records = []
     for number, line in enumerate(read_text_file(path, argument).splitlines(), 1):

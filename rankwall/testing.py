@@ -52,7 +52,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 def rankwall_backend(request: pytest.FixtureRequest) -> Any:
     """A rankwall backend (namespace, device, dtype), one per installed library; CUDA ones skip
     without a device."""
-    from rankwall.checks.backends import BackendUnavailable, resolve
+    from rankwall.checks.engine.backends import BackendUnavailable, resolve
 
     _, name, device, dtype = getattr(request, "param", BACKENDS[0])
     try:
@@ -83,7 +83,7 @@ def assert_holds(
     sides, the margin and the method on a violation, and on an undecided instance unless
     ``allow_inconclusive``; a case outside its domain is skipped, and checking no case at all fails."""
     import rankwall
-    from rankwall.checks.verdict import OutsideDomain, Status
+    from rankwall.checks.engine.verdict import OutsideDomain, Status
 
     chosen = rankwall.get_claim(claim) if isinstance(claim, str) else claim
     sizes = [V] if isinstance(V, int) else list(V)
@@ -105,7 +105,7 @@ def assert_holds(
 def assert_violated(claim: Any, *, budget: int = 300, tighten: Any = 1, backend: Any = None, seed: int = 0) -> Any:
     """Search ``claim`` (a claim, or its id) for a counterexample with Hypothesis (``budget`` examples,
     its bound multiplied by ``tighten``, in ``backend``, NumPy float64 by default) and return it: the
-    shrunk, certified ``violated`` :class:`~rankwall.checks.verdict.Verdict`. Raises ``AssertionError``
+    shrunk, certified ``violated`` :class:`~rankwall.checks.engine.verdict.Verdict`. Raises ``AssertionError``
     when the search finds none (saying how many examples it checked and how many it could not decide),
     so a test of a false statement needs no ``pytest.raises``."""
     import rankwall

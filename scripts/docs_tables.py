@@ -27,7 +27,7 @@ def cell(text: str) -> str:
 def families_block() -> str:
     """One row per family module: how to import it, the claims it registers, its docs page."""
     from rankwall.checks.claims import FAMILY_MODULES, family_name
-    from rankwall.checks.verdict import REGISTRY
+    from rankwall.checks.engine.verdict import REGISTRY
 
     lines = ["| module | claims | page |", "|---|---|---|"]
     for module in FAMILY_MODULES:

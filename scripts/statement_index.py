@@ -25,8 +25,8 @@ DOCS = ROOT / "docs"
 def main(argv: list[str] | None = None) -> int:
     import json
 
-    from rankwall.checks import fidelity
-    from rankwall.checks.statements import RECORDS, changed, read_record, record, stated
+    from rankwall.checks.companion import fidelity
+    from rankwall.checks.engine.statements import RECORDS, changed, read_record, record, stated
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     action = parser.add_mutually_exclusive_group(required=True)

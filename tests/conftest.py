@@ -6,8 +6,8 @@ import pytest
 from backend_specs import BACKEND_SPECS
 
 import rankwall.checks.claims  # noqa: F401  (fills the registry)
-from rankwall.checks.backends import BackendUnavailable, cuda_available, installed, resolve
-from rankwall.checks.strategies import load_profile
+from rankwall.checks.engine.backends import BackendUnavailable, cuda_available, installed, resolve
+from rankwall.checks.run.strategies import load_profile
 
 HYPOTHESIS_PROFILE = load_profile()
 
@@ -55,8 +55,8 @@ def registry_left_as_found():
     table) sees the shipped claims only."""
     import sys
 
-    from rankwall.checks import loader
-    from rankwall.checks.verdict import REGISTRY
+    from rankwall.checks.engine.verdict import REGISTRY
+    from rankwall.checks.run import loader
 
     claims_before, loaded_before = {c.id for c in REGISTRY}, dict(loader._LOADED)
     yield

@@ -13,7 +13,7 @@ import mpmath
 from hypothesis import HealthCheck, Phase, given, settings
 
 from rankwall.checks import exact
-from rankwall.checks.verdict import is_numerical_failure
+from rankwall.checks.engine.verdict import is_numerical_failure
 from rankwall.theory.validation import InputError
 
 #: The largest vocabulary the references run at (dense matrices in exact or 200-bit arithmetic).
@@ -125,8 +125,8 @@ def quantity_disagreement(quantity: Any, case: Any, backend: Any) -> str | None:
     reference (an integer interval must contain it), and the exact value at 128 bits must contain it
     (a rational must equal it, a ball must hold it, beyond the reference's own 2^-200 relative error).
     A case its constructor refuses, or outside a quantity's reach (no direction), is no comparison."""
-    from rankwall.checks.quantities import REFERENCE_BITS, Approximately, Context, Measured
-    from rankwall.checks.verdict import RankInterval
+    from rankwall.checks.engine.quantities import REFERENCE_BITS, Approximately, Context, Measured
+    from rankwall.checks.engine.verdict import RankInterval
 
     ctx = Context(case, backend)
     try:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from reference_check import drawn
 
-from rankwall.checks.verdict import REGISTRY
+from rankwall.checks.engine.verdict import REGISTRY
 
 CLAIMS = list(REGISTRY)
 #: Cases drawn per claim, and the least share of them each boundary class must get.

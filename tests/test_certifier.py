@@ -29,9 +29,9 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from rankwall.checks.backends import resolve
 from rankwall.checks.claims import FAMILY_MODULES
-from rankwall.checks.quantities import (
+from rankwall.checks.engine.backends import resolve
+from rankwall.checks.engine.quantities import (
     REFERENCE_BITS,
     Approximately,
     Base,
@@ -46,8 +46,8 @@ from rankwall.checks.quantities import (
     minimum,
     sqrt,
 )
-from rankwall.checks.toolkit import Cases
-from rankwall.checks.verdict import OutsideDomain, is_numerical_failure
+from rankwall.checks.engine.toolkit import Cases
+from rankwall.checks.engine.verdict import OutsideDomain, is_numerical_failure
 from rankwall.theory.validation import InputError
 
 NUMPY = resolve("numpy")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from backend_specs import BACKEND_SPECS
 
-from rankwall.checks.verdict import DEFAULT_V, NUMERICAL_FAILURE, REGISTRY, Status
+from rankwall.checks.engine.verdict import DEFAULT_V, NUMERICAL_FAILURE, REGISTRY, Status
 
 CLAIMS = list(REGISTRY)
 MUTANTS = [m for c in CLAIMS for m in c.mutants.values()]

@@ -10,7 +10,7 @@ from dataclasses import replace
 import pytest
 
 from rankwall.checks.cli import EXIT_OK, EXIT_USAGE, EXIT_VIOLATED, main
-from rankwall.checks.verdict import REGISTRY
+from rankwall.checks.engine.verdict import REGISTRY
 
 VERDICT_KEYS = {"claim", "status", "lhs", "rhs", "margin", "tolerance", "method", "instance", "certificate"}
 
@@ -153,7 +153,7 @@ def test_verify_takes_a_list_of_sizes(capsys):
 
 def test_verify_exit_code_is_the_worst_over_the_sizes(capsys, monkeypatch):
     """A violation at one size of several makes the exit code 1, whatever the other sizes say."""
-    from rankwall.checks.verdict import Claim, Status
+    from rankwall.checks.engine.verdict import Claim, Status
 
     checked = Claim.check
 

@@ -19,15 +19,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rankwall.checks.backends import resolve
 from rankwall.checks.cli import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_USAGE, EXIT_VIOLATED, build_parser, main
-from rankwall.checks.commands import argmax as argmax_command
-from rankwall.checks.commands import search as search_command
-from rankwall.checks.commands import spot as spot_command
+from rankwall.checks.cli.commands import argmax as argmax_command
+from rankwall.checks.cli.commands import search as search_command
+from rankwall.checks.cli.commands import spot as spot_command
+from rankwall.checks.engine.backends import resolve
+from rankwall.checks.engine.verdict import REGISTRY, Claim, Status
 from rankwall.checks.experiments import mos_rank
 from rankwall.checks.models import loading
-from rankwall.checks.search import SearchResult
-from rankwall.checks.verdict import REGISTRY, Claim, Status
+from rankwall.checks.run.search import SearchResult
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -19,13 +19,13 @@ import scipy.special
 from reference_check import quantity_disagreements
 
 from rankwall.checks import exact
-from rankwall.checks.backends import float64_copy, resolve
 from rankwall.checks.claims import compression as claims
 from rankwall.checks.cli import EXIT_OK, EXIT_USAGE, EXIT_VIOLATED, main
-from rankwall.checks.quantities import Context, declare
-from rankwall.checks.reals import Real
-from rankwall.checks.search import search
-from rankwall.checks.verdict import REGISTRY, Certification, OutsideDomain, Relation, Status
+from rankwall.checks.engine.backends import float64_copy, resolve
+from rankwall.checks.engine.quantities import Context, declare
+from rankwall.checks.engine.reals import Real
+from rankwall.checks.engine.verdict import REGISTRY, Certification, OutsideDomain, Relation, Status
+from rankwall.checks.run.search import search
 from rankwall.theory import compression as cp
 from rankwall.theory._rounding import gamma
 from rankwall.theory.validation import InputError

@@ -18,10 +18,10 @@ from hypothesis import strategies as st
 import rankwall
 from rankwall import Cases, declare
 from rankwall import softmax_jacobian as sj
-from rankwall.checks import loader
 from rankwall.checks.claims import FAMILY_MODULES
 from rankwall.checks.cli import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_USAGE, EXIT_VIOLATED, main
-from rankwall.checks.verdict import REGISTRY, Certification, Status, case_from_json, exact_json
+from rankwall.checks.engine.verdict import REGISTRY, Certification, Status, case_from_json, exact_json
+from rankwall.checks.run import loader
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples" / "conjectures.py"
@@ -187,7 +187,7 @@ class TestTheCommandLineTakesThem:
     def test_replay_exits_zero_once_the_claim_holds_there(self, capsys, scoped, tmp_path):
         claim = declare("t.below-1.9", statement="‖J‖ ≤ 1.9 m(1 − m)", lhs=sj.norm, relation="<=",
                         rhs=1.9 * sj.top * sj.complement, cases=sj.rows)  # fmt: skip
-        from rankwall.checks.replay import save
+        from rankwall.checks.run.replay import save
 
         verdict = claim.check(sj.RunnerUp(2, 0.5), rankwall.backend())
         path = save(verdict, claim, rankwall.backend(), Fraction(1), tmp_path)

@@ -9,12 +9,12 @@ from fractions import Fraction
 
 import pytest
 
-from rankwall.checks import distributed as dist
-from rankwall.checks import runner
-from rankwall.checks.backends import resolve
 from rankwall.checks.cli import EXIT_OK, EXIT_USAGE, EXIT_VIOLATED, main
-from rankwall.checks.search import SearchResult, database_folder, search
-from rankwall.checks.verdict import REGISTRY
+from rankwall.checks.engine.backends import resolve
+from rankwall.checks.engine.verdict import REGISTRY
+from rankwall.checks.run import distributed as dist
+from rankwall.checks.run import runner
+from rankwall.checks.run.search import SearchResult, database_folder, search
 
 NUMPY = resolve("numpy")
 #: A planted mutant that a fresh search at budget 1 does not refute, so refuting it there is a replay.
@@ -193,7 +193,7 @@ ONE_GIB_WORKERS = (
 def test_a_size_that_cannot_fit_is_refused_before_anything_runs(capsys, monkeypatch, extra, limit):
     """The estimate of one instance at the largest V against the per-worker limit, or against the
     memory available when serial: exit 2 naming --V and the figures, and no output."""
-    from rankwall.checks.commands import verify as verify_command
+    from rankwall.checks.cli.commands import verify as verify_command
 
     monkeypatch.setattr(verify_command, "available_memory_bytes", lambda: 2**30)
     monkeypatch.setattr(dist, "connect", None)  # never reached

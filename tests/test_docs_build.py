@@ -88,8 +88,8 @@ def test_citation_file_names_the_package_version():
 
 
 def test_every_statement_carries_its_stable_number_on_its_page(built):
-    from rankwall.checks import fidelity
-    from rankwall.checks.statements import theorems
+    from rankwall.checks.companion import fidelity
+    from rankwall.checks.engine.statements import theorems
 
     directives = {label: directive for label, (directive, _, _) in theorems(DOCS).items()}
     for s in fidelity.STATEMENTS:
@@ -120,7 +120,7 @@ def _table_body(html: str, css_class: str) -> str:
 
 
 def test_the_fidelity_page_is_a_table_of_every_row_with_links(built):
-    from rankwall.checks import fidelity
+    from rankwall.checks.companion import fidelity
 
     body = _table_body((built / "fidelity.html").read_text(), "fidelity-table")
     rows = re.findall(r'<tr class="row-(?:odd|even)" id="row-(\d+)">(.*?)</tr>', body, re.S)
@@ -142,9 +142,9 @@ def _table_rows(html: str, css_class: str) -> list[str]:
 def test_the_family_and_new_statement_lists_are_built_from_the_registry(built):
     """No page lists the families or the new statements by hand: a new family or theorem appears in
     the conjectures page's family table and on the beyond page by itself."""
-    from rankwall.checks import fidelity
     from rankwall.checks.claims import FAMILY_MODULES
-    from rankwall.checks.statements import Kind
+    from rankwall.checks.companion import fidelity
+    from rankwall.checks.engine.statements import Kind
 
     pattern = r"<td[^>]*>\s*(?:<p>)?<code[^>]*><span class=\"pre\">rankwall\.([a-z_]+)</span>"
     families = re.findall(pattern, (built / "conjectures.html").read_text())
@@ -181,7 +181,7 @@ def test_two_pages_render_their_math_offline_in_chromium(built, tmp_path):
 
 def test_readme_table_lists_every_claim():
     """The README's results table names exactly the registered claims."""
-    from rankwall.checks.verdict import CLAIM_ID, REGISTRY
+    from rankwall.checks.engine.verdict import CLAIM_ID, REGISTRY
 
     readme = (ROOT / "README.md").read_text()
     listed = set(re.findall(rf"^\| `({CLAIM_ID.pattern})` \|", readme, flags=re.MULTILINE))
@@ -193,7 +193,7 @@ def test_the_rankwall_names_the_readme_gives_exist():
     the registry), so a new family edits no README sentence; each `rankwall.<name>` it gives is a
     family, a module, or the entry-point group."""
     from rankwall.checks.claims import FAMILY_MODULES
-    from rankwall.checks.loader import ENTRY_POINT_GROUP
+    from rankwall.checks.run.loader import ENTRY_POINT_GROUP
 
     families = {module.__name__.rsplit(".", 1)[1] for module in FAMILY_MODULES}
     named = set(re.findall(r"`(rankwall\.[a-z_]+)`", (ROOT / "README.md").read_text()))

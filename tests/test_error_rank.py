@@ -20,13 +20,13 @@ import scipy.sparse as sparse
 from reference_check import disagreements, quantity_disagreements
 
 from rankwall.checks import exact
-from rankwall.checks.backends import resolve
 from rankwall.checks.claims import error_rank as claims
-from rankwall.checks.data import characters, read_corpus
-from rankwall.checks.quantities import Base, declare
-from rankwall.checks.runner import check_in_domain, plan, verify
-from rankwall.checks.search import search
-from rankwall.checks.verdict import REGISTRY, Case, Certification, OutsideDomain, Status
+from rankwall.checks.companion.data import characters, read_corpus
+from rankwall.checks.engine.backends import resolve
+from rankwall.checks.engine.quantities import Base, declare
+from rankwall.checks.engine.verdict import REGISTRY, Case, Certification, OutsideDomain, Status
+from rankwall.checks.run.runner import check_in_domain, plan, verify
+from rankwall.checks.run.search import search
 from rankwall.theory import error_rank as er
 from rankwall.theory.validation import InputError
 

@@ -38,7 +38,7 @@ class TestSpamLang:
 
 class TestLowRankHeads:
     def test_bpe_is_trained_locally_to_the_requested_size(self):
-        from rankwall.checks.data import read_corpus
+        from rankwall.checks.companion.data import read_corpus
         from rankwall.checks.experiments import lowrank_heads
 
         ids, V = lowrank_heads.bpe_ids(read_corpus("tinyshakespeare.txt")[:200_000], 512, 0)

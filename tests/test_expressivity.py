@@ -8,11 +8,12 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from rankwall.checks import exact, tolerance
-from rankwall.checks.backends import float64_copy, resolve
+from rankwall.checks import exact
 from rankwall.checks.claims import expressivity as claims
-from rankwall.checks.quantities import Context, declare
-from rankwall.checks.verdict import REGISTRY, Certification, Status
+from rankwall.checks.engine import tolerance
+from rankwall.checks.engine.backends import float64_copy, resolve
+from rankwall.checks.engine.quantities import Context, declare
+from rankwall.checks.engine.verdict import REGISTRY, Certification, Status
 from rankwall.theory import expressivity as ex
 from rankwall.theory.validation import InputError
 

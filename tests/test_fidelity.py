@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 
 import rankwall.checks.claims  # noqa: F401  (registers every family)
-from rankwall.checks import fidelity
 from rankwall.checks.claims import FAMILY_MODULES
-from rankwall.checks.fidelity import ROWS, STATEMENTS, Checked, Computed, Pointer, Recorded, Row, Status
-from rankwall.checks.statements import Kind, changed, read_record, recorded_versions, stated, theorems
-from rankwall.checks.verdict import REGISTRY
+from rankwall.checks.companion import fidelity
+from rankwall.checks.companion.fidelity import ROWS, STATEMENTS, Checked, Computed, Pointer, Recorded, Row, Status
+from rankwall.checks.engine.statements import Kind, changed, read_record, recorded_versions, stated, theorems
+from rankwall.checks.engine.verdict import REGISTRY
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 IDS = [f"{i:02d}-seed{r.seed}-{r.where}" for i, r in enumerate(ROWS, 1)]
@@ -104,7 +104,7 @@ def test_out_of_reach_without_a_reason_is_caught():
 def test_the_page_builds_the_table_from_the_rows():
     page = (DOCS / "fidelity.md").read_text()
     assert "```{fidelity-table}" in page
-    assert "checks/fidelity.py" in page
+    assert "checks/companion/fidelity.py" in page
 
 
 def test_a_mutant_figure_counts_the_witnesses_that_refute_it():

@@ -14,15 +14,16 @@ import numpy as np
 import pytest
 from rich.console import Console
 
-from rankwall.checks import data, runner
-from rankwall.checks.backends import resolve
 from rankwall.checks.cli import EXIT_BROKEN_PIPE, EXIT_INCONCLUSIVE, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, main
-from rankwall.checks.commands import commands
-from rankwall.checks.commands import compress as compress_command
-from rankwall.checks.commands import spot as spot_command
-from rankwall.checks.commands import verify as verify_command
-from rankwall.checks.outputs import write_outputs
-from rankwall.checks.verdict import NUMERICAL_FAILURE, REGISTRY, Status
+from rankwall.checks.cli.commands import commands
+from rankwall.checks.cli.commands import compress as compress_command
+from rankwall.checks.cli.commands import spot as spot_command
+from rankwall.checks.cli.commands import verify as verify_command
+from rankwall.checks.companion import data
+from rankwall.checks.engine.backends import resolve
+from rankwall.checks.engine.verdict import NUMERICAL_FAILURE, REGISTRY, Status
+from rankwall.checks.run import runner
+from rankwall.checks.run.outputs import write_outputs
 from rankwall.theory.validation import InputError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -58,7 +59,7 @@ class TestTheProjectCarriesItsData:
             data.read_corpus("wikitext-2.valid.txt")
 
     def test_the_notice_names_source_licence_and_hash_of_every_corpus(self):
-        notice = (ROOT / "checks" / "corpora" / "NOTICE.md").read_text()
+        notice = (ROOT / "checks" / "companion" / "corpora" / "NOTICE.md").read_text()
         for name, digest in data.CORPORA.items():
             assert f"{name}.xz" in notice and digest in notice
         assert "CC BY-SA 3.0" in notice and "public domain" in notice
@@ -76,7 +77,7 @@ class TestTheProjectCarriesItsData:
 
     def test_the_corpora_go_into_the_package(self):
         pyproject = (ROOT / "pyproject.toml").read_text()
-        assert '"rankwall.checks" = ["corpora/*.xz", "corpora/NOTICE.md"]' in pyproject
+        assert '"rankwall.checks.companion" = ["corpora/*.xz", "corpora/NOTICE.md"]' in pyproject
 
 
 class TestCIIsAFreshCloneCheck:

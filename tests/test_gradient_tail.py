@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rankwall.checks import tolerance
 from rankwall.checks.cli import main
+from rankwall.checks.engine import tolerance
 from rankwall.checks.experiments import gradient_tail as gt
 from rankwall.checks.models import loading
 from rankwall.theory import updates as up

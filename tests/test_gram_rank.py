@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rankwall.checks import exact, tolerance
+from rankwall.checks import exact
+from rankwall.checks.engine import tolerance
 from rankwall.theory.validation import InputError
 
 U64 = tolerance.unit_roundoff(np.float64)

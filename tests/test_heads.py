@@ -10,11 +10,11 @@ import torch
 
 import rankwall.checks.claims.heads as hc
 from rankwall.checks import exact
-from rankwall.checks.backends import resolve
-from rankwall.checks.quantities import Context
-from rankwall.checks.search import search
-from rankwall.checks.strategies import CI_SEARCH_BUDGET
-from rankwall.checks.verdict import REGISTRY, Certification, RankInterval, Status
+from rankwall.checks.engine.backends import resolve
+from rankwall.checks.engine.quantities import Context
+from rankwall.checks.engine.verdict import REGISTRY, Certification, RankInterval, Status
+from rankwall.checks.run.search import search
+from rankwall.checks.run.strategies import CI_SEARCH_BUDGET
 from rankwall.theory import heads as hd
 from rankwall.theory.validation import InputError
 

@@ -5,8 +5,8 @@ through ``package-dir``.
 
 - ``theory/`` is mathematics: it imports neither ``rankwall.checks`` nor the testing machinery, and
   nothing heavy at module level (python-flint, torch, hypothesis only inside a function);
-- the engine (decisions, quantities, exact reals, tolerances, backends) imports no family module,
-  command, experiment or model code;
+- each layer of ``checks/`` (a sub-package: engine, exact, run, claims, cli, models, experiments,
+  companion) imports nothing from the layers above it (:data:`ABOVE`);
 - ``rankwall/errors.py`` imports nothing but the standard library.
 """
 
@@ -19,25 +19,19 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
-ENGINE = [
-    "verdict",
-    "quantities",
-    "reals",
-    "toolkit",
-    "tolerance",
-    "exact",
-    "exact_softmax",
-    "exact_vectors",
-    "statements",
-    "backends",
-]
-ABOVE_THE_ENGINE = ("rankwall.checks.claims", "rankwall.checks.cli", "rankwall.checks.commands",
-                    "rankwall.checks.experiments", "rankwall.checks.models")  # fmt: skip
+#: Each layer of checks/ (a sub-package) and the layers above it that it must not import.
+ABOVE = {
+    "engine": ("claims", "cli", "run", "models", "experiments", "companion"),
+    "exact": ("claims", "cli", "run", "models", "experiments", "companion"),
+    "run": ("claims", "cli", "models", "experiments", "companion"),
+    "claims": ("cli", "run", "models", "experiments", "companion.fidelity"),
+}
+#: The imports across a layer's ceiling that are allowed, and why: discovery, not use
+#: (``REGISTRY`` imports the shipped families on its first read, to register their claims and case types).
+DISCOVERY = {("engine/verdict.py", "rankwall.checks.claims")}
+ENGINE_CEILING = tuple(f"rankwall.checks.{above}" for above in ABOVE["engine"])
 NOT_IN_THEORY = ("rankwall.checks", "rankwall.testing", "hypothesis")
 NOT_AT_THEORY_TOP_LEVEL = ("flint", "torch", "hypothesis", "transformers", "cupy")
-#: The one downward-looking import the engine makes, and why: discovery, not use (``case_from_json``
-#: imports the shipped families on first use so that their case types are registered).
-DISCOVERY = {("verdict", "rankwall.checks.claims")}
 STANDARD_LIBRARY_ONLY = ("__future__", "typing", "collections", "dataclasses")
 
 
@@ -89,12 +83,22 @@ def test_theory_imports_nothing_heavy_at_module_level():
     assert not found, found
 
 
-@pytest.mark.parametrize("module", ENGINE)
-def test_the_engine_imports_nothing_above_it(module):
-    path = ROOT / "checks" / f"{module}.py"
-    assert path.is_file(), f"the engine module {module} moved: update ENGINE"
-    found = violations(path, "rankwall.checks", ABOVE_THE_ENGINE)
-    assert not [v for v in found if (module, v.rsplit(" ", 1)[1]) not in DISCOVERY], found
+@pytest.mark.parametrize("layer", list(ABOVE))
+def test_a_layer_imports_nothing_above_it(layer):
+    forbidden = tuple(f"rankwall.checks.{above}" for above in ABOVE[layer])
+    found = []
+    for path in sorted((ROOT / "checks" / layer).rglob("*.py")):
+        where = path.relative_to(ROOT / "checks").as_posix()
+        package = "rankwall.checks." + ".".join(path.relative_to(ROOT / "checks").parent.parts)
+        found += [v for v in violations(path, package, forbidden) if (where, v.rsplit(" ", 1)[1]) not in DISCOVERY]
+    assert not found, found
+
+
+def test_every_layer_is_a_folder():
+    """The layers named in the contract exist, and checks/ has no module left outside a layer."""
+    assert all((ROOT / "checks" / layer).is_dir() for layer in ABOVE)
+    loose = sorted(p.name for p in (ROOT / "checks").glob("*.py") if p.name != "__init__.py")
+    assert not loose, loose
 
 
 def test_the_errors_import_only_the_standard_library():
@@ -106,8 +110,11 @@ def test_the_contract_fails_on_a_planted_upward_import(tmp_path):
     """The contract can fail: an engine module that imports a family, a theory module that imports
     checks (relatively or by name, at any depth), a heavy import at a theory module's top level."""
     checks = {
-        "def f():\n    from rankwall.checks.claims import softmax_jacobian\n": ("rankwall.checks", ABOVE_THE_ENGINE),
-        "from .claims import heads\n": ("rankwall.checks", ABOVE_THE_ENGINE),
+        "def f():\n    from rankwall.checks.claims import softmax_jacobian\n": (
+            "rankwall.checks.engine",
+            ENGINE_CEILING,
+        ),
+        "from ..claims import heads\n": ("rankwall.checks.engine", ENGINE_CEILING),
         "from ..checks import verdict\n": ("rankwall.theory", NOT_IN_THEORY),
         "import rankwall.checks.exact as exact\n": ("rankwall.theory", NOT_IN_THEORY),
     }
@@ -125,7 +132,7 @@ def test_the_registry_loads_the_shipped_families_on_first_read():
     import sys
 
     probe = (
-        "import sys; from rankwall.checks.verdict import REGISTRY; "
+        "import sys; from rankwall.checks.engine.verdict import REGISTRY; "
         "before = 'rankwall.checks.claims' in sys.modules; "
         "print(before, 'softmax-jacobian.trace' in REGISTRY, len(REGISTRY) > 30)"
     )

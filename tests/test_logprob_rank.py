@@ -12,14 +12,15 @@ import numpy as np
 import pytest
 from reference_check import disagreements, quantity_disagreements
 
-from rankwall.checks import exact, tolerance
-from rankwall.checks.backends import resolve
+from rankwall.checks import exact
 from rankwall.checks.claims import logprob_rank as claims
+from rankwall.checks.engine import tolerance
+from rankwall.checks.engine.backends import resolve
+from rankwall.checks.engine.quantities import Base, Context, declare
+from rankwall.checks.engine.verdict import REGISTRY, Case, Certification, OutsideDomain, RankInterval, Status
 from rankwall.checks.models import logprob_rank as lr
-from rankwall.checks.quantities import Base, Context, declare
-from rankwall.checks.runner import check_in_domain
-from rankwall.checks.search import search
-from rankwall.checks.verdict import REGISTRY, Case, Certification, OutsideDomain, RankInterval, Status
+from rankwall.checks.run.runner import check_in_domain
+from rankwall.checks.run.search import search
 from rankwall.theory import error_rank as er
 from rankwall.theory.validation import InputError
 

@@ -100,7 +100,7 @@ class TestTheMarginsAreSound:
 
     @pytest.mark.parametrize("spread", [0.5, 5.0, 40.0])
     def test_the_bound_covers_the_float32_error(self, spread):
-        from rankwall.checks import tolerance
+        from rankwall.checks.engine import tolerance
         from rankwall.monitor import _shifted_logits
 
         z, _, g_p, g_z, _ = softmax_rows_with_gradients(512, 32, seed=3, spread=spread, masked=False)
@@ -433,8 +433,8 @@ class TestTheReportCommand:
 
     @pytest.mark.parametrize(("key", "code"), [("violated", 1), ("undecided", 3)])
     def test_a_violated_or_undecided_row_sets_the_exit_code(self, run_file, key, code):
-        from rankwall.checks import monitor_report
-        from rankwall.checks.commands.monitor import exit_code
+        from rankwall.checks.cli.commands.monitor import exit_code
+        from rankwall.checks.models import monitor_report
         from rankwall.monitor import read_run
 
         records = read_run(run_file)
@@ -453,8 +453,8 @@ class TestTheReportCommand:
 
         import matplotlib.pyplot as plt
 
-        from rankwall.checks import monitor_report
-        from rankwall.checks.outputs import layout_problems
+        from rankwall.checks.models import monitor_report
+        from rankwall.checks.run.outputs import layout_problems
         from rankwall.monitor import read_run
 
         records = read_run(run_file)

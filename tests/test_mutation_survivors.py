@@ -17,7 +17,7 @@ import pytest
 import scipy.special
 import torch
 
-from rankwall.checks.tolerance import log_softmax_error
+from rankwall.checks.engine.tolerance import log_softmax_error
 from rankwall.theory import compression as cp
 from rankwall.theory import error_rank as er
 from rankwall.theory import heads as hd

@@ -15,11 +15,11 @@ import numpy as np
 import pytest
 from rich.console import Console
 
-from rankwall.checks import outputs, runner
-from rankwall.checks.backends import resolve
 from rankwall.checks.cli import EXIT_OK, EXIT_USAGE, build_parser, main
-from rankwall.checks.commands import verify as verify_command
-from rankwall.checks.verdict import REGISTRY
+from rankwall.checks.cli.commands import verify as verify_command
+from rankwall.checks.engine.backends import resolve
+from rankwall.checks.engine.verdict import REGISTRY
+from rankwall.checks.run import outputs, runner
 from rankwall.theory.validation import InputError
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -15,7 +15,7 @@ import pytest
 import rankwall
 from rankwall import softmax_jacobian as sj
 from rankwall.checks.cli import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_VIOLATED, main
-from rankwall.checks.verdict import Status
+from rankwall.checks.engine.verdict import Status
 
 TWO_TO_MINUS_250 = Fraction(1, 2**250)
 

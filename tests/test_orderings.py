@@ -1,4 +1,4 @@
-"""Top-k orderings (theory/orderings.py, checks/orderings.py, ``rankwall orderings``): planted heads whose
+"""Top-k orderings (theory/orderings.py, checks/models/orderings.py, ``rankwall orderings``): planted heads whose
 unreachable orderings are known by construction, an independent angular sweep in the plane, every
 certificate re-checked here in Fractions, invariance under scaling and translation, and the CLI."""
 
@@ -12,8 +12,8 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from rankwall.checks import orderings as runner
 from rankwall.checks.cli import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_USAGE, main
+from rankwall.checks.models import orderings as runner
 from rankwall.theory import expressivity as ex
 from rankwall.theory import orderings as od
 from rankwall.theory.validation import InputError

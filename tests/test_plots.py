@@ -18,7 +18,7 @@ import matplotlib.pyplot as plt
 
 from rankwall.checks.experiments import experiments
 from rankwall.checks.models import spot
-from rankwall.checks.outputs import layout_problems
+from rankwall.checks.run.outputs import layout_problems
 
 STATIC = Path(__file__).resolve().parents[1] / "docs" / "_static"
 

@@ -10,8 +10,8 @@ import pytest
 from backend_specs import BACKEND_SPECS
 from reference_check import disagreements, reference_cases
 
-from rankwall.checks.backends import resolve
-from rankwall.checks.verdict import REGISTRY
+from rankwall.checks.engine.backends import resolve
+from rankwall.checks.engine.verdict import REGISTRY
 from rankwall.theory.validation import InputError
 
 CLAIMS = list(REGISTRY)
@@ -51,8 +51,8 @@ def _declared_quantities() -> list:
     """(quantity, Cases) for every base quantity a family exports with a reference, paired with each
     Cases bundle of its family whose witnesses it reads (issue 26: each quantity checked on its own)."""
     from rankwall.checks.claims import FAMILY_MODULES
-    from rankwall.checks.quantities import Base, Context
-    from rankwall.checks.toolkit import Cases
+    from rankwall.checks.engine.quantities import Base, Context
+    from rankwall.checks.engine.toolkit import Cases
 
     pairs = []
     for module in FAMILY_MODULES:

@@ -12,11 +12,11 @@ from fractions import Fraction
 
 import pytest
 
-from rankwall.checks.backends import resolve
-from rankwall.checks.quantities import Constant, Sides
-from rankwall.checks.search import search
-from rankwall.checks.strategies import CI_SEARCH_BUDGET
-from rankwall.checks.verdict import REGISTRY, Relation, Status, tightened_integer_bound
+from rankwall.checks.engine.backends import resolve
+from rankwall.checks.engine.quantities import Constant, Sides
+from rankwall.checks.engine.verdict import REGISTRY, Relation, Status, tightened_integer_bound
+from rankwall.checks.run.search import search
+from rankwall.checks.run.strategies import CI_SEARCH_BUDGET
 
 NUMPY = resolve("numpy")
 CLAIMS = list(REGISTRY)

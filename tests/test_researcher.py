@@ -17,7 +17,7 @@ import rankwall
 from rankwall import declare
 from rankwall import softmax_jacobian as sj
 from rankwall.checks.cli import main
-from rankwall.checks.verdict import REGISTRY, Certification, Status
+from rankwall.checks.engine.verdict import REGISTRY, Certification, Status
 
 ROOT = Path(__file__).resolve().parents[1]
 EXIT_OK, EXIT_VIOLATED, EXIT_USAGE = 0, 1, 2

@@ -7,10 +7,10 @@ from fractions import Fraction
 
 import pytest
 
-from rankwall.checks.backends import resolve
-from rankwall.checks.search import search
-from rankwall.checks.strategies import CI_SEARCH_BUDGET
-from rankwall.checks.verdict import REGISTRY, Status
+from rankwall.checks.engine.backends import resolve
+from rankwall.checks.engine.verdict import REGISTRY, Status
+from rankwall.checks.run.search import search
+from rankwall.checks.run.strategies import CI_SEARCH_BUDGET
 
 NUMPY = resolve("numpy")
 MUTANTS = [m for c in REGISTRY for m in c.mutants.values()]

@@ -141,7 +141,7 @@ def _tiny_llama(folder: Path, V: int = 300) -> None:
     from tokenizers import Tokenizer, models, pre_tokenizers
     from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
-    from rankwall.checks.data import read_corpus
+    from rankwall.checks.companion.data import read_corpus
 
     words = Counter(read_corpus(sa.TEXT)[:20_000].split())
     vocab = {w: i for i, w in enumerate(["<unk>", *(w for w, _ in words.most_common(V - 1))])}

@@ -1,7 +1,7 @@
 """Tests of theory/softmax_jacobian.py: the quantities, the secular solver and the constructors.
 
 Exact algebra is checked exactly (sympy, python-flint); floating-point results are checked
-against certified enclosures with tolerances from rankwall.checks.tolerance.
+against certified enclosures with tolerances from rankwall.checks.engine.tolerance.
 """
 
 from __future__ import annotations
@@ -18,14 +18,17 @@ import numpy as np
 import pytest
 import sympy
 
-from rankwall.checks import exact, exact_softmax, exact_vectors, tolerance
-from rankwall.checks.backends import resolve, to_numpy
+from rankwall.checks import exact
 from rankwall.checks.claims import softmax_jacobian as sc
 from rankwall.checks.claims.softmax_jacobian import Dirichlet, Logits, RunnerUp, Sparse, Uniform
-from rankwall.checks.quantities import Context
-from rankwall.checks.search import search
-from rankwall.checks.strategies import CI_SEARCH_BUDGET
-from rankwall.checks.verdict import REGISTRY, Certification, Status
+from rankwall.checks.engine import tolerance
+from rankwall.checks.engine.backends import resolve, to_numpy
+from rankwall.checks.engine.quantities import Context
+from rankwall.checks.engine.verdict import REGISTRY, Certification, Status
+from rankwall.checks.exact import softmax as exact_softmax
+from rankwall.checks.exact import vectors as exact_vectors
+from rankwall.checks.run.search import search
+from rankwall.checks.run.strategies import CI_SEARCH_BUDGET
 from rankwall.theory import softmax_jacobian as sj
 
 #: The secular solver's accuracy claim: within this many ulps of the certified norm.
@@ -784,7 +787,7 @@ def _listed_moments(p, u, zero):
 
 
 class TestVectorisedExactArithmetic:
-    """checks/exact_vectors.py and the exact routes of the quantities against lists of python-flint
+    """checks/exact/vectors.py and the exact routes of the quantities against lists of python-flint
     rationals (one per entry, the slow and obviously right reference) at small V: the same rationals."""
 
     @pytest.mark.parametrize("case", EXACT_CASES, ids=lambda c: f"{c.KIND}-{c.V}")
@@ -999,7 +1002,7 @@ class TestASharpClaimAtTheSmallestTopRaisesNoFalseAlarm:
         )
 
     def test_the_float_third_is_outside_the_domain(self):
-        from rankwall.checks.verdict import OutsideDomain
+        from rankwall.checks.engine.verdict import OutsideDomain
 
         with pytest.raises(OutsideDomain, match="not the largest"):
             self.sharp().check(sc.SpreadTail(3, 1 / 3), NUMPY)

@@ -10,13 +10,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rankwall.checks import tolerance
 from rankwall.checks.cli import main
-from rankwall.checks.commands import argmax as argmax_command
-from rankwall.checks.commands import spot as spot_command
-from rankwall.checks.data import read_corpus
+from rankwall.checks.cli.commands import argmax as argmax_command
+from rankwall.checks.cli.commands import spot as spot_command
+from rankwall.checks.companion.data import read_corpus
+from rankwall.checks.engine import tolerance
 from rankwall.checks.models import loading, spot
-from rankwall.checks.outputs import PlainProgress
+from rankwall.checks.run.outputs import PlainProgress
 from rankwall.theory.validation import InputError
 
 pytestmark = pytest.mark.skipif(

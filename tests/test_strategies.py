@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 from hypothesis import find, given, settings
 
-from rankwall.checks.backends import resolve
 from rankwall.checks.claims import softmax_jacobian as strategies
 from rankwall.checks.claims.softmax_jacobian import BUILDERS, build
-from rankwall.checks.verdict import REGISTRY
+from rankwall.checks.engine.backends import resolve
+from rankwall.checks.engine.verdict import REGISTRY
 from rankwall.theory.validation import InputError
 
 NUMPY = resolve("numpy")
@@ -92,7 +92,7 @@ def test_one_hot_rows_are_drawn_at_large_V():
 
 def test_the_smallest_top_is_drawn_and_refused_when_the_float_leaves_the_domain():
     """m = 1/V is drawn; where the float row's top atom is not its largest, building it is refused."""
-    from rankwall.checks.verdict import OutsideDomain
+    from rankwall.checks.engine.verdict import OutsideDomain
 
     found = find(strategies.spread_instances(), lambda c: c.V == 3 and strategies.smallest_top(c))
     with pytest.raises(OutsideDomain):

@@ -11,14 +11,15 @@ import pytest
 import torch
 from reference_check import disagreements, quantity_disagreements
 
-from rankwall.checks import exact, tolerance
-from rankwall.checks.backends import resolve
+from rankwall.checks import exact
 from rankwall.checks.claims import updates as uc
-from rankwall.checks.quantities import Context, Measured
-from rankwall.checks.reals import Real
-from rankwall.checks.search import search
-from rankwall.checks.strategies import CI_SEARCH_BUDGET
-from rankwall.checks.verdict import REGISTRY, Certification, Status
+from rankwall.checks.engine import tolerance
+from rankwall.checks.engine.backends import resolve
+from rankwall.checks.engine.quantities import Context, Measured
+from rankwall.checks.engine.reals import Real
+from rankwall.checks.engine.verdict import REGISTRY, Certification, Status
+from rankwall.checks.run.search import search
+from rankwall.checks.run.strategies import CI_SEARCH_BUDGET
 from rankwall.theory import updates as up
 from rankwall.theory.validation import InputError
 

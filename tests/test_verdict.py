@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 from hypothesis import strategies as st
 
-from rankwall.checks import exact, exact_softmax, tolerance
-from rankwall.checks.verdict import (
+from rankwall.checks import exact
+from rankwall.checks.engine import tolerance
+from rankwall.checks.engine.verdict import (
     REGISTRY,
     Case,
     Certification,
@@ -28,6 +29,7 @@ from rankwall.checks.verdict import (
     decide,
     worst,
 )
+from rankwall.checks.exact import softmax as exact_softmax
 from rankwall.theory import softmax_jacobian as sj
 from rankwall.theory.validation import InputError
 
@@ -258,7 +260,7 @@ def test_integers_beyond_float64s_exact_range_are_compared_exactly():
     assert math.isnan(measured.lhs) and judged.sign == -1
     assert pinned.sides(exact, Relation.AT_LEAST)[1].sign == 0
     assert pinned.sides(exact - 1, Relation.EQUAL)[1].sign != 0
-    from rankwall.checks.quantities import as_measured
+    from rankwall.checks.engine.quantities import as_measured
 
     enclosure = as_measured(pinned)
     assert abs(Fraction(enclosure.value) - exact) <= Fraction(enclosure.error)

@@ -1,4 +1,4 @@
-"""The primitives of the rounding-error model, shared by ``theory`` and ``rankwall.checks.tolerance``.
+"""The primitives of the rounding-error model, shared by ``theory`` and ``rankwall.checks.engine.tolerance``.
 
 Notation follows Higham, *Accuracy and Stability of Numerical Algorithms* (2nd ed.):
 :math:`u` is the unit roundoff of the working dtype (half its machine epsilon) and

@@ -297,7 +297,7 @@ def spectral_norm_error_bound(V: int, dtype: Any) -> float:
     so the model charges each sum of V terms :math:`\gamma_{V-1}`; the root inherits the
     relative error of the secular function's two sides with a factor at most 1 (the slope there is
     at least their common value over :math:`\lambda`). This is the bound behind
-    ``checks.tolerance.spectral_norm_tolerance``; measured errors are far inside it (docs)."""
+    ``checks.engine.tolerance.spectral_norm_tolerance``; measured errors are far inside it (docs)."""
     return gamma(check_integer_in(V, "V", 1) + SPECTRAL_NORM_ROUNDINGS, unit_roundoff(dtype))
 
 

@@ -1,6 +1,7 @@
 """Every family's claims: importing this package imports each module in it, and each module's
-:class:`~rankwall.checks.verdict.Family` registers its claims in :data:`rankwall.checks.verdict.REGISTRY`. A new
-family is a new module here; nothing else lists the families."""
+``declare`` calls register its claims in :data:`rankwall.checks.engine.verdict.REGISTRY` (which
+imports this package on its first read). A new family is a new module here; nothing else lists the
+families."""
 
 import importlib
 import pkgutil
@@ -22,8 +23,8 @@ def catalog(family: str | None = None) -> list[dict]:
     (``rankwall.<module>.<attribute>``), how it prints, whether it is an integer, what it means, how it
     is evaluated exactly, whether it follows ``--backend``, and the ``Cases`` bundles it reads (those on
     whose witnesses it is measured without an error)."""
-    from rankwall.checks.quantities import Base, Context
-    from rankwall.checks.toolkit import Cases, numpy_float64
+    from rankwall.checks.engine.quantities import Base, Context
+    from rankwall.checks.engine.toolkit import Cases, numpy_float64
     from rankwall.errors import InputError
 
     entries = []

@@ -20,7 +20,7 @@ names, which for two of the three kinds of head is an ideal object that the buil
 Π is the orthogonal projector on col W* (Π = P_k for an aligned head). With g = ‖G‖_F² (a rational):
 
 - c² = ‖GΠ‖_F²/g and r² = ‖G − GΠ‖_F²/g. For a random or low-rank head, ‖GΠ‖_F² = tr(GΠGᵀ) = K, one *atom*
-  of the instance (a symbol in a :class:`~rankwall.checks.reals.Form`, its ball tr(M(BᵀB)⁻¹Mᵀ) at the working
+  of the instance (a symbol in a :class:`~rankwall.checks.engine.reals.Form`, its ball tr(M(BᵀB)⁻¹Mᵀ) at the working
   precision, B the exact columns spanning col W*, M = GB), and ‖G − GΠ‖_F² = tr(G(I − Π)Gᵀ) = g − K (I − Π
   is the orthogonal projector on ker W*ᵀ); for an aligned head K = S_k, the sum of the k largest
   eigenvalues of GᵀG (tr(P_k GᵀG) = S_k). So r² + c² = 1 is an identity in the atoms: exact;
@@ -75,9 +75,10 @@ import mpmath
 import numpy as np
 from hypothesis import strategies as st
 
-from rankwall.checks import exact, tolerance, toolkit
-from rankwall.checks.backends import Backend, float64_copy, singular_values
-from rankwall.checks.quantities import (
+from rankwall.checks import exact
+from rankwall.checks.engine import tolerance, toolkit
+from rankwall.checks.engine.backends import Backend, float64_copy, singular_values
+from rankwall.checks.engine.quantities import (
     Approximately,
     Combination,
     Compared,
@@ -88,10 +89,10 @@ from rankwall.checks.quantities import (
     declare,
     quantity,
 )
-from rankwall.checks.reals import EXACT_HOWS, Form, Real, difference_sign
-from rankwall.checks.statements import Kind, Statement
-from rankwall.checks.toolkit import Cases, numpy_float64
-from rankwall.checks.verdict import Case, OutsideDomain, RankInterval
+from rankwall.checks.engine.reals import EXACT_HOWS, Form, Real, difference_sign
+from rankwall.checks.engine.statements import Kind, Statement
+from rankwall.checks.engine.toolkit import Cases, numpy_float64
+from rankwall.checks.engine.verdict import Case, OutsideDomain, RankInterval
 from rankwall.theory import compression as cp
 
 #: The family's name: the prefix of its claim ids, and what its quantities and cases belong to.
@@ -479,7 +480,7 @@ def subspace_gap(built: Built) -> float:
 def smallest_singular_value(S: Any) -> float:
     """A lower bound on σ_min(S) for a tall S (V x k, its entries read exactly), in S's namespace: the least
     eigenvalue of the computed Gram matrix fl(SᵀS) less its error (Weyl:
-    :func:`rankwall.checks.tolerance.gram_eigenvalue_error`, and k V λ for products below the normal range),
+    :func:`rankwall.checks.engine.tolerance.gram_eigenvalue_error`, and k V λ for products below the normal range),
     square-rooted. Cheaper than an SVD of S (V k² flops, then a k x k eigenproblem)."""
     xp = array_api_compat.array_namespace(S)
     V, k = S.shape
@@ -1191,7 +1192,7 @@ def _gram_eigenvalues(data: bytes, shape: tuple[int, int], bits: int) -> tuple[t
 
 def _eigenvalue_sum(built: Built, indices: slice) -> Any:
     """The sum of the reference's eigenvalues in ``indices`` (largest first), with the sum of their radii:
-    an :class:`~rankwall.checks.quantities.Approximately` (exact zeros come out as balls around 0)."""
+    an :class:`~rankwall.checks.engine.quantities.Approximately` (exact zeros come out as balls around 0)."""
     G = float64_gradient(built)
     chosen = _gram_eigenvalues(G.tobytes(), G.shape, mpmath.mp.prec)[indices]
     value = mpmath.fsum(mid for mid, _ in chosen)
@@ -1533,7 +1534,7 @@ efficiency.with_mutant(
     witnesses=lambda V: [i for i in _witnesses(V) if not (i.aligned and i.D >= min(i.tokens, i.V))],
 )
 
-#: The theorems and lemmas of ``docs/compression.md`` (collected by ``checks/fidelity.py``).
+#: The theorems and lemmas of ``docs/compression.md`` (collected by ``checks/companion/fidelity.py``).
 _TESTS = "tests/test_compression.py::"
 STATEMENTS: tuple[Statement, ...] = (
     Statement("thm-compression", "CO.1", "compression", "seed 000, Eq. 1 (lost), §3.3, §3.4", Kind.NEW,

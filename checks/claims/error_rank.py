@@ -28,7 +28,7 @@ object, which each kind of case fixes:
   by d·V·T_c, δ = n/d).
 
 Every rank is an integer quantity, certified as an interval lo <= rank <= hi
-(:class:`~rankwall.checks.quantities.Interval`), never read off a thresholded SVD alone. Lower ends:
+(:class:`~rankwall.checks.engine.quantities.Interval`), never read off a thresholded SVD alone. Lower ends:
 strict diagonal dominance (margins streamed from the logits, O(V) per row, with a relative error
 below 1), positivity of a stochastic matrix, singular values above a Weyl margin, a rank mod p
 (exact), margins in balls. Upper ends: structure (the number of rows; the kernel vector 1 of
@@ -92,13 +92,14 @@ import flint
 import numpy as np
 from hypothesis import strategies as st
 
-from rankwall.checks import exact, tolerance
-from rankwall.checks.backends import float64_copy
-from rankwall.checks.data import characters, read_corpus, words
-from rankwall.checks.quantities import Context, declare, minimum, quantity
-from rankwall.checks.statements import Kind, Statement
-from rankwall.checks.toolkit import Cases
-from rankwall.checks.verdict import Case, OutsideDomain, RankInterval
+from rankwall.checks import exact
+from rankwall.checks.companion.data import characters, read_corpus, words
+from rankwall.checks.engine import tolerance
+from rankwall.checks.engine.backends import float64_copy
+from rankwall.checks.engine.quantities import Context, declare, minimum, quantity
+from rankwall.checks.engine.statements import Kind, Statement
+from rankwall.checks.engine.toolkit import Cases
+from rankwall.checks.engine.verdict import Case, OutsideDomain, RankInterval
 from rankwall.theory import error_rank as er
 from rankwall.theory.validation import InputError
 
@@ -1569,7 +1570,7 @@ mini_batch_limit_claim.with_mutant(
     cases=closed_batches,
 )
 
-#: The theorems and lemmas of ``docs/error_rank.md`` (collected by ``checks/fidelity.py``); ER.6, on the
+#: The theorems and lemmas of ``docs/error_rank.md`` (collected by ``checks/companion/fidelity.py``); ER.6, on the
 #: same page, is stated beside its claims in :mod:`rankwall.checks.claims.logprob_rank`.
 _TESTS = "tests/test_error_rank.py::"
 STATEMENTS: tuple[Statement, ...] = (

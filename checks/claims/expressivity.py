@@ -11,7 +11,7 @@ built once per context:
   cross-entropies and KL sums are linear, with rational coefficients, in the logarithms log k of the counts
   and row totals and in the log-sum-exps :math:`L_c = \log\sum_w e^{z_{cw}}`, which enter only as
   :math:`A = \sum_c f_c L_c` and :math:`B = \sum_c L_c`; their exact values are balls with that form
-  (:class:`~rankwall.checks.reals.Form`, one atom per log k, one for A and one for B), so
+  (:class:`~rankwall.checks.engine.reals.Form`, one atom per log k, one for A and one for B), so
   :math:`\mathrm{CE}(P) - \mathrm{CE}(\tilde N) = \sum_c f_c \mathrm{KL}(\tilde N_c \| P_c)`, and
   CE(P) = CE(Ñ) at P = Ñ, are identities in the atoms, shown exactly. A count the dtype does not hold
   exactly, or a side that is not finite, leaves the float route without a bound (an infinite error).
@@ -93,13 +93,14 @@ import mpmath
 import numpy as np
 from hypothesis import strategies as st
 
-from rankwall.checks import exact, tolerance
-from rankwall.checks.backends import Backend, float64_copy
-from rankwall.checks.quantities import Context, Interval, Measured, declare, log, maximum, quantity
-from rankwall.checks.reals import Form, Real
-from rankwall.checks.statements import Kind, Statement
-from rankwall.checks.toolkit import Cases
-from rankwall.checks.verdict import Case, OutsideDomain
+from rankwall.checks import exact
+from rankwall.checks.engine import tolerance
+from rankwall.checks.engine.backends import Backend, float64_copy
+from rankwall.checks.engine.quantities import Context, Interval, Measured, declare, log, maximum, quantity
+from rankwall.checks.engine.reals import Form, Real
+from rankwall.checks.engine.statements import Kind, Statement
+from rankwall.checks.engine.toolkit import Cases
+from rankwall.checks.engine.verdict import Case, OutsideDomain
 from rankwall.theory import error_rank as er
 from rankwall.theory import expressivity as ex
 from rankwall.theory.validation import InputError
@@ -1492,7 +1493,7 @@ class LineHead:
 
 def line_instance(ctx: Context) -> LineHead:
     """The context's line head; a token that is not strictly between two slopes (an extreme one, V < 3,
-    or tied slopes) is no instance (:class:`~rankwall.checks.verdict.OutsideDomain`)."""
+    or tied slopes) is no instance (:class:`~rankwall.checks.engine.verdict.OutsideDomain`)."""
 
     def compute() -> LineHead:
         c = ctx.case
@@ -2098,7 +2099,7 @@ argmax_vs_hull.with_mutant(
     witnesses=lambda V: [ArgmaxHeadCase(V=50, D=3, seed=0, interior=2)],
 )
 
-#: The theorems and lemmas of ``docs/expressivity.md`` (collected by ``checks/fidelity.py``).
+#: The theorems and lemmas of ``docs/expressivity.md`` (collected by ``checks/companion/fidelity.py``).
 _TESTS = "tests/test_expressivity.py::"
 STATEMENTS: tuple[Statement, ...] = (
     Statement(

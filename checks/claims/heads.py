@@ -21,7 +21,7 @@ Every quantity of a context measures, evaluates exactly and references one objec
 - exact ranks over Q (python-flint) of W, [W, 1] and W_S are of those rational W and of the logits
   z = W h computed exactly from them (S = {i : z_i > 0}), never of a float factorization.
 
-Every rank is certified as an interval ``lo <= rank <= hi`` (:class:`rankwall.checks.verdict.RankInterval`,
+Every rank is certified as an interval ``lo <= rank <= hi`` (:class:`rankwall.checks.engine.verdict.RankInterval`,
 with ``trust_lower``): the lower end from the singular values of the computed matrix above a Weyl
 margin (the rounding model's bound on its distance from the exact matrix, plus the SVD's backward
 error), the upper end from structure: for log P of a head that is a softmax of one state, the
@@ -35,7 +35,7 @@ verdict that rests on one end is ``Certification.ONE_SIDED``; one on a rank pinn
 ``TWO_SIDED`` (the lower end is a rounding-model certificate). The exact route of ``log_probability_rank``
 recomputes the interval in NumPy float64 from the parameters *as the backend rounded them* (on a float64
 backend it is the measurement itself), so both routes certify the same object. ``--tighten F`` follows
-:func:`rankwall.checks.verdict.tightened_integer_bound`.
+:func:`rankwall.checks.engine.verdict.tightened_integer_bound`.
 """
 
 from __future__ import annotations
@@ -72,12 +72,13 @@ import numpy as np
 import scipy.special
 from hypothesis import strategies as st
 
-from rankwall.checks import exact, tolerance, toolkit
-from rankwall.checks.backends import Backend, float64_copy
-from rankwall.checks.quantities import Context, declare, minimum, quantity
-from rankwall.checks.statements import Kind, Statement
-from rankwall.checks.toolkit import Cases, numpy_float64
-from rankwall.checks.verdict import Case, OutsideDomain, RankInterval, Relation
+from rankwall.checks import exact
+from rankwall.checks.engine import tolerance, toolkit
+from rankwall.checks.engine.backends import Backend, float64_copy
+from rankwall.checks.engine.quantities import Context, declare, minimum, quantity
+from rankwall.checks.engine.statements import Kind, Statement
+from rankwall.checks.engine.toolkit import Cases, numpy_float64
+from rankwall.checks.engine.verdict import Case, OutsideDomain, RankInterval, Relation
 from rankwall.theory import heads as hd
 
 #: The family's name: the prefix of its claim ids, and what its quantities and cases belong to.
@@ -271,9 +272,9 @@ def logit_magnitude(W: np.ndarray, H: np.ndarray) -> float:
 def factorization_residual(L: Any, H_eff: Any, W: Any, K: int, u: float) -> tuple[float, float]:
     """``(‖L - [H_eff, -z][W, 1]^T‖_F, bound)``, z = lse(H_eff W^T) recomputed in L's namespace and dtype
     (unit roundoff u). The bound adds the error of the computed L
-    (:func:`rankwall.checks.tolerance.head_log_probability_error`) and that of the recomputation: the
+    (:func:`rankwall.checks.engine.tolerance.head_log_probability_error`) and that of the recomputation: the
     product's γ_{d+2}|H_eff||W|^T, through the log-softmax (Lipschitz: an entry moves by its own error
-    plus at most the row's largest), and :func:`rankwall.checks.tolerance.log_softmax_error`."""
+    plus at most the row's largest), and :func:`rankwall.checks.engine.tolerance.log_softmax_error`."""
     Z = H_eff @ W.T
     recomputed = hd.log_softmax(Z)
     H_np, W_np, L_np = float64_copy(H_eff), float64_copy(W), float64_copy(L)
@@ -454,7 +455,7 @@ class PiecewiseJacobian:
     """The piecewise-linear head's Jacobian in exact rationals at float W and h: with z = Wh,
     w = ε + max(z, 0), S = {i : z_i > 0} and g_i = 1[i ∈ S]/(ε + z_i), J = (I - 1p^T) diag(g) W,
     entrywise J_ij = g_i W_ij - Σ_{k∈S} W_kj / Σ w (since p_k g_k = 1/Σ w on S). A logit within
-    rounding of the kink at 0 is refused (:class:`~rankwall.checks.verdict.OutsideDomain`: the float
+    rounding of the kink at 0 is refused (:class:`~rankwall.checks.engine.verdict.OutsideDomain`: the float
     logit's sign, hence autograd's derivative, is not certain there)."""
 
     rows: list[list[Any]]
@@ -1045,7 +1046,7 @@ jacobian.with_mutant(
     rhs=minimum(hidden_size, vocabulary - 1),
 )
 
-#: The theorems and lemmas of ``docs/heads.md`` (collected by ``checks/fidelity.py``).
+#: The theorems and lemmas of ``docs/heads.md`` (collected by ``checks/companion/fidelity.py``).
 _TESTS = "tests/test_heads.py::"
 # fmt: off
 STATEMENTS: tuple[Statement, ...] = (

@@ -14,7 +14,7 @@ object, which each kind of case fixes:
 - a *row-shift* case: the integer matrix A and the integer shifts λ, μ; every quantity is an exact
   rank over the rationals (python-flint).
 
-Ranks are certified as intervals (:class:`~rankwall.checks.quantities.Interval`). For L, the float
+Ranks are certified as intervals (:class:`~rankwall.checks.engine.quantities.Interval`). For L, the float
 measure's lower end is the number of singular values of the computed L above a Weyl margin (the rounding
 of the log softmax and of the products, and the SVD's backward error: a rounding-model certificate), its
 upper end the factorization L = [A, −z][I, 1]ᵀ (or [H, −z][W, 1]ᵀ): rank L ≤ rank_Q of the right factor,
@@ -60,8 +60,7 @@ import numpy as np
 import scipy.linalg
 from hypothesis import strategies as st
 
-from rankwall.checks import exact, tolerance
-from rankwall.checks.backends import float64_copy
+from rankwall.checks import exact
 from rankwall.checks.claims.error_rank import (
     REFERENCE_BITS,
     ball_rank,
@@ -77,10 +76,12 @@ from rankwall.checks.claims.error_rank import (
     uniform,
     with_closeness,
 )
-from rankwall.checks.quantities import Context, declare
-from rankwall.checks.statements import Kind, Statement
-from rankwall.checks.toolkit import Cases
-from rankwall.checks.verdict import Case, OutsideDomain, RankInterval
+from rankwall.checks.engine import tolerance
+from rankwall.checks.engine.backends import float64_copy
+from rankwall.checks.engine.quantities import Context, declare
+from rankwall.checks.engine.statements import Kind, Statement
+from rankwall.checks.engine.toolkit import Cases
+from rankwall.checks.engine.verdict import Case, OutsideDomain, RankInterval
 from rankwall.theory import error_rank as er
 
 #: The family's name: the prefix of its claim ids, and what its quantities and cases belong to.
@@ -749,7 +750,7 @@ bottleneck_claim.with_mutant(
     rhs=hidden_size,
 )
 
-#: ER.6 of ``docs/error_rank.md`` (collected by ``checks/fidelity.py``), the theorem these claims check.
+#: ER.6 of ``docs/error_rank.md`` (collected by ``checks/companion/fidelity.py``), the theorem these claims check.
 _TESTS = "tests/test_logprob_rank.py::"
 STATEMENTS: tuple[Statement, ...] = (
     Statement(

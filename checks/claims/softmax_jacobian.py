@@ -11,7 +11,7 @@ measures, evaluates exactly and references the same object:
 - a row of *logits*: the softmax of the built logits z, exactly,
   :math:`\\hat p_i = e^{z_i - \\max z} / \\sum_j e^{z_j - \\max z}`, which is positive everywhere whatever
   underflowed in floating point. Its exact values are balls, and rational functions of the weights
-  :math:`w_j = e^{z_j - \\max z}` of the distinct logits (:class:`rankwall.checks.reals.Form`), so an
+  :math:`w_j = e^{z_j - \\max z}` of the distinct logits (:class:`rankwall.checks.engine.reals.Form`), so an
   identity that holds for every probability vector is shown equal exactly, not to rounding;
 - the direction u: the built float vector, read exactly.
 
@@ -40,10 +40,10 @@ is v_1 when c_1 ≥ 2, else r_1 (0 for a one-hot row). Hence
 - c_1 = 1: λ₂ = v_2 if c_2 ≥ 2 (v_2 > r_2), else r_2 if K ≥ 3, else 0 (two atoms, V = 2, one-hot).
 
 The float route finds r_k by bisection on the secular sign of the computed row, with the rounding of that
-sign bounded, and Weyl's inequality carries it to p̂ (:func:`rankwall.checks.tolerance.eigenvalue_shift`);
+sign bounded, and Weyl's inequality carries it to p̂ (:func:`rankwall.checks.engine.tolerance.eigenvalue_shift`);
 the exact route takes v_k from p̂ (a rational, or from logits a ball with its form) and encloses r_k by
 the signs of g(x) = Σ c_k v_k/(v_k − x) = −f(x)/x at both ends of a bracket, so a tail below the normal
-range keeps its digits (:func:`rankwall.checks.exact_softmax.interior_root_enclosure`).
+range keeps its digits (:func:`rankwall.checks.exact.softmax.interior_root_enclosure`).
 """
 
 from __future__ import annotations
@@ -98,9 +98,10 @@ import mpmath
 import numpy as np
 from hypothesis import strategies as st
 
-from rankwall.checks import exact, exact_softmax, exact_vectors, tolerance, toolkit
-from rankwall.checks.backends import Backend, to_numpy
-from rankwall.checks.quantities import (
+from rankwall.checks import exact
+from rankwall.checks.engine import tolerance, toolkit
+from rankwall.checks.engine.backends import Backend, to_numpy
+from rankwall.checks.engine.quantities import (
     Approximately,
     Combination,
     Compared,
@@ -112,10 +113,12 @@ from rankwall.checks.quantities import (
     minimum,
     quantity,
 )
-from rankwall.checks.reals import Form, Real, difference_sign
-from rankwall.checks.statements import Kind, Statement
-from rankwall.checks.toolkit import Cases, numpy_float64, scalar
-from rankwall.checks.verdict import Case, OutsideDomain, RankInterval
+from rankwall.checks.engine.reals import Form, Real, difference_sign
+from rankwall.checks.engine.statements import Kind, Statement
+from rankwall.checks.engine.toolkit import Cases, numpy_float64, scalar
+from rankwall.checks.engine.verdict import Case, OutsideDomain, RankInterval
+from rankwall.checks.exact import softmax as exact_softmax
+from rankwall.checks.exact import vectors as exact_vectors
 from rankwall.theory import softmax_jacobian as sj
 from rankwall.theory.validation import InputError
 
@@ -390,7 +393,7 @@ class Built(toolkit.Built):
 def build(case: SoftmaxRow, backend: Backend) -> Built:
     """Build a case's row (and direction) in a backend; a row whose built values leave the domain its
     constructor guarantees (its top atom not the largest after rounding, a tie broken) is refused
-    (:class:`~rankwall.checks.verdict.OutsideDomain`): it is no instance of the family's statements."""
+    (:class:`~rankwall.checks.engine.verdict.OutsideDomain`): it is no instance of the family's statements."""
     form, constructor = BUILDERS[type(case)]
     array = constructor(**case.arguments, xp=backend.xp, dtype=backend.dtype, device=backend.device)
     row = backend.xp.reshape(array, (1, -1))
@@ -484,7 +487,7 @@ def dyadic_row(ctx: Context) -> DyadicRow:
     return ctx.once("dyadic row", compute)
 
 
-#: The most distinct logits whose weights become symbols of a :class:`~rankwall.checks.reals.Form`
+#: The most distinct logits whose weights become symbols of a :class:`~rankwall.checks.engine.reals.Form`
 #: (a constructed row has at most three; beyond this the exact values are balls only).
 FORM_ATOMS = 16
 
@@ -624,7 +627,7 @@ def _direction_scale(built: Built, power: int) -> float:
 
 
 def _measure_norm(ctx: Context) -> Measured:
-    """‖J‖₂ from the secular solve, within :func:`rankwall.checks.tolerance.spectral_norm_tolerance`;
+    """‖J‖₂ from the secular solve, within :func:`rankwall.checks.engine.tolerance.spectral_norm_tolerance`;
     no float bound where the norm or 1 − m is below the normal range (the exact route decides)."""
     built = built_in(ctx)
     norm = scalar(sj.spectral_norm(built.rows))
@@ -686,7 +689,7 @@ def _measure_second_eigenvalue(ctx: Context) -> Measured:
     structure of its distinct values (a value, or 0), or the secular root by :func:`interior_root_float`
     (O(V) a step), over the computed S. The error: the root's bracket and the rounding of S (γ_{V+4}, in
     float64), plus how far every eigenvalue moves from p̃ to the exact row p̂ (Weyl:
-    :func:`rankwall.checks.tolerance.eigenvalue_shift` of the entries' error, :func:`entry_error`
+    :func:`rankwall.checks.engine.tolerance.eigenvalue_shift` of the entries' error, :func:`entry_error`
     relative and :func:`underflow` absolute). No float bound where 1 − m, or a nonzero λ₂, falls below
     the dtype's normal range (as the spectral norm's; the exact route decides)."""
     built = built_in(ctx)
@@ -774,7 +777,7 @@ def _measure_second_moment(ctx: Context) -> Measured:
 
 def _measured_form(ctx: Context, computed: Callable[[Built], Any], own: float) -> Measured:
     """A quadratic form in u computed two ways: its rounding (gamma_{V+5} of 2E_p[u²], as in
-    :func:`rankwall.checks.tolerance.quadratic_form_tolerance`) and the error of the entries of p
+    :func:`rankwall.checks.engine.tolerance.quadratic_form_tolerance`) and the error of the entries of p
     (at most 3·gamma_{V+4}·E_p[u²]) stay within 6·gamma_{V+5}·E_p[u²], plus ``own`` of the value."""
     built = _with_direction(ctx)
     value = scalar(computed(built))
@@ -948,7 +951,7 @@ def _exact_product_with_p(ctx: Context) -> Real:
 
 def _exact_moments(ctx: Context) -> tuple[Real, Real, Real, Real]:
     """(E_p̂ u, E_p̂[u²], uᵀJu in the matrix form Σ_i u_i (Ju)_i, Var_p̂(u) two-pass), each by its own
-    expression: on a row of probabilities in exact rationals (:mod:`rankwall.checks.exact_vectors`), on
+    expression: on a row of probabilities in exact rationals (:mod:`rankwall.checks.exact.vectors`), on
     a row of logits group by group (Σ u_i and Σ u_i² over each group of equal logits), with forms."""
 
     def compute() -> tuple[Real, Real, Real, Real]:
@@ -994,7 +997,7 @@ def _exact_rank(ctx: Context) -> RankInterval:
 def _exact_norm(ctx: Context) -> Real:
     """‖J(p̂)‖₂ exactly where the structure gives it (one atom: 0; a tied top: m; two atoms: 2m(1 − m),
     with m and 1 − m as :func:`_exact_top` and :func:`_exact_complement` give them), else a ball from the
-    secular equation's largest root at the working precision (:func:`rankwall.checks.exact_softmax.norm_enclosure`)."""
+    secular equation's largest root at the working precision (:func:`rankwall.checks.exact.softmax.norm_enclosure`)."""
     row = exact_row_of(ctx)
     positive = [(v, c) for v, c in zip(row.values[::-1], row.counts[::-1], strict=True) if row.logits or v > 0]
     if len(positive) == 1 and positive[0][1] == 1:
@@ -1011,7 +1014,7 @@ def _exact_norm(ctx: Context) -> Real:
 def _exact_second_eigenvalue(ctx: Context) -> Real:
     """λ₂(J(p̂)) exactly where the structure gives it (0; a value of p̂, as :func:`_exact_top` gives the
     top: a rational, or from logits a ball with its form), else a ball around the secular root between the
-    two values that bracket it (:func:`rankwall.checks.exact_softmax.interior_root_enclosure`), from a
+    two values that bracket it (:func:`rankwall.checks.exact.softmax.interior_root_enclosure`), from a
     float bracket of the exact row's own values where one is certified, else by bisection in balls."""
     row = exact_row_of(ctx)
     values, counts = exact_softmax.positive_groups(row)
@@ -1037,7 +1040,7 @@ def _exact_second_eigenvalue(ctx: Context) -> Real:
 
 
 def norm_certification_is_exact(method: str, bound: exact_softmax.Bound) -> bool:
-    """Whether a decision of :func:`rankwall.checks.exact_softmax.decide_norm_at_most` is exact:
+    """Whether a decision of :func:`rankwall.checks.exact.softmax.decide_norm_at_most` is exact:
     exact rationals, or the two-atom lemma and the tie lemma against an envelope (coefficients compared as
     rationals); balls, and the tie lemma against t = c m(1 - m) (the sign of c s - 1 in balls), are
     two-sided."""
@@ -1105,7 +1108,7 @@ def norm_bound_of(expression: Quantity, ctx: Context) -> exact_softmax.Bound | N
 
 def _compare_norm(ctx: Context, t: Real, expression: Quantity) -> Compared | None:
     """sign(‖J(p̂)‖₂ − t), from the sign of the secular function at t: against a bound of known structure
-    (:func:`norm_bound_of`) through :func:`rankwall.checks.exact_softmax.decide_norm_at_most` and its
+    (:func:`norm_bound_of`) through :func:`rankwall.checks.exact.softmax.decide_norm_at_most` and its
     lemmas, else against the exact value t itself (a rational, or a ball)."""
     bound = norm_bound_of(expression, ctx) or exact_softmax.Bound("value", real=t)
     outcome, method = exact_softmax.decide_norm_at_most(exact_row_of(ctx), bound)
@@ -1819,7 +1822,7 @@ rank_claim.with_mutant(
 )
 
 
-#: The theorems and lemmas of ``docs/softmax_jacobian.md`` (collected by ``checks/fidelity.py``).
+#: The theorems and lemmas of ``docs/softmax_jacobian.md`` (collected by ``checks/companion/fidelity.py``).
 _TESTS = "tests/test_softmax_jacobian.py::"
 STATEMENTS: tuple[Statement, ...] = (
     Statement(

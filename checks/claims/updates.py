@@ -25,7 +25,7 @@ measures, evaluates exactly and references the same object, that build read exac
   Exactly: the ranks of the updates are ranks over the rationals (the update scaled to integers:
   GWWᵀ + HHᵀG, or q² times the exact step); a residual min_c ‖cΔ − G‖_F is
   (‖G‖² − ⟨Δ, G⟩²/‖Δ‖²)^{1/2}, a rational under a root where Δ is rational; the tail
-  (Σ_{i>2D} σ_i(G)²)^{1/2} is (‖G‖² − S_{2D})^{1/2}. S_k is a :class:`~rankwall.checks.reals.Form` in the
+  (Σ_{i>2D} σ_i(G)²)^{1/2} is (‖G‖² − S_{2D})^{1/2}. S_k is a :class:`~rankwall.checks.engine.reals.Form` in the
   atoms λ_1, …, λ_{ρ−1} (ρ = rank G, exact over the rationals; λ_ρ = ‖G‖² − S_{ρ−1}, and λ_i = 0 for
   i > ρ), each a ball from python-flint's certified eigensolver, so the tail and the truncated SVD's
   residual are the same number exactly, not to rounding.
@@ -39,7 +39,7 @@ measures, evaluates exactly and references the same object, that build read exac
   f is constant on the active contexts, G₊ = fX exactly, so σ_i(G) is f·σ_i(X) as a form in one atom,
   and the equality case of UP.2 (3) is decided exactly.
 
-Float measurements bound their distance to that object (the rounding model, :mod:`rankwall.checks.tolerance`
+Float measurements bound their distance to that object (the rounding model, :mod:`rankwall.checks.engine.tolerance`
 and :func:`rankwall.theory._rounding.gamma`): an update, a candidate and a logit gradient within a
 Frobenius bound of the exact one (the η and softmax normalisation errors included); singular values by
 Weyl's (2-norm) and Mirsky's (Frobenius) inequalities from the SVD's backward error; a residual by the
@@ -53,7 +53,7 @@ the instance (the update's factorization through 2D inner columns, its residual 
 product within its bound; a logit gradient's zero rows and its kernel vector 1, counted exactly). An
 integer step's rank is exact in both routes. An interval that straddles the bound goes to the exact rank.
 
-Tightening (``--tighten F``, :func:`rankwall.checks.verdict.tightened_integer_bound`): an integer upper
+Tightening (``--tighten F``, :func:`rankwall.checks.engine.verdict.tightened_integer_bound`): an integer upper
 bound b becomes ⌈F·b⌉ − 1; the Eckart-Young tail (a real lower bound) and the half-width of UP.2 (3) are
 multiplied by F.
 """
@@ -100,13 +100,15 @@ import mpmath
 import numpy as np
 from hypothesis import strategies as st
 
-from rankwall.checks import exact, exact_vectors, tolerance, toolkit
-from rankwall.checks.backends import Backend, float64_copy, singular_values
-from rankwall.checks.quantities import U64, Context, Measured, declare, minimum, quantity, sqrt
-from rankwall.checks.reals import Form, Real
-from rankwall.checks.statements import Kind, Statement
-from rankwall.checks.toolkit import Cases, numpy_float64
-from rankwall.checks.verdict import Case, RankInterval
+from rankwall.checks import exact
+from rankwall.checks.engine import tolerance, toolkit
+from rankwall.checks.engine.backends import Backend, float64_copy, singular_values
+from rankwall.checks.engine.quantities import U64, Context, Measured, declare, minimum, quantity, sqrt
+from rankwall.checks.engine.reals import Form, Real
+from rankwall.checks.engine.statements import Kind, Statement
+from rankwall.checks.engine.toolkit import Cases, numpy_float64
+from rankwall.checks.engine.verdict import Case, RankInterval
+from rankwall.checks.exact import vectors as exact_vectors
 from rankwall.theory import updates as up
 from rankwall.theory.validation import InputError
 
@@ -429,7 +431,7 @@ def update_error(B: Any, D: int, u: float) -> float:
 
 def svd_frobenius_error(shape: tuple[int, int], u: float, sigma_1: float) -> float:
     """A Frobenius bound on the SVD's backward error E (the computed singular values are those of G + E):
-    √min(m, n) times the 2-norm bound :func:`rankwall.checks.tolerance.svd_rank_margin`, with σ_1 read from
+    √min(m, n) times the 2-norm bound :func:`rankwall.checks.engine.tolerance.svd_rank_margin`, with σ_1 read from
     the computed σ̂_1 (‖G‖₂ ≤ σ̂_1/(1 − γ√min(m, n)))."""
     margin = tolerance.svd_rank_margin(shape, u, 0.0, 1.0)
     return min(shape) ** 0.5 * margin * sigma_1 / (1 - margin)
@@ -437,7 +439,7 @@ def svd_frobenius_error(shape: tuple[int, int], u: float, sigma_1: float) -> flo
 
 def svd_value_error(shape: tuple[int, int], u: float, sigma_1: float) -> float:
     """Weyl: each computed singular value is within ‖E‖₂ of the exact one (the 2-norm bound of
-    :func:`rankwall.checks.tolerance.svd_rank_margin`, σ_1 read from σ̂_1 as in :func:`svd_frobenius_error`)."""
+    :func:`rankwall.checks.engine.tolerance.svd_rank_margin`, σ_1 read from σ̂_1 as in :func:`svd_frobenius_error`)."""
     margin = tolerance.svd_rank_margin(shape, u, 0.0, 1.0)
     return margin * sigma_1 / (1 - margin)
 
@@ -1581,7 +1583,7 @@ gradient_spectrum_claim.with_mutant(
     rhs=least_frequency * error_singular_value,
 )
 
-#: The theorems and lemmas of ``docs/updates.md`` (collected by ``checks/fidelity.py``).
+#: The theorems and lemmas of ``docs/updates.md`` (collected by ``checks/companion/fidelity.py``).
 _TESTS = "tests/test_updates.py::"
 STATEMENTS: tuple[Statement, ...] = (
     Statement("thm-update-rank", "UP.1", "updates", "seed 000, §2.2, Eq. 7", Kind.SEED,

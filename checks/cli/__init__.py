@@ -1,5 +1,5 @@
 """The ``rankwall`` command line: it builds the parser from the command modules of
-:mod:`rankwall.checks.commands` (each adds its own flags and runs through the library), dispatches,
+:mod:`rankwall.checks.cli.commands` (each adds its own flags and runs through the library), dispatches,
 and turns every outcome into an exit code.
 
 Exit codes: 0 every verdict holds (for ``search``: no counterexample found); 1 a claim is
@@ -18,9 +18,8 @@ import traceback
 from collections.abc import Sequence
 from importlib import metadata
 
-from rankwall.checks.backends import BackendUnavailable
-from rankwall.checks.commands import commands
-from rankwall.checks.commands.common import (
+from rankwall.checks.cli.commands import commands
+from rankwall.checks.cli.commands.common import (
     EXIT_BROKEN_PIPE,
     EXIT_CODES_TEXT,
     EXIT_INCONCLUSIVE,
@@ -33,6 +32,7 @@ from rankwall.checks.commands.common import (
     UsageError,
     people_console,
 )
+from rankwall.checks.engine.backends import BackendUnavailable
 from rankwall.theory.validation import InputError
 
 __all__ = [
@@ -130,6 +130,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"rankwall: internal error: {type(error).__name__}: {error}{hint}", file=sys.stderr)
         return EXIT_INTERNAL
 
-
-if __name__ == "__main__":
-    raise SystemExit(main())

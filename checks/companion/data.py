@@ -1,6 +1,6 @@
 """The project's data: real text shipped inside the package, verified by hash on load.
 
-The corpora live xz-compressed in ``checks/corpora/`` (source and licence in its
+The corpora live xz-compressed in ``checks/companion/corpora/`` (source and licence in its
 ``NOTICE.md``) and are checked against the sha256 below on every load; nothing is downloaded.
 A user's own text comes in through ``--text`` (the ``spot`` command) or, for every command
 that reads a corpus, through ``$RANKWALL_DATA``: a folder holding the user's own files under
@@ -22,7 +22,7 @@ import numpy as np
 
 from rankwall.theory.validation import InputError
 
-#: sha256 of each corpus text (uncompressed), as listed in ``checks/corpora/NOTICE.md``.
+#: sha256 of each corpus text (uncompressed), as listed in ``checks/companion/corpora/NOTICE.md``.
 CORPORA = {
     "tinyshakespeare.txt": "86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed",
     "wikitext-2.valid.txt": "f0737ed31fc1329026e95cb8b98e19c2a182c39c240ab909dc31abf2f8af58e8",
@@ -41,7 +41,7 @@ def read_corpus(name: str) -> str:
         if not path.is_file():
             raise InputError(f"{DATA_VARIABLE}: {path} is missing (unset {DATA_VARIABLE} to use the shipped copy)")
         return read_text_file(path, DATA_VARIABLE)
-    shipped = resources.files("rankwall.checks") / "corpora" / f"{name}.xz"
+    shipped = resources.files("rankwall.checks.companion") / "corpora" / f"{name}.xz"
     try:
         raw = lzma.decompress(shipped.read_bytes())
     except (FileNotFoundError, lzma.LZMAError) as error:

@@ -28,7 +28,7 @@ from typing import Any
 
 from rankwall.checks import models
 from rankwall.checks.claims import FAMILY_MODULES
-from rankwall.checks.statements import Statement
+from rankwall.checks.engine.statements import Statement
 
 #: Where the checked claims run: a small vocabulary, so the whole table renders in seconds.
 CHECK_V = 64
@@ -93,8 +93,8 @@ class Checked:
 
 @cache
 def _checked(claim_id: str, V: int) -> str:
-    from rankwall.checks.backends import resolve
-    from rankwall.checks.verdict import REGISTRY
+    from rankwall.checks.engine.backends import resolve
+    from rankwall.checks.engine.verdict import REGISTRY
 
     base, _, mutant = claim_id.partition("[")
     claim = REGISTRY[base].mutants[mutant.rstrip("]")] if mutant else REGISTRY[claim_id]
@@ -209,9 +209,9 @@ def _slowdown() -> str:
 def _rank_v_minus_one() -> str:
     from fractions import Fraction
 
-    from rankwall.checks.backends import resolve
     from rankwall.checks.claims.error_rank import UniqueContinuation
-    from rankwall.checks.verdict import REGISTRY
+    from rankwall.checks.engine.backends import resolve
+    from rankwall.checks.engine.verdict import REGISTRY
 
     unique = REGISTRY["error-rank.unique-continuation"]
     instance = UniqueContinuation(V=64, k=64, D=8, seed=0, scale=1.0)
@@ -239,7 +239,7 @@ def _batch_rank_grows() -> str:
 def _unique_continuations() -> str:
     """|C^uu| against V on tinyshakespeare: contexts of the whole text with one observed next token
     (character 4-grams, word trigrams), and contexts of a batch with one batch token but several in the text."""
-    from rankwall.checks.data import characters, read_corpus, words
+    from rankwall.checks.companion.data import characters, read_corpus, words
     from rankwall.theory import error_rank as er
 
     text = read_corpus("tinyshakespeare.txt")
@@ -277,7 +277,7 @@ def _absolute_threshold() -> str:
     different rank, while a Weyl-margin certificate, relative to sigma_1, does not move."""
     import numpy as np
 
-    from rankwall.checks import tolerance
+    from rankwall.checks.engine import tolerance
     from rankwall.theory import compression as cp
 
     W = cp.construct_head(2048, 64, 0)
@@ -577,14 +577,6 @@ def _generations(records: list[dict]) -> str:
     ]
     head = f"tied miniatures at temperature {records[0]['temperature']}, mean run of the seed token: "
     return head + ", ".join(parts)
-
-
-def _depth_collapse(result: dict) -> str:
-    last = result["collapse"][-1]
-    return (
-        f"after {last['step']} steps, largest |log ratio| of the loss-decrease curves: {last['within_pair']:.3f} "
-        f"between the two D = 128 models (2 and 4 blocks), {last['to_control']:.3f} to the D = 64 model"
-    )
 
 
 def _mos_lm(records: list[dict], key: str, spec: str) -> str:

@@ -13,7 +13,7 @@ from typing import Any
 import array_api_compat
 import numpy as np
 
-from rankwall.checks.tolerance import dtype_name
+from rankwall.checks.engine.tolerance import dtype_name
 from rankwall.errors import BackendUnavailable  # re-exported: the classes live in rankwall.errors
 
 BACKENDS = ("numpy", "torch", "cupy", "array-api-strict")

@@ -5,11 +5,11 @@ of the *same* exact object: the case as the context's backend built it, read exa
 that object for each kind of case in its module docstring):
 
 - *measured* in the backend's floating point, as a :class:`Measured` value with a bound on its
-  distance from the exact quantity (the rounding model of :mod:`rankwall.checks.tolerance`), or, for
-  an integer quantity such as a rank, as a certified interval (:class:`~rankwall.checks.verdict.RankInterval`);
+  distance from the exact quantity (the rounding model of :mod:`rankwall.checks.engine.tolerance`), or, for
+  an integer quantity such as a rank, as a certified interval (:class:`~rankwall.checks.engine.verdict.RankInterval`);
   a float route that cannot bound that distance (an underflowed tail) returns an infinite error and
   leaves the decision to the exact route, never its float zeros;
-- *exactly*, as a :class:`~rankwall.checks.reals.Real` (a rational, or a ball at the working
+- *exactly*, as a :class:`~rankwall.checks.engine.reals.Real` (a rational, or a ball at the working
   precision, with a symbolic form where the instance has one);
 - by a *reference*: the slow, obviously right way (dense matrices in Fractions or in 256-bit
   mpmath), sharing no code with the other two, which the tests compare them with.
@@ -20,7 +20,7 @@ operation adds the float64 rounding of its result) and evaluated exactly by comb
 number such as ``1.9`` stands for the rational its shortest decimal names (19/10).
 
 A claim (:func:`declare`) is ``lhs <= rhs``, ``lhs >= rhs`` or ``lhs == rhs`` over a family's cases,
-decided by :func:`rankwall.checks.verdict.decide` from :func:`measurement_of` (a float margin beyond
+decided by :func:`rankwall.checks.engine.verdict.decide` from :func:`measurement_of` (a float margin beyond
 the sum of both error bounds proves it holds) and :func:`judgement_of` (the exact re-decision: a base
 quantity's comparison hook first, wherever the statement is linear in it, then rationals, identical
 forms and square roots, then balls at 128, 512 and 2048 bits). A side without an exact route is
@@ -40,8 +40,8 @@ import flint
 import mpmath
 
 from rankwall.checks import exact
-from rankwall.checks.reals import Real, Undefined, difference_sign, radius, to_float
-from rankwall.checks.verdict import (
+from rankwall.checks.engine.reals import Real, Undefined, difference_sign, radius, to_float
+from rankwall.checks.engine.verdict import (
     FLOAT64_EXACT_INTEGERS,
     Certification,
     Claim,
@@ -125,7 +125,7 @@ Exact = Any
 #: The certified enclosure lo <= value <= hi that an integer quantity (a rank, a count) returns from its
 #: ``measure`` and ``exact`` routes: ``Interval(lo, hi, lower="how lo is certified", upper="how hi is",
 #: exact=True)`` where both ends are free of rounding (the public name of
-#: :class:`~rankwall.checks.verdict.RankInterval`).
+#: :class:`~rankwall.checks.engine.verdict.RankInterval`).
 Interval = RankInterval
 
 
@@ -133,7 +133,7 @@ class Quantity:
     """A real or integer function of a case, measured with a rounding bound, evaluated exactly and by a
     reference (see the module docstring). Subclasses: :class:`Base`, :class:`Constant`,
     :class:`Combination`. An integer quantity is measured, and evaluated exactly, as a certified
-    interval (:class:`~rankwall.checks.verdict.RankInterval`)."""
+    interval (:class:`~rankwall.checks.engine.verdict.RankInterval`)."""
 
     integer: bool = False
 
@@ -141,7 +141,7 @@ class Quantity:
         raise NotImplementedError
 
     def exact(self, ctx: Context) -> Exact | None:
-        """The exact value at the current precision (a :class:`~rankwall.checks.reals.Real`, or an
+        """The exact value at the current precision (a :class:`~rankwall.checks.engine.reals.Real`, or an
         interval for an integer quantity), or ``None`` where there is no exact route."""
         raise NotImplementedError
 
@@ -215,8 +215,8 @@ class Quantity:
 @dataclass(eq=False, repr=False)
 class Base(Quantity):
     """A quantity a family (or a user) defines: ``measure(ctx)`` gives a :class:`Measured` (or, for an
-    integer quantity, a :class:`~rankwall.checks.verdict.RankInterval`), ``exact(ctx)`` a
-    :class:`~rankwall.checks.reals.Real` (an int, a Fraction or a python-flint number is read as one)
+    integer quantity, a :class:`~rankwall.checks.engine.verdict.RankInterval`), ``exact(ctx)`` a
+    :class:`~rankwall.checks.engine.reals.Real` (an int, a Fraction or a python-flint number is read as one)
     at the current precision (or ``None``), ``reference(ctx)`` the slow value, and ``compare(ctx, t,
     expression)`` the exact sign of (quantity − t) for the exact value t of ``expression``, or ``None``
     where it cannot decide. ``family`` names the family whose cases it reads; ``exact_doc`` says how
@@ -279,7 +279,7 @@ def quantity(
 ) -> Base:
     """A base quantity named ``name`` (how it prints in a statement and a method), see :class:`Base`.
     ``follows_backend`` is false for a quantity computed in NumPy float64 whatever backend is asked.
-    An integer quantity returns a :class:`~rankwall.checks.verdict.RankInterval` (``rankwall.Interval``)
+    An integer quantity returns a :class:`~rankwall.checks.engine.verdict.RankInterval` (``rankwall.Interval``)
     from ``measure`` and ``exact``."""
     if not isinstance(name, str) or not name.strip():
         raise InputError(f"name: a quantity has a name (how it prints in a statement), got {name!r}")
@@ -806,7 +806,7 @@ class Sides:
     def moved(self, right: Any, factor: Fraction) -> Any:
         """The stated side moved by ``factor`` (in either route): an inequality's bound times F, an
         integer bound tightened strictly (:func:`tightened_integer_bound`), an identity's stated side
-        v moved to F(v + 1) - 1 (the meta-tests' hook, :func:`rankwall.checks.toolkit.planted_side`)."""
+        v moved to F(v + 1) - 1 (the meta-tests' hook, :func:`rankwall.checks.engine.toolkit.planted_side`)."""
         if factor == 1 or right is None:
             return right
         if isinstance(right, RankInterval):
@@ -948,7 +948,7 @@ def _hooked(sides: Sides, ctx: Context, factor: Fraction) -> Compared | None:
 def _two_sided_float(sides: Sides, ctx: Context, factor: Fraction) -> Judgement:
     """The judgement of the context's own measurement alone: certified beyond its bound either way
     (its error bounds are of the same exact object the exact route would have evaluated)."""
-    from rankwall.checks.toolkit import two_sided
+    from rankwall.checks.engine.toolkit import two_sided
 
     m = measurement_of(sides, ctx, factor)
     if sides.relation == ">=":  # two_sided reads lhs <= rhs: the bound below the value
@@ -966,7 +966,7 @@ def reference_of(sides: Sides, ctx: Context) -> tuple[Any, Any]:
 
 # --------------------------------------------------------------------------- declaring a claim
 
-#: Where the claims being loaded come from (set by :func:`rankwall.checks.loader.load_claims`).
+#: Where the claims being loaded come from (set by :func:`rankwall.checks.run.loader.load_claims`).
 LOADING_ORIGIN: list[str] = []
 
 
@@ -987,7 +987,7 @@ def _domain_check(domain: Callable[[Any], Any] | None) -> Callable[[Any], str | 
 
 
 def _sides_fields(sides: Sides, judge: Callable[[Any], tuple[Any, Any]] | None = None) -> dict[str, Any]:
-    """The :class:`~rankwall.checks.verdict.Claim` fields that ``sides`` (and an optional exact
+    """The :class:`~rankwall.checks.engine.verdict.Claim` fields that ``sides`` (and an optional exact
     ``judge``) determine: relation, array_api, sides, and the exact judge's override."""
     relation = Relation(sides.relation)
     judged = sides
@@ -1039,15 +1039,15 @@ def declare(
     ``family.name``). ``relation`` is ``"<="`` (``rhs`` an upper bound), ``">="`` (a lower bound) or
     ``"=="``; ``lhs`` and ``rhs`` are quantities of the cases' family (or numbers, or expressions of
     both), measured with their rounding bounds and re-decided exactly where the float margin does not
-    decide. ``cases`` is a :class:`~rankwall.checks.toolkit.Cases` (a family exports one per kind of
+    decide. ``cases`` is a :class:`~rankwall.checks.engine.toolkit.Cases` (a family exports one per kind of
     case). ``domain`` describes where the claim ranges, in words, or is a predicate of a case (true,
     or ``None``, inside; false, or a string saying why, outside); ``hypothesis`` is such a predicate
     beside a ``domain`` in words. A case outside it is rejected by the search and counted apart by
     ``verify``. ``default_V`` is the size ``verify`` checks it at without ``--V``. ``judge(case) ->
     (lhs, rhs)``, if given, supplies the exact values of both sides (ints, Fractions or python-flint
     numbers) in place of the quantities' own. The claim then has everything a shipped one has."""
-    from rankwall.checks.toolkit import Cases
-    from rankwall.checks.verdict import DEFAULT_V, REGISTRY, check_claim_id
+    from rankwall.checks.engine.toolkit import Cases
+    from rankwall.checks.engine.verdict import DEFAULT_V, REGISTRY, check_claim_id
 
     check_claim_id(id)
     if not isinstance(cases, Cases):
@@ -1107,7 +1107,7 @@ def mutated_fields(claim: Claim, lhs: Any = None, relation: str | None = None, r
 
 
 def outside_domain(claim: Claim, case: Any) -> None:
-    """Raise :class:`~rankwall.checks.verdict.OutsideDomain` for a case outside the claim's hypothesis."""
+    """Raise :class:`~rankwall.checks.engine.verdict.OutsideDomain` for a case outside the claim's hypothesis."""
     reason = claim.hypothesis(case) if claim.hypothesis is not None else None
     if reason is not None:
         raise OutsideDomain(f"{claim.id}: {reason}")

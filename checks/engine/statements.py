@@ -2,7 +2,7 @@
 stable number, where the seeds state it, how it stands to them, its claims and its tests.
 
 A family module lists its page's statements in a module-level ``STATEMENTS`` tuple;
-:data:`rankwall.checks.fidelity.STATEMENTS` collects them from every family module, so a new family
+:data:`rankwall.checks.companion.fidelity.STATEMENTS` collects them from every family module, so a new family
 states its theorems where it defines its claims and edits no shared file.
 
 A release records its index (number, label, page, kind, seed reference, and the title and text each

@@ -18,8 +18,8 @@ from fractions import Fraction
 from typing import Any
 
 from rankwall.checks import exact
-from rankwall.checks.backends import Backend, resolve, to_numpy
-from rankwall.checks.verdict import (
+from rankwall.checks.engine.backends import Backend, resolve, to_numpy
+from rankwall.checks.engine.verdict import (
     Case,
     Certification,
     Judgement,
@@ -39,7 +39,7 @@ class Cases:
     strategy must reach with real probability (the smallest sizes, ties, zeros, equality cases, large
     V), each a predicate on a case; a test measures the share of drawn cases in each. A family exports
     one per kind of case its claims range over, and a declared claim takes one
-    (:func:`rankwall.checks.quantities.declare`)."""
+    (:func:`rankwall.checks.engine.quantities.declare`)."""
 
     strategy: Callable[[], Any]
     witnesses: Callable[[int], list[Case]]
@@ -49,7 +49,7 @@ class Cases:
     family: str | None = None
 
     def fields(self) -> dict[str, Any]:
-        """The four as :class:`~rankwall.checks.verdict.Claim` fields."""
+        """The four as :class:`~rankwall.checks.engine.verdict.Claim` fields."""
         return {
             "strategy": self.strategy,
             "witnesses": self.witnesses,

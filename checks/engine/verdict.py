@@ -382,10 +382,10 @@ DEFAULT_V = 1024
 class Claim:
     """A proposition with everything needed to build, check and search its cases.
 
-    A claim is declared (:func:`rankwall.checks.quantities.declare`): ``sides`` is ``lhs <relation>
+    A claim is declared (:func:`rankwall.checks.engine.quantities.declare`): ``sides`` is ``lhs <relation>
     rhs`` over quantities of its family, and every case is decided on one :class:`Context
-    <rankwall.checks.quantities.Context>` (the case as the backend built it, read exactly) by
-    :func:`~rankwall.checks.quantities.measurement_of`, :func:`~rankwall.checks.quantities.judgement_of`
+    <rankwall.checks.engine.quantities.Context>` (the case as the backend built it, read exactly) by
+    :func:`~rankwall.checks.engine.quantities.measurement_of`, :func:`~rankwall.checks.engine.quantities.judgement_of`
     and :func:`decide`. ``measure(case, backend, factor)``, ``judge_exactly(case, factor)`` and
     ``reference(case, backend)`` are the same routes on a fresh context (``factor`` multiplies the
     bound for ``rankwall search --tighten``; for an identity it moves the stated side, a test hook only:
@@ -405,7 +405,7 @@ class Claim:
     witnesses: Callable[[int], list[Case]]
     random_instances: Callable[[int, int, int], list[Case]]
     strategy: Callable[[], Any]
-    sides: Any = None  # rankwall.checks.quantities.Sides
+    sides: Any = None  # rankwall.checks.engine.quantities.Sides
     mutants: dict[str, Claim] = field(default_factory=dict)
     array_api: bool = True  # False: the claim computes in NumPy whatever backend is asked for
     origin: str | None = None
@@ -413,7 +413,7 @@ class Claim:
     #: :data:`DEFAULT_V` for a claim whose witnesses are expensive (an LP per token, a dense SVD), so
     #: that the default run stays short while keeping the witnesses' boundary cases.
     default_V: int = DEFAULT_V
-    #: The boundary classes of the claim's strategy (see :class:`rankwall.checks.toolkit.Cases`).
+    #: The boundary classes of the claim's strategy (see :class:`rankwall.checks.engine.toolkit.Cases`).
     boundary_classes: dict[str, Callable[[Case], bool]] = field(default_factory=dict)
     #: The sides the exact route decides (the declared ones, or a user's ``judge`` in their place).
     judged_sides: Any = None
@@ -422,7 +422,7 @@ class Claim:
 
     def __post_init__(self) -> None:
         if self.sides is None:
-            raise ValueError(f"{self.id}: a claim is declared over quantities (rankwall.checks.quantities.declare)")
+            raise ValueError(f"{self.id}: a claim is declared over quantities (rankwall.declare)")
 
     @property
     def direction(self) -> str | None:
@@ -437,12 +437,12 @@ class Claim:
     def with_mutant(self, name: str, statement: str, **changes: Any) -> Claim:
         """Plant a false variant ``id[name]`` of this claim (``rankwall search --mutant name``): the same
         claim with another statement and new sides (``lhs=``, ``rhs=``, ``relation=``), other cases
-        (``cases=``, a :class:`~rankwall.checks.toolkit.Cases`), or other fields."""
+        (``cases=``, a :class:`~rankwall.checks.engine.toolkit.Cases`), or other fields."""
         if "cases" in changes:
             changes = {**changes.pop("cases").fields(), **changes}
         side_changes = {k: changes.pop(k) for k in ("lhs", "relation", "rhs") if k in changes}
         if side_changes:
-            from rankwall.checks.quantities import mutated_fields
+            from rankwall.checks.engine.quantities import mutated_fields
 
             changes = {**mutated_fields(self, **side_changes), **changes}
         mutant = replace(self, id=f"{self.id}[{name}]", statement=statement, mutants={}, **changes)
@@ -458,7 +458,7 @@ class Claim:
     def context(self, case: Case, backend: Any) -> Any:
         """The context a case is decided on; a case outside the claim's hypothesis raises
         :class:`OutsideDomain`."""
-        from rankwall.checks.quantities import Context
+        from rankwall.checks.engine.quantities import Context
 
         reason = self.hypothesis(case) if self.hypothesis is not None else None
         if reason is not None:
@@ -467,22 +467,22 @@ class Claim:
 
     def measure(self, case: Case, backend: Any, factor: Fraction = Fraction(1)) -> Measurement:
         """Both sides measured in the backend, with their rounding bound as the tolerance."""
-        from rankwall.checks.quantities import measurement_of
+        from rankwall.checks.engine.quantities import measurement_of
 
         return measurement_of(self.sides, self.context(case, backend), factor)
 
     def judge_exactly(self, case: Case, factor: Fraction = Fraction(1), backend: Any = None) -> Judgement:
         """Both sides re-decided on the exact instance (built in ``backend``, NumPy float64 by default)."""
-        from rankwall.checks.quantities import judgement_of
-        from rankwall.checks.toolkit import numpy_float64
+        from rankwall.checks.engine.quantities import judgement_of
+        from rankwall.checks.engine.toolkit import numpy_float64
 
         return judgement_of(self.judged_sides or self.sides, self.context(case, backend or numpy_float64()), factor)
 
     def reference(self, case: Case, backend: Any) -> Any:
-        """Both sides the slow, obviously right way (:class:`rankwall.checks.toolkit.Reference`), as
+        """Both sides the slow, obviously right way (:class:`rankwall.checks.engine.toolkit.Reference`), as
         written, or ``None`` where a side has no reference."""
-        from rankwall.checks.quantities import reference_of
-        from rankwall.checks.toolkit import Reference
+        from rankwall.checks.engine.quantities import reference_of
+        from rankwall.checks.engine.toolkit import Reference
 
         lhs, rhs = reference_of(self.sides, self.context(case, backend))
         if lhs is None or rhs is None:
@@ -504,7 +504,7 @@ class Claim:
         the meta-tests' hook for planting a wrong measured value. A bound is multiplied by F; the
         stated side of an identity v is moved to F(v + 1) - 1, which moves a side that is zero by its
         form too. Both routes read one context: one exact instance."""
-        from rankwall.checks.quantities import judgement_of, measurement_of
+        from rankwall.checks.engine.quantities import judgement_of, measurement_of
 
         ctx = self.context(instance, backend)
         try:
@@ -641,7 +641,7 @@ def _declared_at() -> str:
     import rankwall.theory
 
     folders = tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep for m in (rankwall, rankwall.theory))
-    folders += (os.path.dirname(os.path.abspath(__file__)) + os.sep,)
+    folders += (os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep,)  # checks/
     for frame in reversed(traceback.extract_stack()[:-2]):
         path = os.path.abspath(frame.filename)
         if not path.startswith(folders) and not frame.filename.startswith("<"):

@@ -1,5 +1,5 @@
 """Escalation beyond floating point: exact rationals, certified balls and rank certificates
-(python-flint). The softmax rows' own exact routes are in :mod:`rankwall.checks.exact_softmax`.
+(python-flint). The softmax rows' own exact routes are in :mod:`rankwall.checks.exact.softmax`.
 
 A float64 or float32 number is a dyadic rational, so a row of floats *is* an exact instance;
 its normalisation :math:`\\hat p = p / \\sum p` is a genuine probability vector, and the
@@ -137,11 +137,11 @@ def weyl_rank_lower_bound(
     """``(#{σ_i > m}, m, σ)`` for the singular values σ of a float matrix (computed in its own array
     namespace, dtype and device; returned as float64 NumPy), with the Weyl margin
     m = ``entry_error`` (a Frobenius bound on the error of the matrix itself) +
-    :func:`rankwall.checks.tolerance.svd_rank_margin` (the SVD's backward error, and ``forming_norm``'s
+    :func:`rankwall.checks.engine.tolerance.svd_rank_margin` (the SVD's backward error, and ``forming_norm``'s
     rounding). Each singular value above m belongs to a nonzero singular value of the exact
     matrix, so the count is a certified *lower* bound on its rank, never an upper one."""
-    from rankwall.checks.backends import singular_values
-    from rankwall.checks.tolerance import svd_rank_margin
+    from rankwall.checks.engine.backends import singular_values
+    from rankwall.checks.engine.tolerance import svd_rank_margin
 
     sigma = singular_values(matrix)
     top = float(sigma[0]) if sigma.size else 0.0
@@ -159,12 +159,12 @@ def gram_rank_lower_bound(matrix: Any, *, entry_error: float = 0.0) -> tuple[int
     tall) in float64, :math:`\hat\sigma = \sqrt{\max(\hat\lambda, 0)}` in descending order. For a wide M
     (m << n) it costs m²n flops where the SVD costs about twice that, and gives half the digits.
 
-    Certificate: with δ = :func:`rankwall.checks.tolerance.gram_eigenvalue_error`, every
+    Certificate: with δ = :func:`rankwall.checks.engine.tolerance.gram_eigenvalue_error`, every
     :math:`\sigma_i(M)^2 \ge \hat\lambda_i - \delta`, and Weyl's inequality moves each singular value of a
     matrix M* within ``entry_error`` = ε of M (Frobenius norm) by at most ε. So
     :math:`\hat\lambda_i > \delta + \varepsilon^2`, i.e. :math:`\hat\sigma_i > m = \sqrt{\delta + \varepsilon^2}`, makes
     :math:`\sigma_i(M^*) > 0`: the count is a certified *lower* bound on rank M*, never an upper one."""
-    from rankwall.checks.tolerance import gram_eigenvalue_error, unit_roundoff
+    from rankwall.checks.engine.tolerance import gram_eigenvalue_error, unit_roundoff
 
     M = np.asarray(matrix)
     if M.ndim != 2 or M.dtype not in (np.float32, np.float64):

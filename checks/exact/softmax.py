@@ -14,8 +14,8 @@ from typing import Any
 import flint
 import numpy as np
 
+from rankwall.checks.engine.tolerance import unit_roundoff
 from rankwall.checks.exact import BALL_PRECISIONS, EXACT_DISTINCT_LIMIT, ball, precision, rational, sign
-from rankwall.checks.tolerance import unit_roundoff
 from rankwall.theory.softmax_jacobian import secular_function
 
 
@@ -79,7 +79,7 @@ class Bound:
     """A bound t on the spectral norm, with its structure kept for exact comparisons:
     ``"ms"``: :math:`t = c\\,m(1-m)`; ``"envelope"``: :math:`t = c\\min(m, 2m(1-m))`;
     ``"constant"``: :math:`t = c`; ``"value"``: t is the exact real ``real``
-    (:class:`rankwall.checks.reals.Real`: a rational, or a ball at the caller's precision)."""
+    (:class:`rankwall.checks.engine.reals.Real`: a rational, or a ball at the caller's precision)."""
 
     kind: str
     coefficient: Fraction = Fraction(1)

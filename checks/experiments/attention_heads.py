@@ -35,11 +35,11 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from rankwall.checks.arguments import integer_in
-from rankwall.checks.data import read_corpus, read_text_file
+from rankwall.checks.cli.arguments import integer_in
+from rankwall.checks.companion.data import read_corpus, read_text_file
 from rankwall.checks.models.loading import DEFAULT_MODEL, LoadedModel, load_causal_lm
 from rankwall.checks.models.spot import attention_rows, captured_attention, read_tokens
-from rankwall.checks.outputs import peak_memory_mb, progress_bar, write_outputs
+from rankwall.checks.run.outputs import peak_memory_mb, progress_bar, write_outputs
 from rankwall.theory.validation import InputError
 
 NAME = "attention-heads"

@@ -44,10 +44,10 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from rankwall.checks.arguments import integer_in
-from rankwall.checks.data import characters, read_corpus
+from rankwall.checks.cli.arguments import integer_in
+from rankwall.checks.companion.data import characters, read_corpus
 from rankwall.checks.models import tiny
-from rankwall.checks.outputs import peak_memory_mb, progress_bar, write_bytes, write_outputs
+from rankwall.checks.run.outputs import peak_memory_mb, progress_bar, write_bytes, write_outputs
 from rankwall.theory.validation import InputError
 
 NAME = "attention-trajectory"

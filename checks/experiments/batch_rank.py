@@ -21,10 +21,11 @@ import scipy.sparse as sparse
 from rich.console import Console
 from rich.table import Table
 
-from rankwall.checks import exact, tolerance
-from rankwall.checks.arguments import integer_in
-from rankwall.checks.data import characters, read_corpus, words
-from rankwall.checks.outputs import progress_bar, write_outputs
+from rankwall.checks import exact
+from rankwall.checks.cli.arguments import integer_in
+from rankwall.checks.companion.data import characters, read_corpus, words
+from rankwall.checks.engine import tolerance
+from rankwall.checks.run.outputs import progress_bar, write_outputs
 from rankwall.theory import error_rank as er
 
 SHARES = (0.7, 0.99, 0.999)

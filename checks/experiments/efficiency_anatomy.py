@@ -34,8 +34,8 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from rankwall.checks.arguments import integer_in
-from rankwall.checks.outputs import peak_memory_mb, progress_bar, write_outputs
+from rankwall.checks.cli.arguments import integer_in
+from rankwall.checks.run.outputs import peak_memory_mb, progress_bar, write_outputs
 from rankwall.theory import compression as cp
 from rankwall.theory.validation import InputError
 
@@ -107,7 +107,7 @@ def smollm2(tokens: int, text: str | None = None, text_label: str = SPOT_TEXT) -
     """SmolLM2-135M's tied head on the logit gradient of its first ``tokens`` predictions of ``text``
     (named ``text_label``; the WikiText-2 validation text by default), hidden states from the spot
     check's forward pass."""
-    from rankwall.checks.data import read_corpus
+    from rankwall.checks.companion.data import read_corpus
     from rankwall.checks.models import spot
     from rankwall.checks.models.loading import load_causal_lm
 
@@ -132,7 +132,7 @@ def run(
     """Every synthetic head (on a synthetic batch of ``tokens`` Zipfian targets), then SmolLM2 on
     ``model_tokens`` tokens of ``text_file`` (a UTF-8 file, read first; the WikiText-2 validation text
     by default), skipped when ``model_tokens`` is None."""
-    from rankwall.checks.data import read_text_file
+    from rankwall.checks.companion.data import read_text_file
 
     if text_file is not None and model_tokens is None:
         raise InputError("--text: applies to the SmolLM2 row, which --no-model skips")

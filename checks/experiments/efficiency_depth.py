@@ -29,11 +29,11 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from rankwall.checks.arguments import integer_in
-from rankwall.checks.data import read_corpus
+from rankwall.checks.cli.arguments import integer_in
+from rankwall.checks.companion.data import read_corpus
 from rankwall.checks.experiments.lowrank_heads import BPE_VOCABULARY, bpe_ids
 from rankwall.checks.models import tiny
-from rankwall.checks.outputs import peak_memory_mb, progress_bar, write_outputs
+from rankwall.checks.run.outputs import peak_memory_mb, progress_bar, write_outputs
 from rankwall.theory import compression as cp
 
 NAME = "efficiency-depth"

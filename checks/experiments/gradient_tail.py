@@ -36,11 +36,12 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from rankwall.checks import exact, tolerance
-from rankwall.checks.arguments import integer_in
-from rankwall.checks.data import read_corpus, read_text_file
+from rankwall.checks import exact
+from rankwall.checks.cli.arguments import integer_in
+from rankwall.checks.companion.data import read_corpus, read_text_file
+from rankwall.checks.engine import tolerance
 from rankwall.checks.experiments.batch_rank import components_for
-from rankwall.checks.outputs import peak_memory_mb, progress_bar, write_outputs
+from rankwall.checks.run.outputs import peak_memory_mb, progress_bar, write_outputs
 from rankwall.theory import compression as cp
 from rankwall.theory.validation import check_integer_in
 

@@ -17,7 +17,7 @@ under one of the heads of :mod:`rankwall.theory.heads`, trained on the words of 
 On held-out text: the perplexity; over :data:`CONTEXTS` held-out contexts the certified rank of
 :math:`\log P` (the head evaluated in float64 on the model's own hidden states; lower end from the
 Gram eigenvalues with a Weyl margin and the rounding of the evaluation,
-:func:`rankwall.checks.tolerance.head_log_probability_error`; upper end d + 1 for softmax, MoC and MoS
+:func:`rankwall.checks.engine.tolerance.head_log_probability_error`; upper end d + 1 for softmax, MoC and MoS
 with K = 1 by their factorization, min(N, V) for MoS), its numerical ranks, and the expected KL
 divergence between the distributions of two distinct contexts. Then the K sweep of MoS
 (:data:`K_SWEEP`; longer sweeps run on Dask with ``--workers`` or ``--scheduler``).
@@ -37,11 +37,11 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from rankwall.checks.arguments import integer_in
-from rankwall.checks.commands.common import cluster, cluster_options, on_cluster
-from rankwall.checks.data import read_corpus, words
+from rankwall.checks.cli.arguments import integer_in
+from rankwall.checks.cli.commands.common import cluster, cluster_options, on_cluster
+from rankwall.checks.companion.data import read_corpus, words
 from rankwall.checks.models import tiny
-from rankwall.checks.outputs import peak_memory_mb, progress_bar, write_outputs
+from rankwall.checks.run.outputs import peak_memory_mb, progress_bar, write_outputs
 from rankwall.theory import heads as hd
 from rankwall.theory.validation import InputError
 
@@ -132,7 +132,8 @@ def corpus() -> tuple[np.ndarray, np.ndarray, int]:
 def log_probability_rank(head: str, theta: hd.HeadParameters, H: np.ndarray) -> dict[str, Any]:
     """Certified rank of log P (N contexts x V) of the head evaluated in float64 on hidden states H (read
     exactly), with its numerical ranks, and the expected KL divergence between two distinct contexts."""
-    from rankwall.checks import exact, tolerance
+    from rankwall.checks import exact
+    from rankwall.checks.engine import tolerance
 
     L = np.asarray(hd.log_probabilities(head, theta, H))
     N, V = L.shape

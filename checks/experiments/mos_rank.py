@@ -29,9 +29,9 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from rankwall.checks.arguments import integer_in
 from rankwall.checks.claims import heads as ch
-from rankwall.checks.outputs import peak_memory_mb, progress_bar, write_outputs
+from rankwall.checks.cli.arguments import integer_in
+from rankwall.checks.run.outputs import peak_memory_mb, progress_bar, write_outputs
 from rankwall.theory import heads as hd
 from rankwall.theory.validation import InputError
 

@@ -38,9 +38,9 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from rankwall.checks.arguments import integer_in
-from rankwall.checks.data import read_corpus, read_text_file
-from rankwall.checks.outputs import peak_memory_mb, progress_bar, write_outputs
+from rankwall.checks.cli.arguments import integer_in
+from rankwall.checks.companion.data import read_corpus, read_text_file
+from rankwall.checks.run.outputs import peak_memory_mb, progress_bar, write_outputs
 from rankwall.theory import compression as cp
 from rankwall.theory.validation import InputError, as_real_array
 

@@ -26,8 +26,8 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from rankwall.checks.arguments import integer_in
-from rankwall.checks.outputs import peak_memory_mb, progress_bar, write_outputs
+from rankwall.checks.cli.arguments import integer_in
+from rankwall.checks.run.outputs import peak_memory_mb, progress_bar, write_outputs
 
 VOCABULARIES = (1024, 4096, 16384, 65536, 131072)
 D = 64

@@ -28,9 +28,9 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from rankwall.checks.arguments import integer_in
+from rankwall.checks.cli.arguments import integer_in
 from rankwall.checks.experiments import spamlang
-from rankwall.checks.outputs import peak_memory_mb, progress_bar, write_outputs
+from rankwall.checks.run.outputs import peak_memory_mb, progress_bar, write_outputs
 
 NAME = "spamlang-generations"
 SUMMARY = "SpamLang miniatures seeded with one token and sampled at temperature 0.9, per V (seed 000, Table 1)"

@@ -1,9 +1,9 @@
 """Real models, offline: loading (:mod:`rankwall.checks.models.loading`) and spot checks
 (:mod:`rankwall.checks.models.spot`)."""
 
-from rankwall.checks.statements import Kind, Statement
+from rankwall.checks.engine.statements import Kind, Statement
 
-#: The theorems of ``docs/models.md`` (collected by ``checks/fidelity.py``).
+#: The theorems of ``docs/models.md`` (collected by ``checks/companion/fidelity.py``).
 STATEMENTS: tuple[Statement, ...] = (
     Statement(
         "thm-logp-rank",

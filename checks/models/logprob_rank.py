@@ -18,19 +18,19 @@ the model's own final hidden states H (N contexts, the float32 values its forwar
   minutes on two cores), with the entry error :math:`\lVert\hat L - L^*\rVert_F \le \lVert\hat L - \tilde
   L\rVert_F + \lVert\tilde L - L^*\rVert_F` (the measured distance, rounded up, plus the float64 bound).
 
-The rounding model, per entry (:mod:`rankwall.checks.tolerance`; u is float32's or float64's unit roundoff):
+The rounding model, per entry (:mod:`rankwall.checks.engine.tolerance`; u is float32's or float64's unit roundoff):
 the logit :math:`h\cdot w_j + b_j` is a sum of D + 1 rounded terms, off by at most
 :math:`e_{ij} = \gamma_{D+2}(|h_i|\cdot|w_j| + |b_j|)` (Higham eq. 3.5; the + 1 covers the float64
 evaluation of the bound); through the log-softmax an entry moves by at most
 :math:`e_{ij} + \max_j e_{ij}` (lse is 1-Lipschitz in the max norm); the log-softmax of the computed logits
-adds :func:`~rankwall.checks.tolerance.log_softmax_error` (:math:`\gamma_{V+4}`); the measured residual is
+adds :func:`~rankwall.checks.engine.tolerance.log_softmax_error` (:math:`\gamma_{V+4}`); the measured residual is
 a norm of NV rounded differences, at most :math:`1 + \gamma_{NV+2}` times too small.
 
 *Hidden size from the outputs alone* (as an API user would, after Finlayson et al. 2024): centring each
 row over the vocabulary, :math:`L^*C` with :math:`C = I - \mathbf 1\mathbf 1^\top/V`, removes the lse column:
 :math:`L^*C = H(CW)^\top + \mathbf 1(Cb)^\top`, of rank at most D (D + 1 with a bias). Its lower end comes
 from the centred outputs' singular values, with the centring's rounding added
-(:func:`~rankwall.checks.tolerance.row_centring_error`); when both ends meet, that rank is the hidden size
+(:func:`~rankwall.checks.engine.tolerance.row_centring_error`); when both ends meet, that rank is the hidden size
 *recovered*, certified. Beside the model: a random Gaussian head of the same shape and scale on the same
 H (rank D + 1, centred D), and the model's head with a random bias (rank D + 2, centred D + 1: an API user
 reading the centred rank of a biased head gets D + 1).
@@ -47,8 +47,9 @@ from typing import Any
 import numpy as np
 import scipy.special
 
-from rankwall.checks import exact, tolerance
+from rankwall.checks import exact
 from rankwall.checks.claims.logprob_rank import factorization_residual
+from rankwall.checks.engine import tolerance
 from rankwall.theory.validation import InputError
 
 U32, U64 = tolerance.unit_roundoff(np.float32), tolerance.unit_roundoff(np.float64)
@@ -168,7 +169,7 @@ def through_logits(H: np.ndarray, W: np.ndarray, b: np.ndarray | None, u: float)
 
 def log_softmax_rows(Z: np.ndarray) -> np.ndarray:
     """``Z - lse(Z)`` row by row in float64, shifted by the row maximum (the form
-    :func:`~rankwall.checks.tolerance.log_softmax_error` models)."""
+    :func:`~rankwall.checks.engine.tolerance.log_softmax_error` models)."""
     return scipy.special.log_softmax(Z, axis=1)
 
 

@@ -34,14 +34,15 @@ from typing import Any
 
 import numpy as np
 
-from rankwall.checks import exact, tolerance
+from rankwall.checks import exact
+from rankwall.checks.engine import tolerance
 from rankwall.checks.experiments.batch_rank import components_for
 from rankwall.checks.models import logprob_rank
 from rankwall.checks.models.loading import LoadedModel
 
 # output_folder moved to outputs (argmax's --certificates uses it too); spot.output_folder stays its name here.
-from rankwall.checks.outputs import output_folder as output_folder
-from rankwall.checks.outputs import peak_memory_mb, write_outputs
+from rankwall.checks.run.outputs import output_folder as output_folder
+from rankwall.checks.run.outputs import peak_memory_mb, write_outputs
 from rankwall.theory import compression as cp
 from rankwall.theory import expressivity as ex
 from rankwall.theory import softmax_jacobian as sj

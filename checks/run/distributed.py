@@ -1,15 +1,14 @@
-"""Beyond one machine: ``verify`` and ``search`` on a Dask cluster (``--workers N`` starts a
-``dask.distributed`` LocalCluster of N worker processes, ``--scheduler ADDRESS`` joins a running one).
+"""Beyond one machine: ``verify`` and ``search`` on a Dask cluster (``--workers N`` starts a ``dask.distributed``
+LocalCluster of N worker processes, ``--scheduler ADDRESS`` joins a running one).
 
-``verify`` maps one task per (claim, instance, V) with :meth:`distributed.Client.map` and gathers the
-verdicts in submission order, so its output is the serial one (timings aside); a LocalCluster's
-workers are held to a memory limit (:func:`rankwall.checks.runner.admit` sizes a case beforehand). ``search`` runs one
-seeded search per worker (seed, seed + 1, ...) on a shared Hypothesis example database and reports
-the lowest seed that found a counterexample. Dask is optional (``pip install -e '.[dask]'``); without
-it :func:`connect` raises :class:`ClusterUnavailable`, which names the flag and the install command.
-Tasks carry claim ids, the sources of a user's claims (``--claims``) and backend names, never claims
-or backends: each worker loads the sources and rebuilds them.
-"""
+``verify`` maps one task per (claim, instance, V) with :meth:`distributed.Client.map` and gathers the verdicts
+in submission order, so its output is the serial one (timings aside); a LocalCluster's workers are held to a
+memory limit (:func:`rankwall.checks.run.runner.admit` sizes a case beforehand). ``search`` runs one seeded
+search per worker (seed, seed + 1, ...) on a shared Hypothesis example database and reports the lowest seed that
+found a counterexample. Dask is optional (``pip install -e '.[dask]'``); without it :func:`connect` raises
+:class:`ClusterUnavailable`, which names the flag and the install command. Tasks carry claim ids, the sources of
+a user's claims (``--claims``) and backend names, never claims or backends: each worker loads the sources and
+rebuilds them."""
 
 from __future__ import annotations
 
@@ -21,9 +20,9 @@ from collections.abc import Callable, Iterator, Sequence
 from fractions import Fraction
 from typing import Any
 
-from rankwall.checks.backends import Backend, resolve
-from rankwall.checks.search import SearchResult, search
-from rankwall.checks.verdict import REGISTRY, Case, Claim, Verdict
+from rankwall.checks.engine.backends import Backend, resolve
+from rankwall.checks.engine.verdict import REGISTRY, Case, Claim, Verdict
+from rankwall.checks.run.search import SearchResult, search
 from rankwall.errors import ClusterUnavailable  # re-exported: the classes live in rankwall.errors
 
 INSTALL = "pip install -e '.[dask]'"
@@ -121,7 +120,7 @@ def _backend(spec: BackendSpec) -> Backend:
 def _claim(claim_id: str, sources: Sequence[str] = ()) -> Claim:
     """The claim (or mutant ``id[name]``) in this process, after loading the claims a user declared
     (``--claims`` sources, and the installed packages' entry points) in a fresh worker."""
-    from rankwall.checks.loader import load_all
+    from rankwall.checks.run.loader import load_all
 
     load_all(tuple(sources))
     return REGISTRY[claim_id]
@@ -131,7 +130,7 @@ def _check(
     claim_id: str, instance: Case, spec: BackendSpec, sources: tuple[str, ...], exact: bool | None
 ) -> tuple[Verdict | None, float]:
     """One task of ``verify``: the verdict on one case (``None`` outside its domain) and its seconds."""
-    from rankwall.checks.runner import check_in_domain
+    from rankwall.checks.run.runner import check_in_domain
 
     started = time.perf_counter()
     verdict = check_in_domain(_claim(claim_id, sources), instance, _backend(spec), exact)

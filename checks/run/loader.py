@@ -1,9 +1,9 @@
 """Claims from outside the package: a user's file or module (``--claims FILE_OR_MODULE``) and the
 entry points of installed packages (group ``rankwall.claims``).
 
-Loading a source imports it once, with :data:`rankwall.checks.quantities.LOADING_ORIGIN` naming it,
-so that every claim it declares (:func:`rankwall.checks.quantities.declare`) registers in
-:data:`rankwall.checks.verdict.REGISTRY` with its ``origin``; loading it again returns the same
+Loading a source imports it once, with :data:`rankwall.checks.engine.quantities.LOADING_ORIGIN` naming it,
+so that every claim it declares (:func:`rankwall.checks.engine.quantities.declare`) registers in
+:data:`rankwall.checks.engine.verdict.REGISTRY` with its ``origin``; loading it again returns the same
 claims. A source that cannot be found or fails on import is an :class:`InputError` naming it.
 """
 
@@ -18,8 +18,8 @@ from collections.abc import Iterator
 from importlib import metadata
 from pathlib import Path
 
-from rankwall.checks.quantities import LOADING_ORIGIN
-from rankwall.checks.verdict import REGISTRY, Claim, load_shipped_families
+from rankwall.checks.engine.quantities import LOADING_ORIGIN
+from rankwall.checks.engine.verdict import REGISTRY, Claim, load_shipped_families
 from rankwall.theory.validation import InputError
 
 #: The entry-point group through which an installed package contributes claims.

@@ -4,8 +4,8 @@ FILE`` re-checks it.
 A file is a small JSON document that needs neither Hypothesis's database nor its version: the claim's
 id (a mutant as ``id[name]``), where a user's claim was loaded from, the factor of ``--tighten``, the
 backend it was judged on, and the case with every float written exactly (``{"rational": "p/q"}``,
-:func:`rankwall.checks.verdict.exact_json`), beside the verdict as found. :func:`replay` rebuilds the
-case (:func:`rankwall.checks.verdict.case_from_json`) and decides the claim on it again.
+:func:`rankwall.checks.engine.verdict.exact_json`), beside the verdict as found. :func:`replay` rebuilds the
+case (:func:`rankwall.checks.engine.verdict.case_from_json`) and decides the claim on it again.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from rankwall.checks.outputs import write_text
-from rankwall.checks.verdict import REGISTRY, Case, Claim, Verdict, case_from_json, exact_json
+from rankwall.checks.engine.verdict import REGISTRY, Case, Claim, Verdict, case_from_json, exact_json
+from rankwall.checks.run.outputs import write_text
 from rankwall.theory.validation import InputError
 
 #: The format's name and version, the first key of every file.
@@ -92,7 +92,7 @@ def load(path: str | Path) -> SavedCounterexample:
 
 def claim_of(saved: SavedCounterexample) -> Claim:
     """The claim a file names, loading the user's file or module it came from if that still exists."""
-    from rankwall.checks.loader import load_all
+    from rankwall.checks.run.loader import load_all
 
     origin = [saved.origin] if saved.origin and not saved.origin.startswith("entry point") else []
     if origin and saved.claim.split("[")[0] not in REGISTRY:

@@ -5,7 +5,7 @@ line only prints.
 A plan (:func:`plan`) lists, for each size and claim, the cases to check; :func:`admit` refuses,
 before anything runs, a size whose largest case cannot fit the memory it may take; :func:`verify`
 checks every case, in this process or through a ``remote`` runner (the Dask cluster of
-:mod:`rankwall.checks.distributed`), and keeps for each claim its worst verdict, the counts by status
+:mod:`rankwall.checks.run.distributed`), and keeps for each claim its worst verdict, the counts by status
 and by certification, the cases outside their domain, and the time.
 """
 
@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rankwall.checks.verdict import SEVERITY, Case, Claim, OutsideDomain, Status, Verdict, worst
+from rankwall.checks.engine.verdict import SEVERITY, Case, Claim, OutsideDomain, Status, Verdict, worst
 from rankwall.errors import TooLarge  # re-exported: the classes live in rankwall.errors
 
 #: Resident memory of a process that has imported the claims and checked the softmax-jacobian
@@ -29,7 +29,7 @@ PROCESS_BASE_BYTES = 128 * 2**20
 #: --serial --each --json``): at V = 2^22 at most 316 (psd, peak 1,394 MiB; the others 59-100), and
 #: 320 for psd at V = 2^20 (peak 448 MiB, ``... 'softmax-jacobian.psd' --V 1048576 --serial``), so
 #: flat in V; rounded up by a quarter. The worst instance is ``psd``'s re-decision on the exact row
-#: (integers over one power of two in NumPy object arrays, ``checks/exact_vectors.py``), not the
+#: (integers over one power of two in NumPy object arrays, ``checks/exact/vectors.py``), not the
 #: float route (a few float64 rows, 8 bytes per entry each; the compiled secular solver reads the
 #: row in place).
 BYTES_PER_ENTRY = 400

@@ -36,8 +36,8 @@ from hypothesis import seed as hypothesis_seed
 from hypothesis.configuration import set_hypothesis_home_dir, storage_directory
 from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
 
-from rankwall.checks.strategies import QUIET_HEALTH_CHECKS
-from rankwall.checks.verdict import Case, Claim, Relation, Status, Verdict
+from rankwall.checks.engine.verdict import Case, Claim, Relation, Status, Verdict
+from rankwall.checks.run.strategies import QUIET_HEALTH_CHECKS
 from rankwall.theory.validation import InputError
 
 #: How many undecided instances a search keeps to name (it counts them all).

@@ -2,7 +2,7 @@
 :mod:`rankwall.checks.claims`.
 
 Strategies draw *parameters* (sizes, top masses, logit gaps, concentrations, seeds) and
-return :class:`~rankwall.checks.verdict.Instance` objects that the theory constructors build; they
+return :class:`~rankwall.checks.engine.verdict.Instance` objects that the theory constructors build; they
 never draw array entries one by one. The profiles are ``ci`` (selected under ``CI=true``:
 derandomised, no example database), ``dev`` (the default elsewhere) and ``deep`` (tens of
 thousands of examples, for long runs or a GPU).

@@ -1,4 +1,4 @@
-"""Sphinx hooks of the proof companion, all built from ``rankwall.checks.fidelity``:
+"""Sphinx hooks of the proof companion, all built from ``rankwall.checks.companion.fidelity``:
 
 - stable theorem numbers: each statement's number (``SJ.3``) is data in ``STATEMENTS``, written
   over the build-order numbers that sphinx-proof would give, so a number never changes when a page
@@ -24,7 +24,7 @@ from sphinx.environment import BuildEnvironment
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
-from rankwall.checks import fidelity
+from rankwall.checks.companion import fidelity
 
 logger = logging.getLogger(__name__)
 
@@ -175,7 +175,7 @@ class ClaimIndex(SphinxDirective):
 
     def run(self) -> list[nodes.Node]:
         import rankwall.checks.claims  # noqa: F401  (fills the registry)
-        from rankwall.checks.verdict import REGISTRY
+        from rankwall.checks.engine.verdict import REGISTRY
 
         doc = self.env.docname
         std = self.env.get_domain("std")

@@ -16,8 +16,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from rankwall.checks.commands.common import EXIT_OK, UsageError
-from rankwall.checks.outputs import output_folder, progress_bar, write_array, write_text
+from rankwall.checks.cli.commands.common import EXIT_OK, UsageError
+from rankwall.checks.run.outputs import output_folder, progress_bar, write_array, write_text
 
 NAME = "argmax"
 HELP = "the tokens of a head that no hidden state can make the strict argmax, each with a certificate"

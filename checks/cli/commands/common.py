@@ -14,9 +14,9 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-from rankwall.checks.arguments import integer_in
-from rankwall.checks.backends import BACKENDS, DTYPES
-from rankwall.checks.verdict import REGISTRY, Claim, Status, Verdict
+from rankwall.checks.cli.arguments import integer_in
+from rankwall.checks.engine.backends import BACKENDS, DTYPES
+from rankwall.checks.engine.verdict import REGISTRY, Claim, Status, Verdict
 from rankwall.theory.validation import InputError
 
 EXIT_OK, EXIT_VIOLATED, EXIT_USAGE, EXIT_INCONCLUSIVE, EXIT_INTERNAL = 0, 1, 2, 3, 4
@@ -90,7 +90,7 @@ def factor(text: str) -> Fraction:
 
 def memory(text: str) -> int:
     """An argparse type: a memory size such as ``4GiB``, in bytes."""
-    from rankwall.checks.distributed import parse_bytes
+    from rankwall.checks.run.distributed import parse_bytes
 
     try:
         return parse_bytes(text)
@@ -129,14 +129,14 @@ def cluster_options(parser: argparse.ArgumentParser) -> None:
 
 def load_user_claims(args: argparse.Namespace) -> None:
     """The installed packages' claims and those of ``--claims``, into the registry."""
-    from rankwall.checks.loader import load_all
+    from rankwall.checks.run.loader import load_all
 
     load_all(tuple(getattr(args, "claims", ())))
 
 
 def sources(args: argparse.Namespace) -> list[str]:
     """The ``--claims`` sources as a worker must load them (files by absolute path)."""
-    from rankwall.checks.loader import source_key
+    from rankwall.checks.run.loader import source_key
 
     return [source_key(s) for s in getattr(args, "claims", ())]
 
@@ -189,7 +189,7 @@ def on_cluster(args: argparse.Namespace) -> bool:
 @contextlib.contextmanager
 def cluster(args: argparse.Namespace, memory_limit: int | None = None) -> Iterator[Any]:
     """The Dask client of ``--workers`` / ``--scheduler``; no dask, or no cluster there, is a usage error."""
-    from rankwall.checks.distributed import ClusterUnavailable, connect
+    from rankwall.checks.run.distributed import ClusterUnavailable, connect
 
     try:
         with connect(args.workers, args.scheduler, memory_limit) as client:

@@ -9,9 +9,9 @@ import time
 from rich.console import Console
 from rich.table import Table
 
-from rankwall.checks.arguments import integer_in
-from rankwall.checks.commands.common import EXIT_OK, UsageError
-from rankwall.checks.outputs import available_memory_bytes, progress_bar
+from rankwall.checks.cli.arguments import integer_in
+from rankwall.checks.cli.commands.common import EXIT_OK, UsageError
+from rankwall.checks.run.outputs import available_memory_bytes, progress_bar
 from rankwall.theory.softmax_jacobian import MAX_VOCABULARY
 
 NAME = "compress"

@@ -6,8 +6,8 @@ import argparse
 
 from rich.console import Console
 
-from rankwall.checks.arguments import integer_in
-from rankwall.checks.commands.common import EXIT_CODES_TEXT, EXIT_OK, HelpFormatter
+from rankwall.checks.cli.arguments import integer_in
+from rankwall.checks.cli.commands.common import EXIT_CODES_TEXT, EXIT_OK, HelpFormatter
 from rankwall.checks.experiments import experiments
 
 NAME = "experiment"
@@ -35,7 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser, common: list[argparse.Argumen
 
 
 def run(args: argparse.Namespace, out: Console, err: Console) -> int:
-    from rankwall.checks.outputs import writable_folder
+    from rankwall.checks.run.outputs import writable_folder
 
     args.out = writable_folder(args.out, "--out")
     experiments()[args.name].main(args, out, err)

@@ -10,8 +10,8 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-from rankwall.checks.commands.common import EXIT_OK, UsageError, claims_option, load_user_claims, matched_claims
-from rankwall.checks.verdict import REGISTRY, Claim
+from rankwall.checks.cli.commands.common import EXIT_OK, UsageError, claims_option, load_user_claims, matched_claims
+from rankwall.checks.engine.verdict import REGISTRY, Claim
 
 NAME = "list"
 HELP = "the claims: id, kind and title (one claim whole: its statement, source, domain and mutants)"

@@ -9,7 +9,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from rankwall.checks.commands.common import (
+from rankwall.checks.cli.commands.common import (
     EXIT_CODES_TEXT,
     EXIT_INCONCLUSIVE,
     EXIT_OK,
@@ -49,8 +49,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, out: Console, err: Console) -> int:
-    from rankwall.checks import monitor_report
-    from rankwall.checks.outputs import writable_folder, write_figure, write_text
+    from rankwall.checks.models import monitor_report
+    from rankwall.checks.run.outputs import writable_folder, write_figure, write_text
     from rankwall.monitor import read_run
 
     records = read_run(args.run, "RUN.jsonl")

@@ -8,9 +8,9 @@ import json
 from rich.console import Console
 from rich.table import Table
 
-from rankwall.checks.arguments import integer_in
-from rankwall.checks.commands.common import EXIT_INCONCLUSIVE, EXIT_OK
-from rankwall.checks.outputs import progress_bar
+from rankwall.checks.cli.arguments import integer_in
+from rankwall.checks.cli.commands.common import EXIT_INCONCLUSIVE, EXIT_OK
+from rankwall.checks.run.outputs import progress_bar
 
 NAME = "orderings"
 HELP = "which orderings of k tokens a head can realise as its top k, each with a certificate"
@@ -56,7 +56,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, out: Console, err: Console) -> int:
-    from rankwall.checks import orderings as runner
+    from rankwall.checks.models import orderings as runner
     from rankwall.checks.models.loading import load_head
 
     W, b, name = load_head(args.head)

@@ -8,9 +8,9 @@ import json
 from rich.console import Console
 from rich.markup import escape
 
-from rankwall.checks.backends import BACKENDS, DTYPES, resolve
-from rankwall.checks.commands.common import EXIT_OF, STYLE, claims_option, load_user_claims
-from rankwall.checks.replay import claim_of, load, replay
+from rankwall.checks.cli.commands.common import EXIT_OF, STYLE, claims_option, load_user_claims
+from rankwall.checks.engine.backends import BACKENDS, DTYPES, resolve
+from rankwall.checks.run.replay import claim_of, load, replay
 
 NAME = "replay"
 HELP = "re-check a saved counterexample (exit 1 if it is still one, 0 if the claim now holds on it)"

@@ -15,9 +15,8 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-from rankwall.checks.arguments import integer_in
-from rankwall.checks.backends import resolve
-from rankwall.checks.commands.common import (
+from rankwall.checks.cli.arguments import integer_in
+from rankwall.checks.cli.commands.common import (
     EXIT_INCONCLUSIVE,
     EXIT_OK,
     EXIT_VIOLATED,
@@ -35,10 +34,11 @@ from rankwall.checks.commands.common import (
     sources,
     verdict_lines,
 )
-from rankwall.checks.outputs import progress_bar, writable_folder
-from rankwall.checks.search import SearchResult, search
-from rankwall.checks.strategies import CI_SEARCH_BUDGET
-from rankwall.checks.verdict import REGISTRY, Claim
+from rankwall.checks.engine.backends import resolve
+from rankwall.checks.engine.verdict import REGISTRY, Claim
+from rankwall.checks.run.outputs import progress_bar, writable_folder
+from rankwall.checks.run.search import SearchResult, search
+from rankwall.checks.run.strategies import CI_SEARCH_BUDGET
 
 NAME = "search"
 HELP = "hunt a counterexample to claims (or sharper ones, or a mutant) with Hypothesis"
@@ -199,7 +199,7 @@ def _search_one(
             )
     saved = None
     if result.counterexample is not None and save_to is not None:
-        from rankwall.checks.replay import save
+        from rankwall.checks.run.replay import save
 
         used = backend if claim.array_api else resolve("numpy")
         saved = save(result.counterexample, claim, used, args.tighten, save_to)
@@ -256,11 +256,11 @@ def _search_on_cluster(
     args: argparse.Namespace, claim: Claim, err: Console
 ) -> tuple[SearchResult, list[SearchResult], dict[int, bool]]:
     """One seeded search per worker on a shared example database (``--database``, else a temporary
-    folder): the result to report (:func:`rankwall.checks.distributed.first_found`), every search's
+    folder): the result to report (:func:`rankwall.checks.run.distributed.first_found`), every search's
     result by seed, and, when some seed found a counterexample, whether each seed that did not
     replays it from the database (a search of budget 1 on the same worker pool: Hypothesis reads the
     database as a search starts)."""
-    from rankwall.checks.distributed import first_found, search_all, worker_count
+    from rankwall.checks.run.distributed import first_found, search_all, worker_count
 
     with cluster(args) as client, tempfile.TemporaryDirectory(prefix="rankwall-search-") as scratch:
         seeds = range(args.seed, args.seed + worker_count(client))

@@ -10,9 +10,9 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from rankwall.checks.arguments import integer_in
-from rankwall.checks.commands.common import EXIT_OK
-from rankwall.checks.outputs import progress_bar
+from rankwall.checks.cli.arguments import integer_in
+from rankwall.checks.cli.commands.common import EXIT_OK
+from rankwall.checks.run.outputs import progress_bar
 
 NAME = "spot"
 HELP = "spot checks of the theory on a real model's logits, head and attention"
@@ -48,7 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, out: Console, err: Console) -> int:
-    from rankwall.checks.data import read_corpus, read_text_file
+    from rankwall.checks.companion.data import read_corpus, read_text_file
     from rankwall.checks.models import spot
     from rankwall.checks.models.loading import load_causal_lm, load_tokenizer
 

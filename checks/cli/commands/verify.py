@@ -11,10 +11,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from rankwall.checks import runner
-from rankwall.checks.arguments import integer_in
-from rankwall.checks.backends import resolve
-from rankwall.checks.commands.common import (
+from rankwall.checks.cli.arguments import integer_in
+from rankwall.checks.cli.commands.common import (
     EXIT_OF,
     NUMPY_ONLY,
     STYLE,
@@ -31,8 +29,10 @@ from rankwall.checks.commands.common import (
     sources,
     verdict_lines,
 )
-from rankwall.checks.outputs import available_memory_bytes, progress_bar
-from rankwall.checks.verdict import DEFAULT_V, Status, Verdict
+from rankwall.checks.engine.backends import resolve
+from rankwall.checks.engine.verdict import DEFAULT_V, Status, Verdict
+from rankwall.checks.run import runner
+from rankwall.checks.run.outputs import available_memory_bytes, progress_bar
 from rankwall.theory.softmax_jacobian import MAX_VOCABULARY
 
 NAME = "verify"
@@ -78,7 +78,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def memory_limit(args: argparse.Namespace) -> int | None:
     """The bytes one instance may take: the per-worker limit with ``--workers``, else what is available."""
-    from rankwall.checks.distributed import default_worker_memory
+    from rankwall.checks.run.distributed import default_worker_memory
 
     available = available_memory_bytes()
     if args.workers is None:
@@ -118,7 +118,7 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
 def _remote(args: argparse.Namespace, planned: list[runner.Planned]) -> runner.Remote:
     """The cluster runner: every (claim, case) a task; on a running cluster (``--scheduler``) the sizes
     are first checked against its workers' smallest memory limit."""
-    from rankwall.checks.distributed import check_all, worker_memory_limit
+    from rankwall.checks.run.distributed import check_all, worker_memory_limit
 
     def run_remotely(jobs: list[tuple[Any, Any, Any]], on_done: Any) -> list[tuple[Verdict | None, float]]:
         specs = [(claim.id, case, backend_spec(args, claim)) for claim, case, _ in jobs]
