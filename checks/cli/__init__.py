@@ -129,4 +129,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         hint = "" if args.debug else " (run again with --debug for the traceback)"
         print(f"rankwall: internal error: {type(error).__name__}: {error}{hint}", file=sys.stderr)
         return EXIT_INTERNAL
-
