@@ -24,21 +24,18 @@ from typing import Any
 
 import pytest
 
-#: The backends ``rankwall_backend`` runs a test on: (id, library, device, dtype).
-BACKENDS = (
-    ("numpy", "numpy", None, "float64"),
-    ("array-api-strict", "array-api-strict", None, "float64"),
-    ("torch-cpu", "torch", "cpu", "float64"),
-    ("torch-cpu-float32", "torch", "cpu", "float32"),
-    ("torch-cuda", "torch", "cuda", "float64"),
-    ("cupy", "cupy", "cuda", "float64"),
-)
+from rankwall._backend_table import MODULES, select
+
+#: The ids, in :data:`rankwall._backend_table.BACKEND_TABLE`, of the backends ``rankwall_backend`` runs a test on.
+PLUGIN_IDS = ("numpy", "strict", "torch-cpu", "torch-cpu-float32", "torch-cuda", "cupy")
+
+#: Those backends as (id, library, device, dtype).
+BACKENDS = tuple((spec.id, spec.library, spec.device, spec.dtype) for spec in select(PLUGIN_IDS))
 
 
 def installed_backends() -> list[tuple[str, str, str | None, str]]:
     """The entries of :data:`BACKENDS` whose library can be imported here."""
-    module = {"array-api-strict": "array_api_strict"}
-    return [spec for spec in BACKENDS if importlib.util.find_spec(module.get(spec[1], spec[1])) is not None]
+    return [spec for spec in BACKENDS if importlib.util.find_spec(MODULES.get(spec[1], spec[1])) is not None]
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
