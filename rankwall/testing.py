@@ -1,4 +1,6 @@
-"""pytest for a user's theorems: :func:`assert_holds` and the ``rankwall_backend`` fixture.
+"""pytest for a user's theorems: :func:`assert_holds`, the ``rankwall_backend`` fixture, and
+:func:`assert_close` for an array a backend computed (namespace, dtype, device, shape, then values
+within the rounding model's bound).
 
 Installed with rankwall as a pytest plugin (entry point ``pytest11``), so a test file needs nothing
 but an import::
@@ -24,21 +26,18 @@ from typing import Any
 
 import pytest
 
-#: The backends ``rankwall_backend`` runs a test on: (id, library, device, dtype).
-BACKENDS = (
-    ("numpy", "numpy", None, "float64"),
-    ("array-api-strict", "array-api-strict", None, "float64"),
-    ("torch-cpu", "torch", "cpu", "float64"),
-    ("torch-cpu-float32", "torch", "cpu", "float32"),
-    ("torch-cuda", "torch", "cuda", "float64"),
-    ("cupy", "cupy", "cuda", "float64"),
-)
+from rankwall._backend_table import MODULES, select
+
+#: The ids, in :data:`rankwall._backend_table.BACKEND_TABLE`, of the backends ``rankwall_backend`` runs a test on.
+PLUGIN_IDS = ("numpy", "strict", "torch-cpu", "torch-cpu-float32", "torch-cuda", "cupy")
+
+#: Those backends as (id, library, device, dtype).
+BACKENDS = tuple((spec.id, spec.library, spec.device, spec.dtype) for spec in select(PLUGIN_IDS))
 
 
 def installed_backends() -> list[tuple[str, str, str | None, str]]:
     """The entries of :data:`BACKENDS` whose library can be imported here."""
-    module = {"array-api-strict": "array_api_strict"}
-    return [spec for spec in BACKENDS if importlib.util.find_spec(module.get(spec[1], spec[1])) is not None]
+    return [spec for spec in BACKENDS if importlib.util.find_spec(MODULES.get(spec[1], spec[1])) is not None]
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -130,3 +129,67 @@ def _message(claim: Any, verdict: Any, backend: Any) -> str:
         f"rhs = {verdict.rhs!r}, margin = {verdict.margin!r} (tolerance {verdict.tolerance!r}); "
         f"{verdict.method}{certified}\n  statement: {claim.statement}"
     )
+
+
+def _same_device(actual: Any, expected: Any) -> bool:
+    """Whether an array's device is the backend's; a torch ``cuda`` without an index means the current one."""
+    if actual == expected:
+        return True
+    index = getattr(expected, "index", 0)
+    if getattr(expected, "type", None) == "cuda" and index is None and getattr(actual, "type", None) == "cuda":
+        import torch
+
+        return actual.index == torch.cuda.current_device()
+    return False
+
+
+def assert_close(
+    actual: Any, desired: Any, backend: Any, *, what: str, operations: int, magnitude: float = 0.0
+) -> None:
+    """Assert that ``actual``, an array a function computed on ``backend`` (a
+    :class:`~rankwall.checks.engine.backends.Backend`), is ``desired`` (a float64 reference), in the manner of
+    scipy's ``xp_assert_close``. In order, it checks that ``actual`` is an array of the backend's
+    namespace (``array_namespace(actual) is backend.xp``), of its dtype and on its device, of desired's
+    shape; then every value, to within the rounding model's bound for ``operations`` rounded operations
+    at the backend's unit roundoff u:
+
+    .. math:: |\\hat x_i - x_i| \\le \\gamma_n(u)\\,\\max(|x_i|, \\text{magnitude}),
+        \\qquad \\gamma_n(u) = nu/(1 - nu),
+
+    a relative bound, or an absolute one :math:`\\gamma_n\\cdot\\text{magnitude}` where the reference is
+    small beside the terms it was computed from (a sum that cancels). NaNs agree with NaNs only.
+    Raises ``AssertionError`` naming ``what`` (the function and its arguments), the check that failed,
+    and for values the first index outside the bound with both values."""
+    import array_api_compat
+    import numpy as np
+
+    from rankwall.checks.engine.backends import float64_copy
+    from rankwall.theory._rounding import gamma, unit_roundoff
+
+    try:
+        xp = array_api_compat.array_namespace(actual)
+    except TypeError:
+        message = f"{what}: namespace: expected an array of {backend.xp.__name__}, got {type(actual).__name__}"
+        raise AssertionError(message) from None
+    if xp is not backend.xp:
+        raise AssertionError(f"{what}: namespace: expected {backend.xp.__name__}, got {xp.__name__}")
+    if actual.dtype != backend.dtype:
+        raise AssertionError(f"{what}: dtype: expected {backend.dtype}, got {actual.dtype}")
+    device = array_api_compat.device(actual)
+    if not _same_device(device, backend.device):
+        raise AssertionError(f"{what}: device: expected {backend.device}, got {device}")
+    reference = np.asarray(desired, dtype=np.float64)
+    if tuple(actual.shape) != reference.shape:
+        raise AssertionError(f"{what}: shape: expected {reference.shape}, got {tuple(actual.shape)}")
+    got = float64_copy(actual)
+    u = unit_roundoff(backend.dtype)
+    bound = gamma(operations, u) * np.maximum(np.abs(reference), magnitude)
+    with np.errstate(invalid="ignore"):
+        bad = ~(np.abs(got - reference) <= bound) & ~(np.isnan(got) & np.isnan(reference))
+    if bad.any():
+        index = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise AssertionError(
+            f"{what}: values: {int(bad.sum())} of {bad.size} outside gamma_{operations}(u = {u:.3g}) * "
+            f"max(|desired|, {magnitude:g}); first at index {index}: actual {float(got[index])!r}, desired "
+            f"{float(reference[index])!r} (|difference| {abs(got[index] - reference[index]):.3g} > {bound[index]:.3g})"
+        )

@@ -197,7 +197,7 @@ class TestExactRank:
         (lambda: er.prediction_error_submatrix(np.array([[0.5, 0.5]]), [2]), "tokens: ids must lie in [0, 2), got 2"),
         (lambda: er.prediction_error_submatrix(np.full((2, 2), 0.5), [1, 1]), "tokens: must be distinct ids in [0, 2)"),
         (lambda: er.row_shift(np.ones((3, 3)), np.ones(2)), "shifts: shape (2,) does not match"),
-        (lambda: er.log_softmax(np.array([[np.inf, 0.0]])), "A: expected a finite 2-D array"),
+        (lambda: er.log_softmax(np.array([[np.inf, 0.0]])), "z: non-finite value inf at index (0, 0)"),
         (lambda: er.construct_low_rank_integers(3, 3, 4, 0), "rank: 4 is out of range"),
     ],
 )

@@ -190,6 +190,55 @@ class TestPytestHelpers:
         assert "allow_inconclusive=True" in page and "assert_violated" in page
 
 
+class TestAssertClose:
+    """``assert_close`` checks namespace, dtype, device and shape before values, and says which failed."""
+
+    def test_a_numpy_float64_result_for_a_float32_torch_backend_fails(self):
+        import numpy as np
+
+        from rankwall.checks.engine.backends import resolve
+        from rankwall.testing import assert_close
+
+        pytest.importorskip("torch")
+        backend = resolve("torch", "cpu", "float32")
+        desired = np.array([0.25, 0.75])
+        with pytest.raises(AssertionError, match=r"^f\(p\): namespace: expected array_api_compat.torch"):
+            assert_close(desired.copy(), desired, backend, what="f(p)", operations=2)
+        with pytest.raises(AssertionError, match=r"^f\(p\): dtype: expected torch.float32, got torch.float64"):
+            assert_close(backend.xp.asarray(desired), desired, backend, what="f(p)", operations=2)
+        assert_close(backend.asarray(desired), desired, backend, what="f(p)", operations=2)
+
+    def test_a_wrong_shape_fails(self):
+        import numpy as np
+
+        from rankwall.checks.engine.backends import resolve
+        from rankwall.testing import assert_close
+
+        backend = resolve("numpy")
+        with pytest.raises(AssertionError, match=r"^g\(3\): shape: expected \(3,\), got \(1, 3\)"):
+            assert_close(np.zeros((1, 3)), np.zeros(3), backend, what="g(3)", operations=1)
+
+    def test_a_value_beyond_the_bound_fails_naming_the_first_bad_index(self):
+        import numpy as np
+
+        from rankwall.checks.engine.backends import resolve
+        from rankwall.testing import assert_close
+        from rankwall.theory._rounding import gamma
+
+        backend = resolve("numpy")
+        desired = np.ones((2, 3))
+        actual = desired.copy()
+        actual[0, 1] += gamma(4, 2.0**-53) / 2  # within gamma_4
+        assert_close(actual, desired, backend, what="h(A)", operations=4)
+        actual[0, 2] += 4 * gamma(4, 2.0**-53)  # beyond it
+        actual[1, 0] = np.nan  # a NaN where the reference is a number
+        with pytest.raises(AssertionError) as failure:
+            assert_close(actual, desired, backend, what="h(A)", operations=4)
+        message = str(failure.value)
+        assert message.startswith("h(A): values: 2 of 6 outside gamma_4")
+        assert f"first at index (0, 2): actual {float(actual[0, 2])!r}, desired 1.0" in message
+
+
 def test_the_plugin_imports_no_numerical_library():
     """Item 7: pytest imports rankwall.testing in every run where rankwall is installed: it must not pull in
     NumPy, SciPy, python-flint or torch (it cost 0.8 s when it took InputError from a module that imports

@@ -205,7 +205,7 @@ REFUSED = {
     "ragged logits": (lambda: sj.softmax_rows([[0.5, 0.5], [1.0]]), "z: ragged nested sequence"),
     "ragged direction": (lambda: sj.jvp(U_ROW, [[1.0, 2.0], [3.0]]), "u: ragged nested sequence"),
     "ragged counts": (lambda: er.validated_counts([[1, 2], [3]]), "counts: ragged nested sequence"),
-    "ragged A": (lambda: er.log_softmax([[1.0, 2.0], [3.0]]), "A: ragged nested sequence"),
+    "ragged A": (lambda: er.log_softmax([[1.0, 2.0], [3.0]]), "z: ragged nested sequence"),
     "ragged head": (lambda: cp.column_basis([[1.0, 2.0], [3.0]]), "W: ragged nested sequence"),
     "ragged H": (lambda: up.first_order_update([[1, 2], [3]], np.ones((3, 2)), np.ones((2, 3))), "H: ragged"),
     "ragged stochastic": (lambda: er.stochastic_defect_rank([[1, 0], [1]]), "stochastic: ragged nested sequence"),

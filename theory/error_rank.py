@@ -37,15 +37,14 @@ import numpy as np
 import scipy.sparse as sparse
 import scipy.special
 
+from rankwall.theory._softmax import log_softmax as log_softmax  # the shared one, under its old name
 from rankwall.theory.validation import (
     InputError,
-    as_array,
     as_count_array,
     as_index_array,
     as_numeric_array,
     as_real_array,
     check_integer_in,
-    check_real_floating,
     check_real_in,
     validated_probabilities,
 )
@@ -327,22 +326,6 @@ def is_weakly_chained_diagonally_dominant(matrix: Any) -> bool:
     for node in strict:
         reached |= nx.ancestors(graph, node)
     return len(reached) == m.shape[0]
-
-
-def log_softmax(A: Any) -> Any:
-    """Row-wise :math:`\\log\\operatorname{softmax}`: :math:`A_{ij} - \\operatorname{lse}(A_i)`, shifted by the
-    row maximum; a float array of another array-API namespace is computed there, in its dtype."""
-    if array_api_compat.is_array_api_obj(A) and not isinstance(A, np.ndarray):
-        xp, A = as_array(A, "A")
-        check_real_floating(xp, A, "A")
-        if A.ndim != 2 or not bool(xp.all(xp.isfinite(A))):
-            raise InputError("A: expected a finite 2-D array")
-        top = xp.max(A, axis=1, keepdims=True)
-        return A - (top + xp.log(xp.sum(xp.exp(A - top), axis=1, keepdims=True)))
-    A = as_real_array(A, "A")
-    if A.ndim != 2 or not np.all(np.isfinite(A)):
-        raise InputError("A: expected a finite 2-D array")
-    return scipy.special.log_softmax(A, axis=1)
 
 
 def row_shift(A: Any, shifts: Any) -> np.ndarray:

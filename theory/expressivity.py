@@ -36,6 +36,7 @@ import array_api_compat
 import numpy as np
 
 from rankwall.theory._rounding import gamma, unit_roundoff
+from rankwall.theory._softmax import log_softmax as log_softmax  # the shared one, under its old name
 from rankwall.theory.validation import InputError, as_real_array, check_integer_in, check_real_in
 
 #: Bisection steps for the circle radius after the bracket is found (2^-64 of the bracket: below
@@ -53,15 +54,6 @@ def _namespace(*arrays: Any) -> tuple[Any, tuple[Any, ...]]:
     if array_api_compat.is_numpy_namespace(xp):
         arrays = tuple(np.asarray(x, dtype=np.float64) for x in arrays)
     return xp, arrays
-
-
-def log_softmax(z: Any) -> Any:
-    """``log softmax`` of each row of z, in z's namespace and dtype, in the log-sum-exp form
-    ``z - m - log Σ e^{z - m}`` (m the row maximum): the sum is at least 1, so no entry underflows to
-    -inf, as the log of a plain softmax does once a probability falls below the dtype's range."""
-    xp, (z,) = _namespace(z)
-    shifted = z - xp.max(z, axis=1, keepdims=True)
-    return shifted - xp.log(xp.sum(xp.exp(shifted), axis=1, keepdims=True))
 
 
 def kl_gap(P: Any, N_tilde: Any, f: Any, *, log_P: Any = None) -> tuple[float, float]:

@@ -30,6 +30,8 @@ from typing import Any
 import array_api_compat
 import numpy as np
 
+from rankwall.theory._softmax import log_softmax as log_softmax  # the shared one, under its old name
+from rankwall.theory._softmax import log_softmax_rows
 from rankwall.theory.validation import InputError, as_array, check_integer_in, check_real_floating, check_real_in
 
 HEADS = ("softmax", "mos", "moc", "sigsoftmax", "piecewise-linear")
@@ -69,17 +71,6 @@ def _lse(xp: Any, x: Any, axis: int) -> Any:
     return top + xp.log(xp.sum(xp.exp(x - top), axis=axis, keepdims=True))
 
 
-def _log_softmax(xp: Any, z: Any) -> Any:
-    return z - _lse(xp, z, -1)
-
-
-def log_softmax(z: Any) -> Any:
-    """:math:`z - \\operatorname{lse}(z)` along the last axis, shifted by the maximum, in z's namespace."""
-    xp, z = as_array(z, "z")
-    check_real_floating(xp, z, "z")
-    return _log_softmax(xp, z)
-
-
 def _log_sigmoid(xp: Any, z: Any) -> Any:
     """:math:`\\log\\sigma(z) = -(\\max(-z, 0) + \\log(1 + e^{-|z|}))`, stable for every z."""
     return -(xp.maximum(-z, xp.zeros_like(z)) + xp.log1p(xp.exp(-xp.abs(z))))
@@ -98,7 +89,7 @@ def latents(theta: HeadParameters, h: Any) -> tuple[Any, Any]:
     P = xp.asarray(theta.P, dtype=h.dtype, device=array_api_compat.device(h))
     U = xp.asarray(theta.U, dtype=h.dtype, device=array_api_compat.device(h))
     hk = xp.tanh(xp.sum(P * h[..., None, None, :], axis=-1))
-    return hk, _log_softmax(xp, xp.sum(U * h[..., None, :], axis=-1))
+    return hk, log_softmax_rows(xp, xp.sum(U * h[..., None, :], axis=-1))
 
 
 def log_probabilities(head: str, theta: HeadParameters, h: Any) -> Any:
@@ -112,16 +103,16 @@ def log_probabilities(head: str, theta: HeadParameters, h: Any) -> Any:
     if head in ("softmax", "sigsoftmax", "piecewise-linear"):
         z = xp.sum(W * h[..., None, :], axis=-1)
         if head == "softmax":
-            return _log_softmax(xp, z)
+            return log_softmax_rows(xp, z)
         if head == "sigsoftmax":
-            return _log_softmax(xp, z + _log_sigmoid(xp, z))
+            return log_softmax_rows(xp, z + _log_sigmoid(xp, z))
         weights = PIECEWISE_FLOOR + xp.maximum(z, xp.zeros_like(z))
         return xp.log(weights) - xp.log(xp.sum(weights, axis=-1, keepdims=True))
     hk, log_pi = latents(theta, h)
     if head == "moc":
         mixed = xp.sum(xp.exp(log_pi)[..., None] * hk, axis=-2)
-        return _log_softmax(xp, xp.sum(W * mixed[..., None, :], axis=-1))
-    components = _log_softmax(xp, xp.sum(W * hk[..., None, :], axis=-1))  # (..., K, V)
+        return log_softmax_rows(xp, xp.sum(W * mixed[..., None, :], axis=-1))
+    components = log_softmax_rows(xp, xp.sum(W * hk[..., None, :], axis=-1))  # (..., K, V)
     return _lse(xp, log_pi[..., None] + components, -2)[..., 0, :]
 
 

@@ -13,10 +13,14 @@ from typing import Any
 import array_api_compat
 import numpy as np
 
+from rankwall._backend_table import BACKEND_TABLE as BACKEND_TABLE  # the one table (re-exported)
+from rankwall._backend_table import LIBRARIES, MODULES
+from rankwall._backend_table import BackendSpec as BackendSpec
 from rankwall.checks.engine.tolerance import dtype_name
 from rankwall.errors import BackendUnavailable  # re-exported: the classes live in rankwall.errors
 
-BACKENDS = ("numpy", "torch", "cupy", "array-api-strict")
+#: The library names ``--backend`` accepts, read from :data:`BACKEND_TABLE`.
+BACKENDS = LIBRARIES
 DTYPES = ("float64", "float32")
 
 
@@ -66,8 +70,7 @@ def float64_copy(x: Any) -> np.ndarray:
 
 def installed(name: str) -> bool:
     """Whether the library behind a backend name can be imported."""
-    module = {"array-api-strict": "array_api_strict"}.get(name, name)
-    return importlib.util.find_spec(module) is not None
+    return importlib.util.find_spec(MODULES.get(name, name)) is not None
 
 
 def cuda_available() -> bool:
