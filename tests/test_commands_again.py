@@ -26,6 +26,7 @@ from rankwall.checks.cli.commands import spot as spot_command
 from rankwall.checks.engine.backends import resolve
 from rankwall.checks.engine.verdict import REGISTRY, Claim, Status
 from rankwall.checks.experiments import mos_rank
+from rankwall.checks.models import argmax as argmax_library
 from rankwall.checks.models import loading
 from rankwall.checks.run.search import SearchResult
 
@@ -331,7 +332,7 @@ ESCAPED = [
 
 @pytest.mark.parametrize(("data", "shown"), ESCAPED)
 def test_item_11_strings_are_escaped(data, shown):
-    assert argmax_command.escaped_text(data) == shown
+    assert argmax_library.escaped_text(data) == shown
 
 
 def unescaped(text: str) -> bytes:
@@ -356,7 +357,7 @@ def unescaped(text: str) -> bytes:
 @settings(max_examples=50)
 @given(st.binary(max_size=24) | st.text(max_size=12).map(lambda s: s.encode("utf-8", "surrogatepass")))
 def test_item_11_escaped_strings_print_and_give_back_their_bytes(data):
-    shown = argmax_command.escaped_text(data)
+    shown = argmax_library.escaped_text(data)
     assert shown.isprintable()
     assert unescaped(shown) == data
 

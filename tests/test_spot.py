@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 from rankwall.checks.cli import main
-from rankwall.checks.cli.commands import argmax as argmax_command
 from rankwall.checks.cli.commands import spot as spot_command
 from rankwall.checks.companion.data import read_corpus
 from rankwall.checks.engine import tolerance
+from rankwall.checks.models import argmax as argmax_library
 from rankwall.checks.models import loading, spot
 from rankwall.checks.run.outputs import PlainProgress
 from rankwall.theory.validation import InputError
@@ -204,7 +204,7 @@ def test_the_vocabulary_is_read_as_the_tokenizer_decodes_it(tiny_folder):
     never = json.loads((Path(__file__).resolve().parents[1] / "docs/_static/spot/spot.json").read_text())[
         "unargmaxable"
     ]
-    strings = argmax_command.token_strings(from_gguf, never)
+    strings = argmax_library.token_strings(from_gguf, never)
     assert strings[5] == "<file_sep>" and strings[45175] == " transistorsum"
 
 

@@ -39,6 +39,7 @@ import scipy.special
 
 from rankwall.theory._softmax import log_softmax as log_softmax  # the shared one, under its old name
 from rankwall.theory.validation import (
+    MAX_VOCABULARY,
     InputError,
     as_count_array,
     as_index_array,
@@ -48,9 +49,6 @@ from rankwall.theory.validation import (
     check_real_in,
     validated_probabilities,
 )
-
-#: Largest vocabulary and context count a constructor builds.
-MAX_VOCABULARY = 1 << 24
 
 #: Entries (rows x V) held at once when rows of P are streamed from logits.
 STREAM_BLOCK_ENTRIES = 1 << 22

@@ -38,6 +38,7 @@ import numpy as np
 
 from rankwall.theory._rounding import gamma, unit_roundoff
 from rankwall.theory.validation import (
+    MAX_VOCABULARY,
     InputError,
     as_array,
     as_count_array,
@@ -50,9 +51,6 @@ from rankwall.theory.validation import (
     validated_logits,
     validated_probabilities,
 )
-
-#: Largest vocabulary a constructor builds (memory sanity: 2**24 float64 entries = 128 MiB).
-MAX_VOCABULARY = 1 << 24
 
 #: Iteration cap of the secular solver; convergence takes 3-4 evaluations on the benchmark's rows
 #: (a safeguarded rational model), so reaching the cap means the row is pathological and is reported.

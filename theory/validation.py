@@ -299,6 +299,10 @@ def as_index_array(x: Any, name: str, upper: int, ndim: int = 1) -> np.ndarray:
 
 
 #: Largest count that float64 holds exactly (every integer up to 2^53 is a float64).
+#: Largest vocabulary (and context count) a constructor builds, shared by every family and command
+#: (memory sanity: 2**24 float64 entries = 128 MiB).
+MAX_VOCABULARY = 1 << 24
+
 MAX_EXACT_COUNT = 2**53
 
 

@@ -30,6 +30,7 @@ from rankwall.checks.cli.commands.common import (
     EXIT_VIOLATED,
     HelpFormatter,
     UsageError,
+    debug_option,
     people_console,
 )
 from rankwall.checks.engine.backends import BackendUnavailable
@@ -74,9 +75,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"rankwall {_version()}")
     parser.add_argument("--debug", action="store_true", help="print the traceback of an internal error")
-    # Each command takes --debug too; SUPPRESS keeps a --debug given before the command.
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
     for name, module in commands().items():
         command = sub.add_parser(
@@ -84,14 +82,11 @@ def build_parser() -> argparse.ArgumentParser:
             help=module.HELP,
             description=getattr(module, "DESCRIPTION", module.HELP),
             epilog=EXIT_CODES_TEXT,
-            parents=[common],
+            parents=[debug_option()],
             formatter_class=HelpFormatter,
         )
         command.set_defaults(parser=command)
-        if name == "experiment":
-            module.add_arguments(command, [common])
-        else:
-            module.add_arguments(command)
+        module.add_arguments(command)
     return parser
 
 

@@ -201,3 +201,11 @@ def cluster(args: argparse.Namespace, memory_limit: int | None = None) -> Iterat
 def backend_spec(args: argparse.Namespace, claim: Claim) -> tuple[str, str | None, str]:
     """The backend a worker resolves for ``claim``: NumPy for a claim that is not array-API."""
     return (args.backend, args.device, args.dtype) if claim.array_api else NUMPY_ONLY
+
+
+def debug_option() -> argparse.ArgumentParser:
+    """A parent parser with ``--debug`` for every command and experiment; SUPPRESS keeps a ``--debug``
+    given before the command."""
+    parent = argparse.ArgumentParser(add_help=False)
+    parent.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    return parent

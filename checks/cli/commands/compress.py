@@ -12,7 +12,7 @@ from rich.table import Table
 from rankwall.checks.cli.arguments import integer_in
 from rankwall.checks.cli.commands.common import EXIT_OK, UsageError
 from rankwall.checks.run.outputs import available_memory_bytes, progress_bar
-from rankwall.theory.softmax_jacobian import MAX_VOCABULARY
+from rankwall.theory.validation import MAX_VOCABULARY
 
 NAME = "compress"
 HELP = "Eq. 1: the share of the logit gradient destroyed in ker Wᵀ by a random or low-rank head"

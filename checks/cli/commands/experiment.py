@@ -7,7 +7,7 @@ import argparse
 from rich.console import Console
 
 from rankwall.checks.cli.arguments import integer_in
-from rankwall.checks.cli.commands.common import EXIT_CODES_TEXT, EXIT_OK, HelpFormatter
+from rankwall.checks.cli.commands.common import EXIT_CODES_TEXT, EXIT_OK, HelpFormatter, debug_option
 from rankwall.checks.experiments import experiments
 
 NAME = "experiment"
@@ -16,7 +16,7 @@ ORDER = 8
 DESCRIPTION = "Each writes NAME.json and NAME.png into --out; `rankwall experiment NAME --help` lists its flags."
 
 
-def add_arguments(parser: argparse.ArgumentParser, common: list[argparse.ArgumentParser] | None = None) -> None:
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     names = parser.add_subparsers(dest="name", required=True, metavar="NAME", parser_class=type(parser))
     for name, module in experiments().items():
         runner = names.add_parser(
@@ -24,7 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser, common: list[argparse.Argumen
             help=module.SUMMARY,
             description=module.SUMMARY,
             epilog=EXIT_CODES_TEXT,
-            parents=common or [],
+            parents=[debug_option()],
             formatter_class=HelpFormatter,
         )
         runner.set_defaults(parser=runner)

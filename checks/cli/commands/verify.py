@@ -33,7 +33,7 @@ from rankwall.checks.engine.backends import resolve
 from rankwall.checks.engine.verdict import DEFAULT_V, Status, Verdict
 from rankwall.checks.run import runner
 from rankwall.checks.run.outputs import available_memory_bytes, progress_bar
-from rankwall.theory.softmax_jacobian import MAX_VOCABULARY
+from rankwall.theory.validation import MAX_VOCABULARY
 
 NAME = "verify"
 HELP = "check claims on their constructed witnesses and on random instances"
