@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 
 from rankwall import Case, Cases, InputError, Measured, declare, log, quantity
 from rankwall.checks.engine.backends import float64_copy
-from rankwall.checks.engine.reals import Form, Real
+from rankwall.checks.engine.reals import Real, atoms
 from rankwall.checks.engine.toolkit import scalar
 from rankwall.theory._rounding import gamma, smallest_normal, unit_roundoff
 
@@ -87,9 +87,6 @@ def _measured_shifted(ctx: Any) -> Measured:
 
 
 # --------------------------------------------------------------------------- exact routes: one atom L
-RING = flint.fmpq_mpoly_ctx.get(("L",), "lex")
-
-
 def _atom(ctx: Any) -> Real:
     """L = log Σ exp(z_i − max z) as a ball at the working precision, and as the symbol L."""
 
@@ -98,7 +95,8 @@ def _atom(ctx: Any) -> Real:
         rest = [x - max(z) for x in z]
         rest.remove(0)  # one top entry: exp(0) = 1, the 1 of log1p
         ball = sum((flint.arb(flint.fmpq(d.numerator, d.denominator)).exp() for d in rest), flint.arb(0)).log1p()
-        return Real(ball, Form(RING.gens()[0], RING.from_dict({(0,): 1}), (ball,)))
+        (L,) = atoms([ball], names=("L",))  # the symbol L at this ball: sums and differences in L cancel exactly
+        return L
 
     return ctx.once(("L", flint.ctx.prec), compute)
 

@@ -93,7 +93,7 @@ class TestErrorRank:
         """Kills error_rank.py:338 (the torch route's guard negated: every valid matrix refused):
         a PyTorch matrix gets its log-softmax in PyTorch, in its dtype, equal within rounding to
         SciPy's on the same numbers (each within log_softmax_error of the truth, so the two within
-        twice that); a 1-D tensor is refused."""
+        twice that); a 1-D tensor is one row; an empty one is refused."""
         A = torch.as_tensor(np.random.default_rng(3).normal(scale=20.0, size=(7, 50)), dtype=dtype)
         L = er.log_softmax(A)
         assert isinstance(L, torch.Tensor) and L.dtype == dtype and L.shape == A.shape
@@ -103,8 +103,10 @@ class TestErrorRank:
             A64, reference, unit_roundoff(np.float64)
         )
         assert float(np.linalg.norm(L.double().numpy() - reference)) <= bound
-        with pytest.raises(InputError, match="A: expected a finite 2-D array"):
-            er.log_softmax(A[0])
+        row = er.log_softmax(A[0])  # one log_softmax (issue 27): a 1-D tensor is one row, not refused
+        assert isinstance(row, torch.Tensor) and row.dtype == dtype and torch.equal(row, L[0])
+        with pytest.raises(InputError, match="z: "):
+            er.log_softmax(A[:, :0])
 
     @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
     def test_logit_rows_of_torch_factors_give_torch_probabilities(self, dtype):

@@ -3,6 +3,7 @@ refuted once tightened, and true claims are never refuted."""
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
 import pytest
@@ -58,3 +59,17 @@ def test_the_shrunk_counterexample_is_small():
 def test_identities_refuse_tightening():
     with pytest.raises(ValueError, match="identity"):
         search(REGISTRY["softmax-jacobian.trace"], NUMPY, tighten=Fraction(1, 2))
+
+
+@pytest.mark.parametrize("margin", [math.nan, math.inf, -math.inf])
+def test_the_search_target_is_finite_where_the_float_margin_is_not(margin):
+    """A true identity whose float sides both overflow has a NaN margin; Hypothesis's ``target()`` refuses
+    a non-finite observation, which ended a search with an internal error (exit 4) before."""
+    from types import SimpleNamespace
+
+    from rankwall.checks.engine.verdict import Relation
+    from rankwall.checks.run.search import closeness
+
+    verdict = SimpleNamespace(certificate=None, relative_margin=margin)
+    for relation in Relation:
+        assert math.isfinite(closeness(verdict, relation))

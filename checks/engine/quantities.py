@@ -796,6 +796,10 @@ class Sides:
     def __str__(self) -> str:
         return f"{self.lhs} {self.relation} {self.rhs}"
 
+    def shown(self, factor: Fraction) -> str:
+        """The statement as decided: with ``factor`` other than 1 (``--tighten``), the moved stated side."""
+        return str(self) if factor == 1 else f"{self.lhs} {self.relation} {self.moved_rhs(factor)}"
+
     def moved_rhs(self, factor: Fraction) -> Quantity:
         """The stated side as an expression, moved by ``factor`` as :meth:`moved` moves its values."""
         if factor == 1:
@@ -845,7 +849,7 @@ def measurement_of(sides: Sides, ctx: Context, factor: Fraction) -> Measurement:
     side, ``rhs`` the right one, whatever the relation."""
     left, right = sides.lhs.measure(ctx), sides.moved(sides.rhs.measure(ctx), factor)
     where = f"{ctx.backend.name} {ctx.backend.dtype_name}"
-    method = f"{where}: {sides}"
+    method = f"{where}: {sides.shown(factor)}"
     if isinstance(left, RankInterval) and isinstance(right, RankInterval) and right.pinned:
         m = left.sides(right.lo, sides.relation)[0]
         lhs, rhs = (m.rhs, m.lhs) if sides.relation == ">=" else (m.lhs, m.rhs)
@@ -890,7 +894,7 @@ def judgement_of(sides: Sides, ctx: Context, factor: Fraction) -> Judgement:
                 break
     sign = None if decided is None else (-decided if sides.relation == ">=" else decided)
     kind = None if sign is None else Certification.EXACT if exactly else Certification.TWO_SIDED
-    method = f"{how}: {sides}"
+    method = f"{how}: {sides.shown(factor)}"
     difference = right.value - left.value
     return Judgement(to_float(left), to_float(right), sign, method, radius(difference), certified_by=kind)
 

@@ -267,6 +267,21 @@ class Real:
         return f"Real({self.value}{extra})"
 
 
+def atoms(balls: tuple[Any, ...] | list[Any], names: tuple[str, ...] | None = None) -> tuple[Real, ...]:
+    """The instance's atoms as :class:`Real` numbers, one per ball: atom i is the symbol ``names[i]``
+    (``a0``, ``a1``, ... by default) of a polynomial ring over the rationals, evaluated at ``balls[i]``.
+    Arithmetic on them builds forms, so an expression that cancels in the atoms is decided exactly:
+    choose as atoms the numbers the instance fixes that no rational names (a log, an exponential), and
+    write every quantity of the instance in them."""
+    balls = tuple(balls)
+    if not balls:
+        raise ValueError("balls: an instance with atoms has at least one")
+    names = names or tuple(f"a{i}" for i in range(len(balls)))
+    ring = flint.fmpq_mpoly_ctx.get(tuple(names), "lex")
+    one = ring.from_dict({(0,) * len(balls): 1})
+    return tuple(Real(ball, Form(symbol, one, balls)) for symbol, ball in zip(ring.gens(), balls, strict=True))
+
+
 def _intersection(a: Any, b: Any) -> Any:
     """The tighter enclosure of one number from two balls that both contain it."""
     lo, hi = max(a.lower(), b.lower()), min(a.upper(), b.upper())

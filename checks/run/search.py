@@ -24,6 +24,7 @@ import contextlib
 import hashlib
 import math
 import os
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -93,13 +94,20 @@ def closeness(verdict: Verdict, relation: Relation) -> float:
     """How near a verdict is to a violation (larger is nearer), for ``target()``: the measurement's own
     continuous ``"closeness"`` where its certificate has one (an integer bound, whose margin moves in
     whole steps, names a singular-value gap or a normalised margin there), else minus the relative
-    margin of an inequality, or the relative discrepancy of an identity."""
+    margin of an inequality, or the relative discrepancy of an identity; always a finite float."""
     given = (verdict.certificate or {}).get("closeness")
     if isinstance(given, int | float) and math.isfinite(given):
         return float(given)
-    if relation is Relation.AT_MOST:
-        return -verdict.relative_margin
-    return abs(verdict.relative_margin)
+    value = -verdict.relative_margin if relation is Relation.AT_MOST else abs(verdict.relative_margin)
+    return _finite_target(value)
+
+
+def _finite_target(value: float) -> float:
+    """``target()`` takes finite floats only: a margin that is NaN (both float sides overflowed, so the
+    float decision had nothing to say) steers nowhere (0), an infinite one is clamped to the largest float."""
+    if math.isnan(value):
+        return 0.0
+    return max(-sys.float_info.max, min(sys.float_info.max, value))
 
 
 class CounterexampleDatabase(ExampleDatabase):
