@@ -143,9 +143,7 @@ def _same_device(actual: Any, expected: Any) -> bool:
     return False
 
 
-def assert_close(
-    actual: Any, desired: Any, backend: Any, *, what: str, operations: int, magnitude: float = 0.0
-) -> None:
+def assert_close(actual: Any, desired: Any, backend: Any, *, what: str, operations: int, magnitude: Any = 0.0) -> None:
     """Assert that ``actual``, an array a function computed on ``backend`` (a
     :class:`~rankwall.checks.engine.backends.Backend`), is ``desired`` (a float64 reference), in the manner of
     scipy's ``xp_assert_close``. In order, it checks that ``actual`` is an array of the backend's
@@ -157,7 +155,8 @@ def assert_close(
         \\qquad \\gamma_n(u) = nu/(1 - nu),
 
     a relative bound, or an absolute one :math:`\\gamma_n\\cdot\\text{magnitude}` where the reference is
-    small beside the terms it was computed from (a sum that cancels). NaNs agree with NaNs only.
+    small beside the terms it was computed from (a sum that cancels); ``magnitude`` is a number or an array
+    broadcast to desired's shape (a bound whose scale differs by entry). NaNs agree with NaNs only.
     Raises ``AssertionError`` naming ``what`` (the function and its arguments), the check that failed,
     and for values the first index outside the bound with both values."""
     import array_api_compat
@@ -183,13 +182,15 @@ def assert_close(
         raise AssertionError(f"{what}: shape: expected {reference.shape}, got {tuple(actual.shape)}")
     got = float64_copy(actual)
     u = unit_roundoff(backend.dtype)
-    bound = gamma(operations, u) * np.maximum(np.abs(reference), magnitude)
+    scale = np.broadcast_to(np.asarray(magnitude, dtype=np.float64), reference.shape)
+    bound = gamma(operations, u) * np.maximum(np.abs(reference), scale)
     with np.errstate(invalid="ignore"):
         bad = ~(np.abs(got - reference) <= bound) & ~(np.isnan(got) & np.isnan(reference))
     if bad.any():
         index = tuple(int(i) for i in np.argwhere(bad)[0])
+        size = f"{float(magnitude):g}" if np.ndim(magnitude) == 0 else f"magnitude[{index}] = {scale[index]:g}"
         raise AssertionError(
             f"{what}: values: {int(bad.sum())} of {bad.size} outside gamma_{operations}(u = {u:.3g}) * "
-            f"max(|desired|, {magnitude:g}); first at index {index}: actual {float(got[index])!r}, desired "
+            f"max(|desired|, {size}); first at index {index}: actual {float(got[index])!r}, desired "
             f"{float(reference[index])!r} (|difference| {abs(got[index] - reference[index]):.3g} > {bound[index]:.3g})"
         )

@@ -238,6 +238,53 @@ class TestAssertClose:
         assert message.startswith("h(A): values: 2 of 6 outside gamma_4")
         assert f"first at index (0, 2): actual {float(actual[0, 2])!r}, desired 1.0" in message
 
+    def test_a_magnitude_per_entry_scales_each_bound(self):
+        """An array magnitude (a bound whose scale differs by entry) is broadcast: the same error passes where
+        its entry's scale covers it and fails, naming that scale, where it does not."""
+        import numpy as np
+
+        from rankwall.checks.engine.backends import resolve
+        from rankwall.testing import assert_close
+        from rankwall.theory._rounding import gamma
+
+        backend = resolve("numpy")
+        desired = np.zeros(2)
+        actual = desired + gamma(2, 2.0**-53)  # 1 x gamma_2 on each entry
+        assert_close(actual, desired, backend, what="k(x)", operations=2, magnitude=1.0)
+        with pytest.raises(
+            AssertionError, match=r"^k\(x\): values: 1 of 2 .* max\(\|desired\|, magnitude\[\(1,\)\] = 0\.5\)"
+        ):
+            assert_close(actual, desired, backend, what="k(x)", operations=2, magnitude=np.array([1.0, 0.5]))
+
+    def test_the_backend_tests_catch_what_to_numpy_let_through(self):
+        """Issue 27 item 5: a function that returns the right values as NumPy, or in float64, for a float32 torch
+        input passed the old comparison (to_numpy, then np.testing.assert_allclose) and fails assert_close."""
+        import numpy as np
+
+        from rankwall.checks.engine.backends import float64_copy, resolve, to_numpy
+        from rankwall.testing import assert_close
+        from rankwall.theory import softmax_jacobian as sj
+
+        pytest.importorskip("torch")
+        backend = resolve("torch", "cpu", "float32")
+        p = backend.asarray(sj.construct_dirichlet(20, 1.0, 0))
+
+        def held(p):  # the float32 row in float64, renormalised there
+            return float64_copy(p) / float64_copy(p).sum()
+
+        reference = sj.entropy(held(p))
+        wrappers = {
+            "namespace": lambda p: sj.entropy(held(p)),  # NumPy float64, the right values
+            "dtype": lambda p: backend.xp.asarray(sj.entropy(held(p))),  # torch, the right values, float64
+        }
+        # the bound of tests/test_softmax_jacobian.py::TestQuantitiesOnEveryBackend: gamma_{2(2V+3)} (1 + H)
+        within = {"operations": 2 * (2 * 20 + 3), "magnitude": 1 + float(reference)}
+        assert_close(sj.entropy(p), reference, backend, what="entropy(p)", **within)
+        for check, wrong in wrappers.items():
+            np.testing.assert_allclose(to_numpy(wrong(p)), reference, rtol=1e-6)  # the old comparison passes
+            with pytest.raises(AssertionError, match=rf"^entropy\(p\): {check}: expected"):
+                assert_close(wrong(p), reference, backend, what="entropy(p)", **within)
+
 
 def test_the_plugin_imports_no_numerical_library():
     """Item 7: pytest imports rankwall.testing in every run where rankwall is installed: it must not pull in

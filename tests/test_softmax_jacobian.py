@@ -22,13 +22,14 @@ from rankwall.checks import exact
 from rankwall.checks.claims import softmax_jacobian as sc
 from rankwall.checks.claims.softmax_jacobian import Dirichlet, Logits, RunnerUp, Sparse, Uniform
 from rankwall.checks.engine import tolerance
-from rankwall.checks.engine.backends import resolve, to_numpy
+from rankwall.checks.engine.backends import float64_copy, resolve, to_numpy
 from rankwall.checks.engine.quantities import Context
 from rankwall.checks.engine.verdict import REGISTRY, Certification, Status
 from rankwall.checks.exact import softmax as exact_softmax
 from rankwall.checks.exact import vectors as exact_vectors
 from rankwall.checks.run.search import search
 from rankwall.checks.run.strategies import CI_SEARCH_BUDGET
+from rankwall.testing import assert_close
 from rankwall.theory import softmax_jacobian as sj
 
 #: The secular solver's accuracy claim: within this many ulps of the certified norm.
@@ -374,9 +375,10 @@ class TestMomentRoute:
         rows = moment_rows(4096).astype(np.float32)
         rows /= rows.sum(axis=1, keepdims=True)
         moments = sj.spectral_norm(rows)
-        assert moments.dtype == np.float32
         reference = self.bracketing(rows, monkeypatch)
-        np.testing.assert_allclose(moments, reference, rtol=2 * sj.spectral_norm_error_bound(4096, np.float32), atol=0)
+        # both routes within spectral_norm_error_bound = gamma_{V+8} of the norm: gamma_{2(V+8)} apart
+        float32 = resolve("numpy", None, "float32")
+        assert_close(moments, reference, float32, what="spectral_norm(moment_rows(4096))", operations=2 * (4096 + 8))
 
     def test_dirichlet_rows_are_settled_by_the_moments(self, monkeypatch, route):
         """No large Dirichlet row reaches the bracketing solver (the route is what runs): on the
@@ -433,8 +435,9 @@ class TestMomentRoute:
         torch = pytest.importorskip("torch")
         rows = moment_rows(4096)
         got = sj.spectral_norm(torch.asarray(rows))
-        assert isinstance(got, torch.Tensor)
-        np.testing.assert_array_equal(got.numpy(), sj.spectral_norm(rows))
+        # the same arithmetic on the same float64 values: equal (no rounding left, gamma_0 = 0)
+        torch_cpu = resolve("torch", "cpu", "float64")
+        assert_close(got, sj.spectral_norm(rows), torch_cpu, what="spectral_norm(moment_rows(4096))", operations=0)
 
 
 class TestAccuracyAgainstTheRoundingModel:
@@ -511,9 +514,10 @@ class TestCompiledKernel:
         rows = (np.stack(dirichlet_rows(V)) if V < 4 else kernel_rows(V)).astype(dtype)
         rows = np.stack([r / r.sum() for r in rows])
         got = sj.spectral_norm(rows)
-        assert got.dtype == dtype
         reference = self.array_route(rows, monkeypatch)
-        np.testing.assert_allclose(got, reference, rtol=2 * sj.spectral_norm_error_bound(V, dtype), atol=0)
+        # both routes within spectral_norm_error_bound = gamma_{V+8} of the norm: gamma_{2(V+8)} apart
+        on = resolve("numpy", None, np.dtype(dtype).name)
+        assert_close(got, reference, on, what=f"spectral_norm(kernel_rows({V}))", operations=2 * (V + 8))
 
     def test_each_row_takes_the_route_it_should(self, kernel):
         """Dirichlet rows by the moments, the peaked and two-atom rows by bracketing, the tie and the
@@ -595,44 +599,103 @@ class TestCompiledKernel:
                 assert "fpext" not in ir
 
 
+def held_rows(backend, x) -> np.ndarray:
+    """The rows a backend array holds, read exactly into float64 NumPy: the exact input of what the backend
+    computes from them. In float64 they are the rows it was given; rounded to float32 they no longer sum to
+    one, and are renormalised in float64 (as every quantity renormalises; u = 2^-53 there, far below float32's)."""
+    held = float64_copy(x)
+    return held if backend.dtype_name == "float64" else held / held.sum(axis=-1, keepdims=True)
+
+
 class TestQuantitiesOnEveryBackend:
-    """The same code runs on NumPy, PyTorch, array-api-strict (and CuPy/CUDA when present)."""
+    """The same code runs on NumPy, PyTorch, array-API-strict (and CuPy/CUDA when present): each result is
+    an array of the backend's namespace, dtype and device (assert_close), and within the rounding model of
+    the float64 NumPy value on the rows the backend holds. That reference obeys the same model at
+    u = 2^-53 <= u, so the two differ by at most twice the model's bound: gamma_n + gamma_n <= gamma_2n.
+    The quantities read the row normalised, each entry carrying gamma_V (a sum of V entries, one division)."""
 
     def test_spectral_norm_matches_numpy(self, backend):
-        rows = np.stack([*dirichlet_rows(33, seeds=1), sj.construct_runner_up(33, 0.9)])
-        reference = sj.spectral_norm(rows)
-        got = to_numpy(sj.spectral_norm(backend.asarray(rows)))
-        u = tolerance.unit_roundoff(backend.dtype)
-        # float32 input rounds each entry: relative perturbation u per entry moves the norm by ~3u
-        np.testing.assert_allclose(got, reference, rtol=(SPECTRAL_NORM_ULPS + 3) * u, atol=0)
+        V = 33
+        rows = backend.asarray(np.stack([*dirichlet_rows(V, seeds=1), sj.construct_runner_up(V, 0.9)]))
+        reference = sj.spectral_norm(held_rows(backend, rows))
+        # spectral_norm_error_bound: gamma_{V+8}, relative, for the backend's value and for the reference
+        assert tolerance.gamma(2 * (V + 8), tolerance.unit_roundoff(backend.dtype)) >= 2 * sj.spectral_norm_error_bound(
+            V, backend.dtype
+        )
+        what = f"spectral_norm(rows {tuple(rows.shape)})"
+        assert_close(sj.spectral_norm(rows), reference, backend, what=what, operations=2 * (V + 8))
 
     def test_jvp_matches_the_dense_product(self, backend):
-        p = backend.asarray(sj.construct_dirichlet(20, 1.0, 0))
-        u = backend.asarray(sj.construct_direction(20, 1))
-        dense = to_numpy(sj.dense_jacobian(p)) @ to_numpy(u)
-        eps = tolerance.unit_roundoff(backend.dtype)
-        np.testing.assert_allclose(to_numpy(sj.jvp(p, u)), dense, atol=tolerance.gamma(24, eps) * 4)
+        V = 20
+        p = backend.asarray(sj.construct_dirichlet(V, 1.0, 0))
+        u = backend.asarray(sj.construct_direction(V, 1))
+        q, v = held_rows(backend, p), float64_copy(u)
+        # Ju_i = q_i (u_i - <q, u>) and (diag(q) - qq^T)u alike carry gamma_{2V+2} q_i (|u_i| + <q, |u|>)
+        # (q_i's gamma_V, then V products summed and two roundings), each side
+        scale = float(np.max(q * (np.abs(v) + q @ np.abs(v))))
+        dense = sj.dense_jacobian(q) @ v
+        assert_close(sj.jvp(p, u), dense, backend, what="jvp(p, u)", operations=2 * (2 * V + 2), magnitude=scale)
+        # J_ij = q_i [i = j] - q_i q_j: q_i's gamma_V twice, a product and a difference, on q_i (1 + q_i) at most
+        scale = float(np.max(q * (1 + q)))
+        operations = 2 * (2 * V + 2)
+        assert_close(
+            sj.dense_jacobian(p),
+            sj.dense_jacobian(q),
+            backend,
+            what="dense_jacobian(p)",
+            operations=operations,
+            magnitude=scale,
+        )
 
     def test_variance_equals_quadratic_form(self, backend):
-        p = backend.asarray(sj.construct_dirichlet(100, 0.5, 3))
-        u = backend.asarray(sj.construct_direction(100, 4, offset=3.0))
-        xp = backend.xp
+        V = 100
+        p = backend.asarray(sj.construct_dirichlet(V, 0.5, 3))
+        u = backend.asarray(sj.construct_direction(V, 4, offset=3.0))
+        q, v = held_rows(backend, p), float64_copy(u)
+        second = float(np.sum(q * v * v))
+        reference = sj.variance(q, v)
+        # quadratic_form_tolerance(V, u, second) = 2 gamma_{V+5} 2 E[u^2]: each side within half of it, so
+        # gamma_{2(V+5)} 2 E[u^2] covers the backend's value of either form against the float64 variance
         eps = tolerance.unit_roundoff(backend.dtype)
-        second = float(to_numpy(xp.sum(p * u * u)))
-        diff = abs(float(to_numpy(sj.quadratic_form(p, u))) - float(to_numpy(sj.variance(p, u))))
-        assert diff <= tolerance.quadratic_form_tolerance(100, eps, second)
+        assert tolerance.gamma(2 * (V + 5), eps) * 2 * second >= tolerance.quadratic_form_tolerance(V, eps, second)
+        for name in ("quadratic_form", "variance"):
+            got = getattr(sj, name)(p, u)
+            assert_close(got, reference, backend, what=f"{name}(p, u)", operations=2 * (V + 5), magnitude=2 * second)
 
     def test_trace_is_not_the_entropy(self, backend):
-        p = backend.asarray(sj.construct_dirichlet(16, 1.0, 0))
-        trace = float(to_numpy(sj.trace(p)))
-        assert trace == pytest.approx(float(to_numpy(sj.collision_complement(p))), rel=1e-5)
-        assert abs(trace - float(to_numpy(sj.entropy(p)))) > 0.1
+        V = 16
+        p = backend.asarray(sj.construct_dirichlet(V, 1.0, 0))
+        q = held_rows(backend, p)
+        # tr J = sum_i q_i (1 - q_i) (top: m s): V positive terms of q_i's gamma_V and at most V + 3 roundings
+        # more (s a sum of V - 1 of them): relative gamma_{2V+3}. 1 - sum q^2 = s(1 + m) - sum_{i != k} q_i^2:
+        # gamma_{2V+3} of s(1 + m) + sum q_i^2 <= 3s <= 3 (1 - sum q^2), so 3 gamma_{2V+3} relative
+        operations = 2 * (2 * V + 3)
+        complement = sj.collision_complement(q)
+        # the identity tr J = 1 - sum q^2 on the backend: gamma_{2V+3} + 3 gamma_{2V+3} <= gamma_{4(2V+3)}
+        assert_close(sj.trace(p), complement, backend, what="trace(p)", operations=2 * operations)
+        assert_close(
+            sj.collision_complement(p),
+            complement,
+            backend,
+            what="collision_complement(p)",
+            operations=operations,
+            magnitude=3 * float(complement),
+        )
+        # -sum q log q: gamma_{2V+3} q_i (|log q_i| + 1) per term (log q_i off by q_i's relative gamma_V, absolutely)
+        entropy = sj.entropy(q)
+        what = "entropy(p)"
+        assert_close(sj.entropy(p), entropy, backend, what=what, operations=operations, magnitude=1 + float(entropy))
+        assert abs(float(complement) - float(entropy)) > 0.1
 
     def test_support_and_envelope(self, backend):
-        p = backend.asarray(sj.construct_sparse(12, 5, 0))
-        assert int(to_numpy(sj.support_size(p))) == 5
-        q = backend.asarray(sj.construct_tied_atoms(12, 0.3))
-        assert float(to_numpy(sj.envelope(q))) == pytest.approx(0.3, rel=1e-6)
+        V = 12
+        p = backend.asarray(sj.construct_sparse(V, 5, 0))
+        assert int(to_numpy(sj.support_size(p))) == 5  # an integer count, in the backend's integer dtype
+        q = backend.asarray(sj.construct_tied_atoms(V, 0.3))
+        # min(m, 2ms): m is q_top (gamma_V), s a sum of V - 1 tail entries, two products: gamma_{2V+1}
+        reference = sj.envelope(held_rows(backend, q))
+        assert float(reference) == pytest.approx(0.3, rel=1e-6)
+        assert_close(sj.envelope(q), reference, backend, what="envelope(q)", operations=2 * (2 * V + 1))
 
 
 class TestConstructorsBuildWhatTheySay:
@@ -916,7 +979,9 @@ class TestTorchCpuFastPath:
         rows = sj.softmax_rows(torch.asarray(z))
         fast = sj.spectral_norm(rows)
         monkeypatch.setattr(sj, "_row_namespace", lambda xp, like: (xp, lambda t: t, lambda t: t))
-        np.testing.assert_allclose(fast.numpy(), sj.spectral_norm(rows).numpy(), rtol=4 * U64, atol=0)
+        generic = sj.spectral_norm(rows).numpy()  # the generic path's float64 values, as the reference
+        torch_cpu = resolve("torch", "cpu", "float64")
+        assert_close(fast, generic, torch_cpu, what="spectral_norm(softmax_rows(z))", operations=4)
 
     def test_poles_by_floor_agree_with_a_certified_enclosure(self, torch, route):
         p = self.rows(300)[-2]  # three tied runner-ups
