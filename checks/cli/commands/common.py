@@ -51,8 +51,18 @@ def people_console(stderr: bool = False) -> Console:
     except (AttributeError, ValueError):  # no isatty, or a closed stream
         terminal = False
     if terminal:
-        return Console(stderr=stderr)
-    return Console(stderr=stderr, soft_wrap=True, width=UNBOUNDED_WIDTH)
+        return _Console(stderr=stderr)
+    return _Console(stderr=stderr, soft_wrap=True, width=UNBOUNDED_WIDTH)
+
+
+class _Console(Console):
+    """rich's console, but a closed pipe is a :class:`BrokenPipeError` for :func:`rankwall.checks.cli.main`
+    to answer with its own exit code: rich's default leaves with ``SystemExit(1)``, the code of a
+    violated claim."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise BrokenPipeError("the reader of the output closed it")
 
 
 class UsageError(InputError):
