@@ -275,3 +275,14 @@ def test_a_changed_statement_is_caught():
     other_kind = next(k.value for k in Kind if k.value != first.kind)
     assert changed(index, [dataclasses.replace(first, kind=other_kind), *index[1:]]) == [first.number]
     assert changed(index[1:], index) == [first.number]
+
+
+def test_the_third_reading_s_wording_fixes_stand():
+    """Issue 30 items 6 and 8: the statement of ``lower-bound-approached`` names its hypothesis
+    m ≥ 1/(n + 1), without which it is false (V = 3, m = 0.1: ‖J‖₂ = 0.45 > 0.18); EX.3 says "never the
+    strict argmax" (at h = 0 every token ties, so each is an argmax)."""
+    assert "m ≥ 1/(n + 1)" in REGISTRY["softmax-jacobian.lower-bound-approached"].statement
+    page = (DOCS / "expressivity.md").read_text(encoding="utf-8")
+    theory = (DOCS.parent / "theory" / "expressivity.py").read_text(encoding="utf-8")
+    assert "never the strict argmax" in page and "never the strict argmax" in theory
+    assert "is never the argmax" not in page + theory
