@@ -1138,8 +1138,8 @@ ROWS: tuple[Row, ...] = (
         "experiments",
         "rankwall experiment spamlang-generations",
         (Recorded((Pointer(GENERATIONS, ("records",)),), _generations),),
-        "context-free SpamLang miniatures at D = 64, V up to 16,384 (the larger V did not fit the recorded run), "
-        "sampled at the seed's temperature 0.9",
+        "context-free SpamLang miniatures at D = 64, V up to 16,384 (past it 150 steps show each token about once "
+        "or not at all), sampled at the seed's temperature 0.9",
     ),
     Row(
         "000",
