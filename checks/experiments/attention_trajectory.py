@@ -34,7 +34,6 @@ import contextlib
 import hashlib
 import json
 import math
-import resource
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -47,7 +46,7 @@ from rich.table import Table
 from rankwall.checks.cli.arguments import integer_in
 from rankwall.checks.companion.data import characters, read_corpus
 from rankwall.checks.models import tiny
-from rankwall.checks.run.outputs import peak_memory_mb, progress_bar, write_bytes, write_outputs
+from rankwall.checks.run.outputs import cpu_seconds, peak_memory_mb, progress_bar, write_bytes, write_outputs
 from rankwall.theory.validation import InputError
 
 NAME = "attention-trajectory"
@@ -355,11 +354,6 @@ def load_weights(path: Path, V: int, expected: str | None = None) -> tuple[Any, 
     except (RuntimeError, ValueError) as error:
         raise InputError(f"--weights: {path} does not hold this model's weights ({error})") from None
     return model, digest
-
-
-def cpu_seconds() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
 
 
 def analysed(records: list[dict[str, Any]]) -> dict[str, Any]:

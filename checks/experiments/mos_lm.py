@@ -41,7 +41,7 @@ from rankwall.checks.cli.arguments import integer_in
 from rankwall.checks.cli.commands.common import cluster, cluster_options, on_cluster
 from rankwall.checks.companion.data import read_corpus, words
 from rankwall.checks.models import tiny
-from rankwall.checks.run.outputs import peak_memory_mb, progress_bar, write_outputs
+from rankwall.checks.run.outputs import cpu_seconds, peak_memory_mb, progress_bar, write_outputs
 from rankwall.theory import heads as hd
 from rankwall.theory.validation import InputError
 
@@ -157,11 +157,13 @@ def log_probability_rank(head: str, theta: hd.HeadParameters, H: np.ndarray) -> 
 
 
 def train_and_measure(head: str, K: int, width: int, steps: int, seed: int) -> dict[str, Any]:
-    """One language model: train (AdamW), then held-out perplexity, rank of log P and pairwise KL."""
+    """One language model: train (AdamW), then held-out perplexity, rank of log P and pairwise KL. Its
+    ``cpu_seconds`` are the calling thread's (torch runs on it alone), so they stay the model's own when
+    a Dask worker runs several models at once."""
     import torch
 
     torch.set_num_threads(1)
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.thread_time()
     train_ids, valid_ids, V = corpus()
     model = make_lm(head, V, width, K, seed)
     stream = tiny.batches(train_ids, CONTEXT, BATCH, seed + 1)
@@ -187,6 +189,7 @@ def train_and_measure(head: str, K: int, width: int, steps: int, seed: int) -> d
         "perplexity": math.exp(nll),
         **log_probability_rank(head, model.parameters_theory(), H),
         "seconds": time.perf_counter() - started,
+        "cpu_seconds": time.thread_time() - cpu,
     }
 
 
@@ -205,8 +208,9 @@ def run(
     client: Any = None,
     on_model: Callable[[], None] | None = None,
 ) -> dict[str, Any]:
-    """Every model, serially or as one Dask task each (``client``); the records in job order."""
-    started = time.perf_counter()
+    """Every model, serially or as one Dask task each (``client``); the records in job order. The run's
+    ``cpu_seconds`` are this process's (on Dask, the models' own are in their records)."""
+    started, cpu = time.perf_counter(), cpu_seconds()
     V = corpus()[2]
     todo = jobs(V, k_sweep, steps, seed)
     if client is None:
@@ -223,6 +227,7 @@ def run(
         "K_main": K_MAIN,
         "records": records,
         "seconds": time.perf_counter() - started,
+        "cpu_seconds": cpu_seconds() - cpu,
         "peak_memory_mb": peak_memory_mb(),
     }
 
@@ -320,4 +325,4 @@ def main(args: argparse.Namespace, out: Console, err: Console) -> None:
             f"{r['expected_pairwise_kl']:.3f}",
         )
     out.print(table)
-    out.print(f"wrote {json_path} and {png_path}")
+    out.print(f"wrote {json_path} and {png_path}; {result['seconds']:.0f} s, {result['cpu_seconds']:.0f} s CPU")

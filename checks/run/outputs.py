@@ -138,6 +138,14 @@ def available_memory_bytes() -> int | None:
     return None
 
 
+def cpu_seconds() -> float:
+    """CPU seconds (user and system) of this process, its threads included (torch's intra-op threads),
+    and of the children it has waited for: a run's ``cpu_seconds`` is the difference of two readings,
+    beside its wall ``seconds``, so that a run on a busy machine shows what it cost."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
 def peak_memory_mb() -> float:
     """The process's peak resident memory so far, in MiB (``ru_maxrss``: KiB on Linux, bytes on macOS)."""
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
