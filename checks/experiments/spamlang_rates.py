@@ -140,7 +140,9 @@ def run(
     on_task: Callable[[], None] | None = None,
 ) -> dict[str, Any]:
     """Every (V, rate) of the grid, in process (``on_log`` after each logged loss) or as one Dask task
-    each on ``client`` (``on_task`` as each finishes); the records in grid order, then the summary per V."""
+    each on ``client`` (``on_task`` as each finishes); the records in grid order, then the summary per V.
+    ``seconds`` is the wall time of the grid; ``cpu_seconds`` the CPU time of this process over it (every
+    thread) in process, and on Dask the sum of the tasks' own CPU times (the workers' start-up aside)."""
     if not vocabularies or not rates:
         raise ValueError("the grid is empty")
     started, cpu = time.perf_counter(), cpu_seconds()
@@ -308,7 +310,8 @@ def main(args: argparse.Namespace, out: Console, err: Console) -> None:
             for rate in result["rates"]
         ]
         good = row["converging_rates"]
-        span = "none" if not good else f"{min(good):g}..{max(good):g} ({len(good)} of {row['rates_tried']})"
+        ends = f"{min(good):g}" if len(good) == 1 else f"{min(good):g}..{max(good):g}"
+        span = "none" if not good else f"{ends} ({len(good)} of {row['rates_tried']})"
         table.add_row(f"{row['V']:,}", *cells, span)
     out.print(table)
     out.print(
