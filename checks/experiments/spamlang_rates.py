@@ -310,8 +310,10 @@ def main(args: argparse.Namespace, out: Console, err: Console) -> None:
             for rate in result["rates"]
         ]
         good = row["converging_rates"]
-        ends = f"{min(good):g}" if len(good) == 1 else f"{min(good):g}..{max(good):g}"
-        span = "none" if not good else f"{ends} ({len(good)} of {row['rates_tried']})"
+        span = "none"
+        if good:
+            ends = f"{min(good):g}" if len(good) == 1 else f"{min(good):g}..{max(good):g}"
+            span = f"{ends} ({len(good)} of {row['rates_tried']})"
         table.add_row(f"{row['V']:,}", *cells, span)
     out.print(table)
     out.print(
