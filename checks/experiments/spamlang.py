@@ -70,15 +70,22 @@ def make_model(V: int, D: int, tied: bool, seed: int) -> Any:
 
 
 def fit(
-    V: int, tied: bool, *, D: int = D, steps: int = STEPS, seed: int = 0, on_log: Callable[[], None] | None = None
+    V: int,
+    tied: bool,
+    *,
+    D: int = D,
+    steps: int = STEPS,
+    seed: int = 0,
+    lr: float = LEARNING_RATE,
+    on_log: Callable[[], None] | None = None,
 ) -> tuple[Any, dict[str, Any]]:
-    """Adam on uniform tokens with target = input; the trained model and its record (the loss every
-    ``LOG_EVERY`` steps)."""
+    """Adam at learning rate ``lr`` on uniform tokens with target = input; the trained model and its
+    record (the loss every ``LOG_EVERY`` steps)."""
     import torch
 
     started = time.perf_counter()
     model = make_model(V, D, tied, seed)
-    optimizer = torch.optim.Adam(model.parameters(), lr=LEARNING_RATE)
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     generator = torch.Generator().manual_seed(seed + 1)
     losses, logged_steps = [], []
     for step in range(1, steps + 1):
@@ -107,10 +114,17 @@ def fit(
 
 
 def train(
-    V: int, tied: bool, *, D: int = D, steps: int = STEPS, seed: int = 0, on_log: Callable[[], None] | None = None
+    V: int,
+    tied: bool,
+    *,
+    D: int = D,
+    steps: int = STEPS,
+    seed: int = 0,
+    lr: float = LEARNING_RATE,
+    on_log: Callable[[], None] | None = None,
 ) -> dict[str, Any]:
     """The record of :func:`fit` (the loss every ``LOG_EVERY`` steps)."""
-    return fit(V, tied, D=D, steps=steps, seed=seed, on_log=on_log)[1]
+    return fit(V, tied, D=D, steps=steps, seed=seed, lr=lr, on_log=on_log)[1]
 
 
 def run(
