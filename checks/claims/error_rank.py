@@ -1290,15 +1290,19 @@ def _wcdd_witnesses(V: int) -> list[WcddPattern]:
 
 
 def _converged_batch_witnesses(V: int) -> list[MiniBatch]:
-    """Three Zipfian languages over min(V, 2048) tokens near convergence (δ = 1e-3), and one over three
-    tokens (|C^u_B| >= V − 1: the bound min(|C^u_B|, V − 1) is V − 1)."""
-    return [
+    """Three Zipfian languages over min(V, 2048) tokens near convergence (δ = 1e-3), one over three
+    tokens (|C^u_B| >= V − 1: the bound min(|C^u_B|, V − 1) is V − 1), and, beyond 2,048, one at V itself
+    (the same 600 contexts: the batch's content, not V, sets the cost)."""
+    cases = [
         *(
             MiniBatch(V=min(V, 2048), contexts=600, seed=s, unique_share=0.3, batch_tokens=400, delta=1e-3)
             for s in range(3)
         ),
         MiniBatch(V=min(V, 3), contexts=60, seed=0, unique_share=0.3, batch_tokens=40, delta=1e-3),
     ]
+    if V > 2048:
+        cases.append(MiniBatch(V=V, contexts=600, seed=0, unique_share=0.3, batch_tokens=400, delta=1e-3))
+    return cases
 
 
 def _batch_witnesses(V: int) -> list[MiniBatch]:

@@ -1841,8 +1841,9 @@ head_size = vocabulary
 def _line_witnesses(V: int) -> list[LineHeadCase]:
     """The smallest V = 3 in each shape (tangent lines spread wide, concurrent lines with and without a
     jitter, Gaussian biases), and the same at n = min(V, 256) (at least 3), with the tokens next to the
-    extreme slopes."""
+    extreme slopes; beyond 256, one tangent head at V itself."""
     n = max(3, min(V, 256))
+    at_V = [LineHeadCase(V=V, shape="tangent", seed=4, scale=100.0)] if V > 256 else []
     return [
         LineHeadCase(V=3, shape="tangent", seed=0, scale=10.0),
         LineHeadCase(V=3, shape="concurrent", seed=0),
@@ -1852,13 +1853,15 @@ def _line_witnesses(V: int) -> list[LineHeadCase]:
         LineHeadCase(V=n, shape="tangent", seed=1, token=1),
         LineHeadCase(V=n, shape="concurrent", seed=2, jitter=1e-3, token=n - 2),
         LineHeadCase(V=n, shape="gaussian", seed=3, scale=10.0),
+        *at_V,
     ]
 
 
 def _gibbs_witnesses(V: int) -> list[GibbsCase]:
     """Zipfian languages at min(V, 512), and the edges at any V: the smallest sizes (V = 2, 3; one or
     three contexts), every row one-hot (CE(Ñ) = 0, seed 2), P = Ñ, and logits of scale 400, whose
-    model probabilities fall below the normal range."""
+    model probabilities fall below the normal range; beyond 512, one language at V itself."""
+    at_V = [GibbsCase(V=V, contexts=64, seed=3, scale=5.0)] if V > 512 else []
     return [
         GibbsCase(V=min(V, 512), contexts=64, seed=s, scale=sc, exact_fit=e)
         for s in (0, 1)
@@ -1870,6 +1873,7 @@ def _gibbs_witnesses(V: int) -> list[GibbsCase]:
         GibbsCase(V=3, contexts=3, seed=1, scale=0.5),
         GibbsCase(V=3, contexts=3, seed=1, exact_fit=True),
         GibbsCase(V=min(V, 512), contexts=64, seed=0, scale=400.0),
+        *at_V,
     ]
 
 
@@ -1891,7 +1895,9 @@ def _random_gibbs(V: int, n: int, seed: int) -> list[GibbsCase]:
 
 def _argmax_witnesses(V: int) -> list[ArgmaxHeadCase]:
     """Gaussian heads at min(V, 300) rows, with and without interior rows, and the edges: a simplex
-    (V = D + 1: every row a vertex) and heads with duplicated rows (ties)."""
+    (V = D + 1: every row a vertex) and heads with duplicated rows (ties); beyond 300, one head of V rows
+    in the plane (qhull's hull, each answer re-checked exactly)."""
+    at_V = [ArgmaxHeadCase(V=V, D=2, seed=3, interior=3)] if V > 300 else []
     return (
         [
             ArgmaxHeadCase(V=max(min(V, 300), D + 3), D=D, seed=s, interior=k)
@@ -1901,6 +1907,7 @@ def _argmax_witnesses(V: int) -> list[ArgmaxHeadCase]:
         ]
         + [ArgmaxHeadCase(V=D + 1, D=D, seed=0) for D in (2, 3, 5)]
         + [ArgmaxHeadCase(V=max(min(V, 300), D + 3), D=D, seed=2, interior=1, twins=2) for D in (2, 3)]
+        + at_V
     )
 
 

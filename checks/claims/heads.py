@@ -848,7 +848,7 @@ def _witnesses(
     """Gaussian heads at d = 1, 2, 8 (with d + gap ≤ V unless ``gap`` is None), V capped at 400, N = 120
     contexts; with ``constant``, also W with a constant column (d ≥ 2: at d = 1 all logits would be equal).
     Then the edges, one per head at d = 2 (d = 1 where V is too small): N = d + gap contexts (the least at
-    which the rank can exceed d + 1), logit scale 1 and 10, V itself up to 2,048, and a hidden size as
+    which the rank can exceed d + 1), logit scale 1 and 10, V itself (40 contexts), and a hidden size as
     large as V allows (V = d + gap; for the Jacobian, d = 8 whatever V, so that V ≤ d at small V)."""
     small = min(V, 400)
     cases = [
@@ -870,7 +870,7 @@ def _witnesses(
             HeadCase(head=head, N=edge_d + least, V=small, d=edge_d, K=K, seed=11),
             HeadCase(head=head, N=40, V=small, d=edge_d, K=K, seed=12, scale=1.0),
             HeadCase(head=head, N=40, V=small, d=edge_d, K=K, seed=13, scale=10.0),
-            HeadCase(head=head, N=40, V=min(V, 2048), d=edge_d, K=K, seed=14, scale=3.0),
+            HeadCase(head=head, N=40, V=V, d=edge_d, K=K, seed=14, scale=3.0),
         ]
         if widest >= 1:
             cases.append(HeadCase(head=head, N=widest + least, V=small, d=widest, K=K, seed=15, scale=3.0))

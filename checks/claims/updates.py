@@ -222,13 +222,13 @@ def gradient_instances(draw: Any) -> Gradient:
 def _witnesses(V: int, deltas: tuple[DeltaKind, ...]) -> list[Step]:
     """The constructed steps at vocabulary size V (capped at 48): integer and Gaussian, three (D, C), then
     the edges: one context and one column, 2D = C (the bound reaches the shape, the tail is zero), a full
-    head (D = V, where V ≤ 12), and one step at V itself up to 1,024 (the margins grow with V)."""
+    head (D = V, where V ≤ 12), and one step at V itself (the margins grow with V)."""
     small = min(V, 48)
     sizes = [(small, D, C) for D, C in ((1, 12), (2, 30), (max(1, small // 4), 40), (1, 1), (1, 2))]
     if small <= 12:
         sizes.append((small, small, 40))
     if V > 48:
-        sizes.append((min(V, 1024), 2, 30))
+        sizes.append((V, 2, 30))
     rows = [
         Step(contexts, size, D, seed=D, integers=integers, eta_num=1, eta_den=3, delta=delta)
         for integers in (True, False)
@@ -259,7 +259,7 @@ def random_steps(V: int, n: int, seed: int, deltas: tuple[DeltaKind, ...]) -> li
 
 
 def gradient_witnesses(V: int) -> list[Gradient]:
-    """Constructed logit gradients at vocabulary size V (capped at 16, and one at V itself up to 1,024): more
+    """Constructed logit gradients at vocabulary size V (capped at 16, and one at V itself): more
     active contexts than tokens (rank V − 1, and σ_V = 0 beyond it), fewer, one active context, idle
     contexts, constant frequencies (UP.2 (3) with equality), spread frequencies and peaked rows."""
     small = min(V, 16)
@@ -272,7 +272,7 @@ def gradient_witnesses(V: int) -> list[Gradient]:
         Gradient(10, small, seed=5, idle=3, scale=8.0, spread=20, index=min(3, small)),
     ]
     if V > 16:
-        rows.append(Gradient(20, min(V, 1024), seed=6, idle=2, spread=5, index=1))
+        rows.append(Gradient(20, V, seed=6, idle=2, spread=5, index=1))
     return rows
 
 
