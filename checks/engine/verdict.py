@@ -689,7 +689,7 @@ class Registry:
                 raise KeyError(f"{parent} has no mutant {name!r} (its mutants: {known})")
             return claim.mutants[name]
         try:
-            return self._claims[claim_id]
+            return self._loaded[claim_id]
         except KeyError:
             known = ", ".join(sorted(self._claims))
             raise KeyError(f"unknown claim {claim_id!r}; known claims: {known}") from None
