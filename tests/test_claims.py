@@ -57,9 +57,6 @@ CAPPED_BELOW_THE_SIZE_ASKED = {
     "expressivity.d1-bias-argmax": "one LP per token: more than 90 s at V = 131,072",
     "error-rank.attracting-components": "a graph on n nodes, sized by n, not V",
     "error-rank.wcdd": "a matrix of order n, sized by n, not V",
-    "logprob-rank.bottleneck": "sized by its factors, not V",
-    "logprob-rank.log-softmax": "sized by its factors, not V",
-    "logprob-rank.row-shift": "sized by its factors, not V",
 }
 AT_THE_SIZE_ASKED = [c for c in CLAIMS if c.id not in CAPPED_BELOW_THE_SIZE_ASKED]
 

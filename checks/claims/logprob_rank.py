@@ -571,8 +571,10 @@ hidden_size = _quantity(
 
 def _low_rank_witnesses(V: int) -> list[LowRank]:
     """Ranks 0 (A = 0), 1, 5 and 39 at two scales; full rank (rank(A) + 1 exceeds the shape); a ones
-    column (1 in the row space: rank(log softmax A) <= rank A); one row, and three rows of two columns."""
+    column (1 in the row space: rank(log softmax A) <= rank A); one row, and three rows of two columns;
+    beyond 80 columns, rank 5 at V columns itself (40 rows: the rank, not V, is the claim's content)."""
     columns = min(V, 80)
+    at_V = [LowRank(rows=40, columns=V, rank=5, seed=5, spread=3, scale=1)] if V > 80 else []
     return [
         *(
             LowRank(rows=40, columns=columns, rank=r, seed=0, spread=3, scale=s)
@@ -584,6 +586,7 @@ def _low_rank_witnesses(V: int) -> list[LowRank]:
         LowRank(rows=40, columns=columns, rank=min(5, columns), seed=2, ones_column=True),
         LowRank(rows=1, columns=min(V, 3), rank=1, seed=3),
         LowRank(rows=3, columns=2, rank=2, seed=4, spread=1),
+        *at_V,
     ]
 
 
@@ -608,7 +611,9 @@ def _low_rank_random(V: int, n: int, seed: int) -> list[LowRank]:
 
 def _row_shift_witnesses(V: int) -> list[RowShift]:
     """Ranks 0, 3 and 29 with two shift seeds, μ = 0 or not; λ cancelling a rank-one term of A (rank 3);
-    two rows and two columns, and three rows, with a cancelling shift."""
+    two rows and two columns, and three rows, with a cancelling shift; beyond 50 columns, rank 3 at V
+    columns itself."""
+    at_V = [RowShift(rows=30, columns=V, rank=3, seed=4, spread=2, shift_seed=0, shift_spread=5, second=1)]
     return [
         *(
             RowShift(rows=30, columns=min(V, 50), rank=r, seed=0, spread=2, shift_seed=s, shift_spread=5, second=w)
@@ -619,11 +624,14 @@ def _row_shift_witnesses(V: int) -> list[RowShift]:
         *(RowShift(rows=30, columns=min(V, 50), rank=min(3, V), seed=1, second=w, cancelling=True) for w in (0, 1)),
         RowShift(rows=2, columns=2, rank=1, seed=2, spread=1, shift_spread=2, cancelling=True),
         RowShift(rows=3, columns=min(V, 3), rank=2, seed=3, spread=1, shift_spread=1, second=0, cancelling=True),
+        *(at_V if V > 50 else []),
     ]
 
 
 def _factor_witnesses(V: int) -> list[Factors]:
-    """d = 1, 4, 16 at two scales; d = min(60, columns) (d + 1 exceeds the shape); two rows."""
+    """d = 1, 4, 16 at two scales; d = min(60, columns) (d + 1 exceeds the shape); two rows; beyond 120
+    columns, d = 4 at V columns itself."""
+    at_V = [Factors(rows=60, columns=V, rank=4, seed=3, scale=3.0)] if V > 120 else []
     return [
         *(
             Factors(rows=60, columns=min(V, 120), rank=d, seed=0, scale=s)
@@ -633,6 +641,7 @@ def _factor_witnesses(V: int) -> list[Factors]:
         ),
         Factors(rows=60, columns=min(V, 120), rank=min(V, 60), seed=1, scale=1.0),
         Factors(rows=2, columns=min(V, 3), rank=1, seed=2, scale=30.0),
+        *at_V,
     ]
 
 
