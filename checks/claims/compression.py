@@ -162,9 +162,8 @@ SEED_000 = "seed 000"  # "Lost in Backpropagation: The LM Head is a Gradient Bot
 U64 = tolerance.unit_roundoff(np.float64)
 #: Each endpoint of an enclosure is computed in at most two float64 roundings, pushed outwards by gamma_2.
 ENDPOINT = tolerance.gamma(2, U64)
-#: The largest vocabulary at which the exact routes run (dense products of G and the head over V in balls,
-#: and integers for the rates); beyond it a quantity has no exact route and its float enclosure decides.
-EXACT_V = 4096
+#: The exact routes need no largest vocabulary: every exact quantity reads G and the head over V only through
+#: the integer Gram matrices of :func:`row_gram` (of order at most T + D), so they run at every V.
 #: The largest Gram matrix of G, of order min(T, V), whose eigenvalue sums the exact route encloses.
 GRAM_LIMIT = 256
 
@@ -262,15 +261,13 @@ def build(case: BatchGradient, backend: Backend | None = None) -> Built:
 
 def certified_rank(M: np.ndarray, columns: int, name: str) -> RankInterval:
     """rank M for a float64 matrix read exactly: its columns above, the singular values above a Weyl margin
-    below (:func:`rankwall.checks.exact.weyl_rank_lower_bound`, two-sided); where they do not meet (V at most
-    :data:`EXACT_V`), the exact rank over the integers."""
+    below (:func:`rankwall.checks.exact.weyl_rank_lower_bound`, two-sided); where they do not meet, the exact rank
+    over the integers of its Gram matrix Z_Mᵀ Z_M (:func:`row_gram`, of order ``columns``), which is rank M."""
     lower, _, _ = exact.weyl_rank_lower_bound(M, U64)
     if lower == columns:
         return RankInterval(lower, columns, f"singular values of {name} above a Weyl margin", "its columns")
-    if M.shape[0] > EXACT_V:
-        return RankInterval(lower, columns, f"singular values of {name} above a Weyl margin", "its columns")
-    value = integer_matrix(M)[0].rank()
-    how = f"the exact rank of {name} over the integers"
+    value = fmpz_block(row_gram([np.asarray(M, dtype=np.float64).T])).rank()
+    how = f"the exact rank of {name} over the integers (of its Gram matrix)"
     return RankInterval(value, value, how, how, exact=True)
 
 
@@ -608,16 +605,25 @@ def remembered(built: Built, key: Any, compute: Callable[[], Any]) -> Any:
 WORD_BITS = 62
 
 
-def integer_matrix(X: np.ndarray) -> tuple[Any, int]:
-    """``(Z, e)`` with X = Z 2^e exactly: a float64 matrix as an integer matrix (python-flint ``fmpz_mat``)
-    and one power of two. Entries within 2^9 of the largest binary exponent fit a machine word; up to 2^71,
-    two words (Z = H 2^62 + L, H and L formed in NumPy); beyond, Python integers."""
+def dyadic_parts(X: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """``(m, t, e)`` with X = m 2^(t + e) exactly, entry by entry: m the signed 53-bit mantissas (int64), t ≥ 0
+    the shifts (0 where m = 0) and e one power of two, the least exponent of a nonzero entry; so X = Z 2^e for
+    the integer matrix Z = m 2^t (:func:`integer_matrix`, :func:`row_gram`)."""
     mantissa, exponent = np.frexp(np.asarray(X, dtype=np.float64))
     m = (mantissa * 2.0**53).astype(np.int64)  # exact: |mantissa| < 1 has 53 bits
     nonzero = m != 0
     shift = exponent.astype(np.int64) - 53
     low = int(shift[nonzero].min()) if np.any(nonzero) else 0
-    shift = np.where(nonzero, shift - low, 0)
+    return m, np.where(nonzero, shift - low, 0), low
+
+
+def integer_matrix(X: np.ndarray) -> tuple[Any, int]:
+    """``(Z, e)`` with X = Z 2^e exactly (:func:`dyadic_parts`): a float64 matrix as an integer matrix
+    (python-flint ``fmpz_mat``) and one power of two. Entries within 2^9 of the largest binary exponent fit a
+    machine word; up to 2^71, two words (Z = H 2^62 + L, H and L formed in NumPy); beyond, Python integers.
+    A matrix of T x V or V x D entries as Python integers costs seconds and gigabytes at V = 131,072: the
+    exact routes read G and the head through :func:`row_gram` instead."""
+    m, shift, low = dyadic_parts(X)
     rows, columns = X.shape
     top = int(shift.max(initial=0))
     if top <= WORD_BITS - 53:
@@ -646,22 +652,139 @@ def dyadic(integer: Any, exponent: int) -> flint.fmpq:
     return flint.fmpq(integer << exponent) if exponent >= 0 else flint.fmpq(integer, 1 << -exponent)
 
 
+#: The primes of :func:`row_gram` lie below 2^PRIME_BITS: a residue r has |r| < 2^18 and a product of two
+#: below 2^36, so :data:`GRAM_CHUNK` = 2^17 of them sum below 2^53, where float64 arithmetic is exact.
+PRIME_BITS = 18
+GRAM_CHUNK = 1 << (53 - 2 * PRIME_BITS)
+#: Columns reduced at a time by :func:`row_gram` (their residues for every prime stay in cache).
+REDUCE_CHUNK = 4096
+
+
+@functools.cache
+def _primes(count: int) -> tuple[int, ...]:
+    """The ``count`` largest primes below 2^PRIME_BITS, largest first."""
+    found, n = [], (1 << PRIME_BITS) - 1
+    while len(found) < count:
+        if flint.fmpz(n).is_prime():
+            found.append(n)
+        n -= 2
+    return tuple(found)
+
+
+def _exponent_range(X: np.ndarray) -> tuple[int, int]:
+    """(least, largest) binary exponent t − 53 of X's nonzero entries x = m 2^(t − 53) (:func:`dyadic_parts`),
+    (0, 0) for a zero X; in column chunks."""
+    least, largest = None, None
+    for begin in range(0, X.shape[1], REDUCE_CHUNK):
+        mantissa, exponent = np.frexp(X[:, begin : begin + REDUCE_CHUNK])
+        exponent = exponent[mantissa != 0]
+        if exponent.size:
+            lo, hi = int(exponent.min()) - 53, int(exponent.max()) - 53
+            least, largest = (lo, hi) if least is None else (min(least, lo), max(largest, hi))
+    return (0, 0) if least is None else (least, largest)
+
+
+def row_gram(blocks: list[np.ndarray]) -> np.ndarray:
+    """Γ = Z Zᵀ exactly, as a NumPy array of Python integers, for Z the rows of the float64 ``blocks`` stacked
+    (each n_i x V, read exactly as Z_i 2^(e_i) with its own power of two, :func:`dyadic_parts`): the integer
+    Gram matrix of all their rows, Γ_ij = Σ_v Z_iv Z_jv, of order Σ n_i, with no integer matrix over V and no
+    Python loop over its entries.
+
+    Multi-modular. An entry z = m 2^t (|m| < 2^53, t ≥ 0) is m = h 2^27 + l (h = m >> 27, 0 ≤ l < 2^27), so
+    z ≡ h a_t + l b_t (mod p) for a_t = 2^(t+27) mod p and b_t = 2^t mod p: an integer below 2^46 in
+    magnitude, formed exactly in float64, and r = x − rint(x/p) p (the quotient's rounding leaves |r| < p) a
+    residue of z with |r| < 2^18. For each prime p < 2^PRIME_BITS, Γ mod p is then a float64 product of the
+    residues over chunks of at most :data:`GRAM_CHUNK` columns: every product of two residues is an integer
+    below 2^36 in magnitude and every partial sum of a chunk one below 2^53, so a float64 product computed
+    by additions and multiplications (BLAS's, in any order, fused or not) makes no rounding error. The residues
+    for enough primes that their product exceeds 2 V max|Z|² ≥ 2 max|Γ_ij| determine Γ (Chinese remainders,
+    Garner's mixed radix, then the symmetric residue)."""
+    blocks = [np.asarray(b, dtype=np.float64) for b in blocks]
+    n, V = sum(b.shape[0] for b in blocks), blocks[0].shape[1]
+    if n == 0 or V == 0:
+        return np.zeros((n, n), dtype=object)
+    ranges = [_exponent_range(b) for b in blocks]
+    top = max(hi - lo for lo, hi in ranges)  # the largest shift t
+    bound = 2 * V * (1 << (53 + top)) ** 2
+    count, product = 0, 1
+    while product <= bound:
+        count += 1
+        product *= _primes(count)[-1]
+    primes = _primes(count)
+    t = np.arange(top + 1)
+    a = np.array([[pow(2, int(s) + 27, p) for s in t] for p in primes], dtype=np.float64)
+    b = np.array([[pow(2, int(s), p) for s in t] for p in primes], dtype=np.float64)
+    grams = np.zeros((count, n, n))
+    buffers = np.empty((3, n, min(REDUCE_CHUNK, V)))
+    for begin in range(0, V, REDUCE_CHUNK):
+        parts = [np.frexp(block[:, begin : begin + REDUCE_CHUNK]) for block in blocks]
+        mantissa = np.concatenate([part[0] for part in parts])
+        m = (mantissa * 2.0**53).astype(np.int64)  # exact: |mantissa| < 1 has 53 bits
+        shift = np.concatenate([part[1] - 53 - lo for part, (lo, _) in zip(parts, ranges, strict=True)])
+        shift = np.where(m != 0, shift, 0)
+        high, low = (m >> 27).astype(np.float64), (m & ((1 << 27) - 1)).astype(np.float64)
+        r, x, y = (buffer[:, : m.shape[1]] for buffer in buffers)
+        for i, p in enumerate(primes):
+            np.multiply(np.take(a[i], shift, out=x, mode="clip"), high, out=x)
+            np.multiply(np.take(b[i], shift, out=y, mode="clip"), low, out=y)
+            np.add(x, y, out=r)
+            np.rint(np.multiply(r, 1.0 / p, out=x), out=x)
+            r -= np.multiply(x, p, out=x)
+            grams[i] += r @ r.T
+        if (begin + REDUCE_CHUNK) % GRAM_CHUNK == 0:  # GRAM_CHUNK columns summed: reduce before the next
+            grams = np.fmod(grams, np.array(primes, dtype=np.float64)[:, None, None])
+    x, modulus = None, 1
+    for gram, p in zip(grams, primes, strict=True):
+        residue = gram.astype(np.int64) % p
+        if x is None:
+            x, modulus = residue.astype(object), p
+            continue
+        inverse = pow(modulus % p, -1, p)
+        x = x + modulus * ((((residue - (x % p).astype(np.int64)) % p) * inverse % p).astype(object))
+        modulus *= p
+    return np.where(x > modulus // 2, x - modulus, x)
+
+
+def fmpz_block(gram: np.ndarray, rows: slice = slice(None), columns: slice = slice(None)) -> Any:
+    """A block of an integer array (:func:`row_gram`) as a python-flint ``fmpz_mat``."""
+    block = gram[rows, columns]
+    return flint.fmpz_mat(block.shape[0], block.shape[1], [int(x) for x in block.ravel().tolist()])
+
+
 def float64_gradient(built: Built) -> np.ndarray:
     """The built G read exactly into float64 (every float32 is a float64)."""
     return remembered(built, "G64", lambda: float64_copy(built.G))
 
 
 def integer_gradient(built: Built) -> tuple[Any, int]:
-    """(Z_G, e) with G = Z_G 2^e."""
+    """(Z_G, e) with G = Z_G 2^e, the whole T x V integer matrix: for the tests, which compare the exact routes
+    (:func:`row_gram`, over V without it) with the products of Z_G at small V."""
     return remembered(built, "ZG", lambda: integer_matrix(float64_gradient(built)))
 
 
+def gradient_exponent(built: Built) -> int:
+    """e with G = Z_G 2^e (:func:`dyadic_parts`)."""
+    return remembered(built, "e", lambda: _exponent_range(float64_gradient(built))[0])
+
+
+def _stacked_gram(built: Built) -> np.ndarray:
+    """The integer Gram matrix (:func:`row_gram`) of Z_G's rows stacked on the head's exact columns Z_B
+    (random and low-rank heads), over V: [[Z_G Z_Gᵀ, Z_G Z_B], [Z_Bᵀ Z_Gᵀ, Z_Bᵀ Z_B]]."""
+    return remembered(built, "stacked gram", lambda: row_gram([float64_gradient(built), built.span.T]))
+
+
 def integer_gram(built: Built) -> Any:
-    """Γ_Z, the smaller Gram matrix of Z_G (Z_G Z_Gᵀ or Z_Gᵀ Z_G, of order min(T, V)): GGᵀ or GᵀG is Γ_Z 4^e."""
+    """Γ_Z, the smaller Gram matrix of Z_G (Z_G Z_Gᵀ or Z_Gᵀ Z_G, of order min(T, V)): GGᵀ or GᵀG is Γ_Z 4^e,
+    from :func:`row_gram` (the corner of the stacked Gram matrix where the head's is already there)."""
 
     def compute() -> Any:
-        ZG = integer_gradient(built)[0]
-        return ZG * ZG.transpose() if ZG.nrows() <= ZG.ncols() else ZG.transpose() * ZG
+        G = float64_gradient(built)
+        T, V = G.shape
+        if T > V:
+            return fmpz_block(row_gram([G.T]))
+        if built.span is not None:  # the head's integers need the stacked one
+            return fmpz_block(_stacked_gram(built), slice(0, T), slice(0, T))
+        return fmpz_block(row_gram([G]))
 
     return remembered(built, "gram", compute)
 
@@ -682,38 +805,14 @@ def approximate_gram(built: Built) -> np.ndarray:
 
 
 def exact_total(built: Built) -> flint.fmpq:
-    """g = ‖G‖_F², exactly (:func:`square_sum`)."""
-    return remembered(built, "g", lambda: square_sum(float64_gradient(built)))
+    """g = ‖G‖_F², exactly: tr Γ_Z 4^e for the integer Gram matrix of :func:`integer_gram` (either one: both
+    traces are Σ z² over Z_G's entries)."""
 
+    def compute() -> flint.fmpq:
+        gram = integer_gram(built)
+        return dyadic(sum((int(gram[i, i]) for i in range(gram.nrows())), 0), 2 * gradient_exponent(built))
 
-#: Entries summed in one int64 block by :func:`square_sum` (each product below 2^37: sums below 2^61).
-SQUARE_BLOCK = 1 << 24
-
-
-def square_sum(X: np.ndarray) -> flint.fmpq:
-    """Σ x² over the entries of a float64 array, exactly: each x = m 2^t with |m| < 2^53 split as
-    m = a 2^36 + b 2^18 + c (a < 2^17, b, c < 2^18, so each product below is under 2^37 and a block of
-    :data:`SQUARE_BLOCK` of them sums within int64); the products summed in int64 for each exponent t, and
-    those sums combined in Python integers, m² = a² 2^72 + 2ab 2^54 + (2ac + b²) 2^36 + 2bc 2^18 + c²."""
-    mantissa, exponent = np.frexp(np.asarray(X, dtype=np.float64).ravel())
-    m = np.abs((mantissa * 2.0**53).astype(np.int64))
-    keep = m != 0
-    m, t = m[keep], exponent[keep].astype(np.int64) - 53
-    if m.size == 0:
-        return flint.fmpq(0)
-    low, total, mask = int(t.min()), 0, (1 << 18) - 1
-    for begin in range(0, m.size, SQUARE_BLOCK):
-        mb, tb = m[begin : begin + SQUARE_BLOCK], t[begin : begin + SQUARE_BLOCK]
-        order = np.argsort(tb, kind="stable")
-        mb, tb = mb[order], tb[order]
-        starts = np.flatnonzero(np.r_[True, tb[1:] != tb[:-1]])
-        a, b, c = mb >> 36, (mb >> 18) & mask, mb & mask
-        parts = [a * a, 2 * a * b, 2 * a * c + b * b, 2 * b * c, c * c]
-        sums = [np.add.reduceat(part, starts) for part in parts]
-        for j, start in enumerate(starts):
-            square = sum(int(s[j]) << (18 * (4 - i)) for i, s in enumerate(sums))
-            total += square << (2 * (int(tb[start]) - low))
-    return dyadic(total, 2 * low)
+    return remembered(built, "g", compute)
 
 
 def _atom(ring: Any, ball: Any) -> Real:
@@ -730,11 +829,11 @@ def _between(ball: Any, low: Any, high: Any) -> Any:
 
 def head_integers(built: Built) -> tuple[Any, Any]:
     """(A, M) for the exact columns B = Z_B 2^f of a random or low-rank head (W, or the factor A): the Gram
-    matrix A = Z_Bᵀ Z_B and M = Z_G Z_B, integers."""
+    matrix A = Z_Bᵀ Z_B and M = Z_G Z_B, integers, both blocks of one :func:`row_gram` over V."""
 
     def compute() -> tuple[Any, Any]:
-        ZB = integer_matrix(built.span)[0]
-        return ZB.transpose() * ZB, integer_gradient(built)[0] * ZB
+        gram, T = _stacked_gram(built), built.G.shape[0]
+        return fmpz_block(gram, slice(T, None), slice(T, None)), fmpz_block(gram, slice(0, T), slice(T, None))
 
     return remembered(built, "head integers", compute)
 
@@ -742,15 +841,13 @@ def head_integers(built: Built) -> tuple[Any, Any]:
 def projected_energy(built: Built) -> Real | None:
     """K = ‖GΠ‖_F² = tr(GΠGᵀ) on the exact object at the working precision: an atom (ring :data:`PROJECTED`)
     whose ball is tr(A⁻¹ MᵀM) 4^e (:func:`head_integers`; Π = Z_B A⁻¹ Z_Bᵀ), solved in balls; S_k for an
-    aligned head (tr(P_k GᵀG) = S_k); g exactly where Π = I (rank W* = V), 0 where GB = 0. ``None`` beyond
-    :data:`EXACT_V` (a head of rank V included), or where the balls cannot show A invertible."""
+    aligned head (tr(P_k GᵀG) = S_k); g exactly where Π = I (rank W* = V), 0 where GB = 0. ``None`` where the
+    balls cannot show A invertible."""
 
     def compute() -> Real | None:
         if built.aligned:
             return spectral_sum(built, built.k)
         V = built.G.shape[1]
-        if V > EXACT_V:
-            return None
         g = exact_total(built)
         if built.k == V:
             return Real.of(g)
@@ -762,7 +859,7 @@ def projected_energy(built: Built) -> Real | None:
             trace = flint.arb_mat(A).solve(flint.arb_mat(C)).trace()
         except ZeroDivisionError:
             return None
-        return _atom(PROJECTED, _between(trace * flint.arb(dyadic(1, 2 * integer_gradient(built)[1])), 0, g))
+        return _atom(PROJECTED, _between(trace * flint.arb(dyadic(1, 2 * gradient_exponent(built))), 0, g))
 
     return remembered(built, ("K", flint.ctx.prec), compute)
 
@@ -795,17 +892,18 @@ def weyl_sum(built: Built, k: int) -> Any:
 
 
 def rank_exceeds(built: Built, k: int) -> bool:
-    """Whether rank G > k: more than k float64 singular values above the Weyl margin prove it (two-sided), as
-    does a rank of Z_G mod a prime above k (reduction only loses rank); else the rank over the integers
-    (fraction-free elimination) decides."""
+    """Whether rank G > k: more than k float64 singular values above the Weyl margin prove it (two-sided); else
+    rank G = rank Γ_Z for the smaller integer Gram matrix (:func:`integer_gram`; a real matrix and its Gram
+    matrix have the same kernel), of order min(T, V): a rank of Γ_Z mod a prime above k proves it (reduction
+    only loses rank), else the rank over the integers (fraction-free elimination) decides."""
 
     def compute() -> bool:
         if int(np.sum(float64_singular_values(built) > weyl_margin(built))) > k:  # certified nonzero (Weyl)
             return True
-        ZG = integer_gradient(built)[0]
-        if flint.nmod_mat(ZG, exact.RANK_PRIME).rank() > k:
+        gram = integer_gram(built)
+        if flint.nmod_mat(gram, exact.RANK_PRIME).rank() > k:
             return True
-        return ZG.rank() > k
+        return gram.rank() > k
 
     return remembered(built, ("rank exceeds", k), compute)
 
@@ -813,7 +911,7 @@ def rank_exceeds(built: Built, k: int) -> bool:
 def spectral_sum(built: Built, k: int) -> Real | None:
     """S_k, the sum of the k largest eigenvalues of GᵀG, at the working precision: 0 for k ≤ 0; g exactly for
     k ≥ min(T, V) (the trace) or k ≥ rank G (:func:`rank_exceeds`), so that a ball means S_k < g; ``None``
-    beyond :data:`EXACT_V` or :data:`GRAM_LIMIT`; else a ball, an atom of :data:`SPECTRAL` for k = rank W*: up
+    beyond :data:`GRAM_LIMIT`; else a ball, an atom of :data:`SPECTRAL` for k = rank W*: up
     to :data:`WEYL_BITS` of working precision the Weyl enclosure of a float64 SVD (:func:`weyl_sum`), beyond
     it the certificate of :func:`eigenvalue_sum` in integers (Ostrowski, Ky Fan, the block bound)."""
 
@@ -821,8 +919,6 @@ def spectral_sum(built: Built, k: int) -> Real | None:
         T, V = built.G.shape
         if k <= 0:
             return Real.of(0)
-        if V > EXACT_V:
-            return None
         g = exact_total(built)
         if k >= min(T, V):
             return Real.of(g)
@@ -838,7 +934,7 @@ def spectral_sum(built: Built, k: int) -> Real | None:
         if ball is None:
             return None
         if not weyl:
-            ball = ball * flint.arb(dyadic(1, 2 * integer_gradient(built)[1]))
+            ball = ball * flint.arb(dyadic(1, 2 * gradient_exponent(built)))
         ball = _between(ball, 0, g)
         return _atom(SPECTRAL, ball) if k == built.k else Real(ball)
 
@@ -978,9 +1074,7 @@ def exact_rates(built: Built) -> tuple[Real, Real] | None:
     G = Z_G 2^e and W* ∝ Z_W (Z_A Z_B for a low-rank head; the rate is invariant under W* → sW*), M = Z_G Z_W,
     a = ‖M‖_F² and b = tr(M (Z_Wᵀ Z_W) Mᵀ), the rate is √(a²/b · 4^e) (0 where b = 0: no update reaches the
     logits) and ‖G‖_F = √g; both square roots of rationals, compared through their radicands. For an aligned
-    head, W*W*ᵀ = P_k: the rate is √S_k. ``None`` beyond :data:`EXACT_V`."""
-    if built.G.shape[1] > EXACT_V:
-        return None
+    head, W*W*ᵀ = P_k: the rate is √S_k."""
     norm = Real.of(exact_total(built)).sqrt()
     if built.aligned:
         S = spectral_sum(built, built.k)
@@ -994,7 +1088,7 @@ def exact_rates(built: Built) -> tuple[Real, Real] | None:
         a = sum(int(x) ** 2 for x in M.entries())
         product = M * A * M.transpose()
         b = sum(int(product[i, i]) for i in range(product.nrows()))
-        e = integer_gradient(built)[1]
+        e = gradient_exponent(built)
         return Real.of(0) if b == 0 else Real.of(Fraction(a * a, b) * Fraction(4) ** e).sqrt()
 
     return remembered(built, "rate", rate), norm
@@ -1342,7 +1436,7 @@ descent_along_update = _quantity(
 descent_along_gradient = _quantity(
     "‖G‖_F",
     lambda ctx: _rates(ctx)[1].measured(),
-    lambda ctx: None if ctx.case.V > EXACT_V else Real.of(exact_total(built_in(ctx))).sqrt(),
+    lambda ctx: Real.of(exact_total(built_in(ctx))).sqrt(),
     reference=lambda ctx: _root(dense_total(built_in(ctx))),
     doc="the steepest first-order decrease, along −G",
     exact_doc="√g",
@@ -1355,12 +1449,10 @@ descent_along_gradient.compare_fn = _compare_rates(descent_along_gradient)
 
 
 def _witnesses(V: int, aligned: bool = False) -> list[BatchGradient]:
-    """Random and low-rank heads (aligned ones for the attained claim) at vocabulary size V (capped at
-    4,096), then the edges of the statements: an aligned head of rank below V (Ky Fan's equality), one
-    spanning G's rows (GWWᵀ = G: the equality of Cauchy-Schwarz, and c² = 1), tied singular values (logit
-    scale 0), saturated rows (scale 30), a single token through a single column, and a full head (D = V,
-    so Π = I, where V ≤ 64)."""
-    V = min(V, 4096)
+    """Random and low-rank heads (aligned ones for the attained claim) at vocabulary size V, then the edges of
+    the statements: an aligned head of rank below V (Ky Fan's equality), one spanning G's rows (GWWᵀ = G: the
+    equality of Cauchy-Schwarz, and c² = 1), tied singular values (logit scale 0), saturated rows (scale 30), a
+    single token through a single column, and a full head (D = V, so Π = I, where V ≤ 64)."""
     heads = ((min(32, V - 1) or 1, None), (min(128, V - 1) or 1, min(16, V - 1) or 1), (min(8, V - 1) or 1, None))
     cases = [
         BatchGradient(V=V, D=D, rank=rank, tokens=96, seed=D + s, scale=scale, aligned=aligned)
@@ -1393,10 +1485,10 @@ def _aligned_instances() -> Any:
 
 
 def random_batches(V: int, n: int, seed: int, aligned: bool = False) -> list[BatchGradient]:
-    """``n`` drawn batch gradients at vocabulary size V (capped at 4,096), seeded NumPy draws: D from 1 to
+    """``n`` drawn batch gradients at vocabulary size V, seeded NumPy draws: D from 1 to
     min(V/2, 64), a low-rank head half the time (an aligned one for ``aligned``), 1 to 64 tokens, logit
     scale 0.1 to 10."""
-    V, rng = min(V, 4096), np.random.default_rng(seed)
+    rng = np.random.default_rng(seed)
     cases = []
     for _ in range(n):
         D = int(rng.integers(1, max(1, min(V // 2, 64)) + 1))
@@ -1449,8 +1541,8 @@ aligned_heads = Cases(
 
 # --------------------------------------------------------------------------- the claims
 #
-# The exact re-decisions (dense products over V in balls, eigenvalue sums of a Gram matrix of order up to 96)
-# cost O(V T k); the default verify runs at V = 64 and --V runs any size (the exact routes up to EXACT_V).
+# The exact re-decisions (integer Gram matrices over V by residues, then balls and eigenvalue sums on matrices of
+# order at most T + D) cost O(V (T + D)²) per prime; the default verify runs at V = 64 and --V runs any size.
 
 DEFAULT_V = 64
 
