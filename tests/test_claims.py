@@ -50,11 +50,6 @@ def test_claim_holds_at_full_vocabulary(claim, numpy_backend):
 #: Claims whose witnesses stop below the size asked (issue 29, item 1, open): their exact re-decisions
 #: are dense in V, or their cases are sized by another parameter. Every other claim has a witness at V.
 CAPPED_BELOW_THE_SIZE_ASKED = {
-    "compression.ky-fan": "exact routes dense over V (EXACT_V = 4,096)",
-    "compression.ky-fan-attained": "exact routes dense over V (EXACT_V = 4,096)",
-    "compression.pythagoras": "exact routes dense over V (EXACT_V = 4,096)",
-    "compression.update-efficiency": "exact routes dense over V (EXACT_V = 4,096)",
-    "expressivity.d1-bias-argmax": "one LP per token: more than 90 s at V = 131,072",
     "error-rank.attracting-components": "a graph on n nodes, sized by n, not V",
     "error-rank.wcdd": "a matrix of order n, sized by n, not V",
 }

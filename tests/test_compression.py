@@ -533,12 +533,12 @@ def test_without_the_exact_routes_an_identity_is_only_equal_within_rounding(monk
 @pytest.mark.slow
 @pytest.mark.parametrize("claim_id", [c.id for c in REGISTRY if c.id.startswith("compression.")])
 def test_claims_at_the_full_vocabulary(claim_id):
-    """V = 131,072 itself: the first witness (D = 32, 96 tokens) per claim, decided as at V = 64: an
+    """V = 131,072 itself: the first witness there (D = 32, 96 tokens) per claim, decided as at V = 64: an
     inequality holds by its two-sided margin, an identity exactly (its exact routes read G and the head over
     V only through integer Gram matrices)."""
     claim = REGISTRY[claim_id]
-    instance = claim.witnesses(131072)[0]
-    assert instance.V == 131072
+    instance = next(w for w in claim.witnesses(131072) if w.V == 131072)
+    assert (instance.D, instance.tokens) == (32, 96)
     verdict = claim.check(instance, NUMPY)
     decided = Certification.EXACT if claim.relation is Relation.EQUAL else Certification.TWO_SIDED
     assert verdict.status is Status.HOLDS and verdict.certified_by is decided, verdict.to_json()
@@ -549,7 +549,7 @@ def test_a_tie_at_the_full_vocabulary_is_decided_exactly():
     """At V = 131,072 the exact routes still settle what the float margin cannot: Ky Fan's bound scaled to
     meet the measured c² (the tie docs/compression.md prints at V = 64), and the rates' bound likewise."""
     for claim in (claims.ky_fan, claims.efficiency):
-        instance = claim.witnesses(131072)[0]
+        instance = next(w for w in claim.witnesses(131072) if w.V == 131072)
         m = claim.measure(instance, NUMPY, Fraction(1))
         verdict = claim.check(instance, NUMPY, Fraction(m.lhs) / Fraction(m.rhs))
         assert verdict.status is not Status.INCONCLUSIVE, verdict.to_json()

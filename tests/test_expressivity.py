@@ -690,7 +690,7 @@ class TestD1BiasArgmaxCanFail:
 
     def test_a_screen_that_drops_the_bias_is_not_believed(self, monkeypatch):
         """The screen planted with the slopes' answer (the bias dropped: only the extreme weights win): its
-        losses are confirmed in integers on the exact tangent head, which clears them, so the routes
+        losses are confirmed exactly on the exact tangent head, which clears them, so the routes
         disagree and nothing is decided."""
 
         def without_the_bias(W):
@@ -1124,3 +1124,60 @@ def test_the_count_claims_carry_a_closeness_for_the_search():
     assert 0 <= top1.certificate["closeness"] < 1
     tangent = REGISTRY["expressivity.d1-bias-argmax"].measure(claims.TangentCase(V=4096), numpy, Fraction(1))
     assert tangent.certificate["closeness"] < 0
+
+
+class TestTheWindowedTangentScreen:
+    """``tangent_screen`` screens each token against its nearest rivals in the order of the weights and
+    bounds the rest together, in O(V) after a sort; the dense screen against every rival is its reference."""
+
+    @staticmethod
+    def heads():
+        rng = np.random.default_rng(7)
+        for V, seed in ((3, 0), (40, 1), (300, 2), (2048, 3)):
+            yield ex.tangent_head(V, seed)[0]
+        clustered = np.concatenate([rng.normal(size=50), 1.0 + 1e-9 * rng.normal(size=50), [1.0, 1.0, -(1e300**0)]])
+        yield clustered[:, None]  # near-ties, a duplicated weight
+        yield np.array([0.0, 5e-324, 1e-320, 1e-300, 1.0, 1e150])[:, None]  # subnormal spacing, huge weights
+
+    @pytest.mark.parametrize("window", [1, 2, 8])
+    def test_it_answers_a_subset_of_the_dense_screen(self, window):
+        for W in self.heads():
+            won, lost = claims.tangent_screen(W, window=window)
+            dense_won, dense_lost = claims.tangent_screen_all_rivals(W)
+            assert not (won & ~dense_won).any() and not (lost & ~dense_lost).any()
+
+    def test_it_answers_as_the_dense_screen_on_the_witnesses(self):
+        for case in REGISTRY["expressivity.d1-bias-argmax"].witnesses(4096):
+            W = ex.tangent_head(case.V, case.seed)[0]
+            for mine, dense in zip(claims.tangent_screen(W), claims.tangent_screen_all_rivals(W), strict=True):
+                assert np.array_equal(mine, dense), case
+
+    def test_the_far_rivals_bound_is_above_its_exact_value(self):
+        """x²/2 − D²/2 + 2E evaluated in rationals from the same float inputs never exceeds the float bound."""
+        rng = np.random.default_rng(11)
+        g = tolerance.gamma(4, 2.0**-53)
+        x = np.concatenate([rng.normal(size=200) * 10.0 ** rng.integers(-300, 150, 200), [0.0, 5e-324, -1e-310]])
+        distance = np.abs(rng.normal(size=x.size)) * 10.0 ** rng.integers(-320, 100, x.size)
+        distance[:3] = [np.inf, 5e-324, 0.0]
+        largest = float(np.max(np.abs(x)))
+        bound = claims._far_rivals_upper(x, distance, largest, g)
+        tiny = Fraction(2) ** -1074
+        for xi, di, bi in zip(x, distance, bound, strict=True):
+            if not np.isfinite(di):
+                assert bi == -np.inf
+                continue
+            X, D, M, G = Fraction(xi), Fraction(di), Fraction(largest), Fraction(g)
+            exact_E = G * (M * abs(X) + M * M / 2) + 4 * tiny
+            assert Fraction(bi) >= X * X / 2 - D * D / 2 + 2 * exact_E, (xi, di)
+
+
+def test_the_tangent_exact_route_is_the_integer_one():
+    """``tangent_head_wins`` (a rounding-bounded screen of the rivals, the rest in rationals) answers as
+    the reference in integers against every rival, on heads with near-ties, duplicates and huge weights."""
+    heads = list(TestTheWindowedTangentScreen.heads())
+    heads.append(np.array([1.0, 1.0 + 2**-52, 1.0 + 2**-51, 3.0, -3.0])[:, None])
+    for W in heads:
+        if not np.all(np.isfinite(W * W)):
+            continue
+        for t in range(len(W)):
+            assert claims.tangent_head_wins(W, t) == claims.tangent_head_wins_in_integers(W, t), (W.ravel(), t)

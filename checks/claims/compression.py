@@ -164,6 +164,9 @@ U64 = tolerance.unit_roundoff(np.float64)
 ENDPOINT = tolerance.gamma(2, U64)
 #: The exact routes need no largest vocabulary: every exact quantity reads G and the head over V only through
 #: the integer Gram matrices of :func:`row_gram` (of order at most T + D), so they run at every V.
+#: The vocabulary size the witnesses and random batches spread over; beyond it two witnesses run at V
+#: itself (:func:`_witnesses`), so that ``--V 131072`` decides the claims there at a cost of seconds.
+SPREAD_V = 4096
 #: The largest Gram matrix of G, of order min(T, V), whose eigenvalue sums the exact route encloses.
 GRAM_LIMIT = 256
 
@@ -1452,7 +1455,18 @@ def _witnesses(V: int, aligned: bool = False) -> list[BatchGradient]:
     """Random and low-rank heads (aligned ones for the attained claim) at vocabulary size V, then the edges of
     the statements: an aligned head of rank below V (Ky Fan's equality), one spanning G's rows (GWWᵀ = G: the
     equality of Cauchy-Schwarz, and c² = 1), tied singular values (logit scale 0), saturated rows (scale 30), a
-    single token through a single column, and a full head (D = V, so Π = I, where V ≤ 64)."""
+    single token through a single column, and a full head (D = V, so Π = I, where V ≤ 64). Beyond
+    :data:`SPREAD_V` they run at that size, and two at V itself (the first random head and the aligned edge):
+    the exact routes read V only through small Gram matrices, but each case at V = 131,072 costs seconds."""
+    at_V = (
+        [
+            BatchGradient(V=V, D=32, tokens=96, seed=32, scale=1.0, aligned=aligned),
+            BatchGradient(V=V, D=8, tokens=24, seed=3, aligned=True),
+        ]
+        if V > SPREAD_V
+        else []
+    )
+    V = min(V, SPREAD_V)
     heads = ((min(32, V - 1) or 1, None), (min(128, V - 1) or 1, min(16, V - 1) or 1), (min(8, V - 1) or 1, None))
     cases = [
         BatchGradient(V=V, D=D, rank=rank, tokens=96, seed=D + s, scale=scale, aligned=aligned)
@@ -1469,7 +1483,7 @@ def _witnesses(V: int, aligned: bool = False) -> list[BatchGradient]:
     ]
     if not aligned:
         cases.append(BatchGradient(V=V, D=min(V, 64), tokens=24, seed=5))
-    return list(dict.fromkeys(cases))
+    return list(dict.fromkeys(cases + at_V))
 
 
 def _aligned_witnesses(V: int) -> list[BatchGradient]:
@@ -1485,10 +1499,10 @@ def _aligned_instances() -> Any:
 
 
 def random_batches(V: int, n: int, seed: int, aligned: bool = False) -> list[BatchGradient]:
-    """``n`` drawn batch gradients at vocabulary size V, seeded NumPy draws: D from 1 to
+    """``n`` drawn batch gradients at vocabulary size min(V, :data:`SPREAD_V`), seeded NumPy draws: D from 1 to
     min(V/2, 64), a low-rank head half the time (an aligned one for ``aligned``), 1 to 64 tokens, logit
     scale 0.1 to 10."""
-    rng = np.random.default_rng(seed)
+    V, rng = min(V, SPREAD_V), np.random.default_rng(seed)
     cases = []
     for _ in range(n):
         D = int(rng.integers(1, max(1, min(V // 2, 64)) + 1))
