@@ -1363,8 +1363,9 @@ ROWS: tuple[Row, ...] = (
         "experiments",
         "rankwall experiment mos-lm",
         (Recorded((Pointer(MOS_LM, ("records",)),), _mos_sweep),),
-        "the miniature K sweep (400 steps, V = 1,024, d = 32, K up to 8) has undertrained mixtures whose log P has "
-        "a numerical rank of a few: it neither shows nor tests the turn at K = 15",
+        "the miniature K sweep (400 steps, V = 1,024, d = 32, K up to 24) has undertrained mixtures whose log P has "
+        "a numerical rank of a few at every K: its perplexity wanders with no trend, so it neither shows nor tests "
+        "the turn at K = 15 to 20",
     ),
     Row(
         "001",

@@ -58,7 +58,7 @@ STEPS = 400
 WORDS = 1023
 LEARNING_RATE = 3e-3
 K_MAIN = 4
-K_SWEEP = (1, 2, 4, 8)
+K_SWEEP = (1, 2, 4, 8, 16, 24)
 #: Held-out batches (of BATCH windows) for the perplexity.
 EVAL_BATCHES = 16
 #: Held-out contexts (rows of log P) for the rank and the pairwise KL.
@@ -290,7 +290,7 @@ def _k_values(text: str) -> tuple[int, ...]:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--steps", type=integer_in(1, 1_000_000), default=STEPS, help="training steps per model")
     parser.add_argument(
-        "--K", type=_k_values, default=K_SWEEP, dest="K", help="the MoS sweep (a longer one: 1,2,4,8,16,24 --workers 2)"
+        "--K", type=_k_values, default=K_SWEEP, dest="K", help="the MoS sweep (one Dask task per model on a cluster)"
     )
     cluster_options(parser)
 
