@@ -205,6 +205,26 @@ def test_a_size_that_cannot_fit_is_refused_before_anything_runs(capsys, monkeypa
     assert limit in err
 
 
+def test_a_claim_s_own_memory_per_entry_decides_its_admission(capsys, monkeypatch):
+    """A claim whose instances take more per vocabulary entry (error-rank.mini-batch: 600 contexts x V,
+    measured by benchmarks/sweep.py) is refused at a size where the default estimate would pass, and
+    the refusal names it; softmax-jacobian.trace at the same size is admitted."""
+    from rankwall.checks.claims import error_rank
+    from rankwall.checks.cli.commands import verify as verify_command
+
+    monkeypatch.setattr(verify_command, "available_memory_bytes", lambda: 2**30)
+    V = 131072
+    assert (
+        runner.instance_memory_bytes(V)
+        < 0.8 * 2**30
+        < runner.instance_memory_bytes(V, error_rank.BATCH_BYTES_PER_ENTRY)
+    )
+    code, out, err = run(capsys, "verify", "error-rank.mini-batch", "--V", str(V))
+    assert code == EXIT_USAGE and out == ""
+    assert "error-rank.mini-batch" in err and f"{error_rank.BATCH_BYTES_PER_ENTRY:,} bytes per entry" in err
+    runner.admit(runner.plan([REGISTRY["softmax-jacobian.trace"]], [V], 0, 0), 2**30, "available memory")
+
+
 def test_worker_memory_defaults_and_parsing(capsys):
     """8 GiB per worker, less where the machine has less; sizes in B, kB, MB, GB, KiB, MiB, GiB."""
     assert dist.default_worker_memory(2, 23 * 2**30) == 8 * 2**30

@@ -1413,29 +1413,35 @@ wcdd_patterns = Cases(
     },
     family=FAMILY,
 )
+#: Measured 19,776 bytes per entry at V = 131,072 (mini-batch: 600 contexts x V dense), rounded up by a quarter.
+BATCH_BYTES_PER_ENTRY = 25_000
 mini_batches = Cases(
     batch_instances,
     _batch_witnesses,
     boundary={**BATCH_BOUNDARY, "far from convergence (δ >= 1/4)": lambda c: c.delta >= 0.25},
     family=FAMILY,
+    bytes_per_entry=BATCH_BYTES_PER_ENTRY,
 )
 converged_batches = Cases(
     lambda: batch_instances(far=False),
     _converged_batch_witnesses,
     boundary=BATCH_BOUNDARY,
     family=FAMILY,
+    bytes_per_entry=BATCH_BYTES_PER_ENTRY,
 )
 limit_batches = Cases(
     lambda: batch_instances(far=False),
     _limit_witnesses,
     boundary=BATCH_BOUNDARY,
     family=FAMILY,
+    bytes_per_entry=BATCH_BYTES_PER_ENTRY,
 )
 closed_batches = Cases(
     lambda: batch_instances(far=False),
     _closed_witnesses,
     boundary=BATCH_BOUNDARY,
     family=FAMILY,
+    bytes_per_entry=BATCH_BYTES_PER_ENTRY,
 )
 #: Unique continuations with k = V (every token the only continuation of a context), logits that underflow
 #: float64 on the witness: the cases of the float-rows mutant.

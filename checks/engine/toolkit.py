@@ -47,14 +47,19 @@ class Cases:
     boundary: Mapping[str, Callable[[Case], bool]] = field(default_factory=dict)
     #: The family whose cases these are (a declared claim's quantities must be that family's).
     family: str | None = None
+    #: The peak resident bytes per vocabulary entry of one instance at large V, beyond the process's
+    #: base (measured by ``python benchmarks/sweep.py PATTERN --V 131072 --serial --each``, rounded up by
+    #: a quarter), for ``verify``'s memory admission; None: the runner's default.
+    bytes_per_entry: int | None = None
 
     def fields(self) -> dict[str, Any]:
-        """The four as :class:`~rankwall.checks.engine.verdict.Claim` fields."""
+        """The bundle as :class:`~rankwall.checks.engine.verdict.Claim` fields."""
         return {
             "strategy": self.strategy,
             "witnesses": self.witnesses,
             "random_instances": self.random_instances,
             "boundary_classes": dict(self.boundary),
+            "bytes_per_entry": self.bytes_per_entry,
         }
 
 

@@ -415,6 +415,9 @@ class Claim:
     default_V: int = DEFAULT_V
     #: The boundary classes of the claim's strategy (see :class:`rankwall.checks.engine.toolkit.Cases`).
     boundary_classes: dict[str, Callable[[Case], bool]] = field(default_factory=dict)
+    #: Peak bytes per vocabulary entry of one of its instances (its cases' ``bytes_per_entry``), for the
+    #: memory admission of ``verify``; None: the runner's default.
+    bytes_per_entry: int | None = None
     #: The sides the exact route decides (the declared ones, or a user's ``judge`` in their place).
     judged_sides: Any = None
     #: Why a case lies outside the claim's domain, or ``None`` inside it.

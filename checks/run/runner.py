@@ -38,9 +38,10 @@ BYTES_PER_ENTRY = 400
 MEMORY_SHARE = 0.8
 
 
-def instance_memory_bytes(vocabulary: int) -> int:
-    """The estimated peak resident memory of a process checking one instance of ``vocabulary`` entries."""
-    return PROCESS_BASE_BYTES + BYTES_PER_ENTRY * vocabulary
+def instance_memory_bytes(vocabulary: int, bytes_per_entry: int | None = None) -> int:
+    """The estimated peak resident memory of a process checking one instance of ``vocabulary`` entries,
+    at ``bytes_per_entry`` (a claim's own, measured; :data:`BYTES_PER_ENTRY` by default)."""
+    return PROCESS_BASE_BYTES + (bytes_per_entry or BYTES_PER_ENTRY) * vocabulary
 
 
 @dataclass(frozen=True)
@@ -77,12 +78,14 @@ def admit(planned: Sequence[Planned], limit: int | None, what: str) -> None:
     if limit is None:
         return
     for V in dict.fromkeys(p.V for p in planned):
-        largest = max((p.largest_V or 0 for p in planned if p.V == V), default=0)
-        needed = instance_memory_bytes(largest)
+        at_V = [p for p in planned if p.V == V]
+        worst = max(at_V, key=lambda p: instance_memory_bytes(p.largest_V or 0, p.claim.bytes_per_entry))
+        largest, per_entry = worst.largest_V or 0, worst.claim.bytes_per_entry or BYTES_PER_ENTRY
+        needed = instance_memory_bytes(largest, per_entry)
         if needed > MEMORY_SHARE * limit:
             raise TooLarge(
-                f"--V {V}: one instance of {largest:,} entries needs about {needed / 2**30:.2f} GiB "
-                f"({PROCESS_BASE_BYTES / 2**20:.0f} MiB + {BYTES_PER_ENTRY:,} bytes per entry), "
+                f"--V {V}: one instance of {worst.claim.id} ({largest:,} entries) needs about "
+                f"{needed / 2**30:.2f} GiB ({PROCESS_BASE_BYTES / 2**20:.0f} MiB + {per_entry:,} bytes per entry), "
                 f"but the {what} is {limit / 2**30:.2f} GiB, of which one instance may take {MEMORY_SHARE:.0%}"
             )
 
