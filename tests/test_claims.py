@@ -57,7 +57,8 @@ AT_THE_SIZE_ASKED = [c for c in CLAIMS if c.id not in CAPPED_BELOW_THE_SIZE_ASKE
 
 
 def _at_V(claim, V):
-    return [case for case in claim.witnesses(V) if getattr(case, "vocabulary", None) == V]
+    """The claim's witnesses at V itself (``largest_V`` is V where there is one)."""
+    return [case for case in claim.witnesses(V) if case.vocabulary == V]
 
 
 @pytest.mark.parametrize("claim", AT_THE_SIZE_ASKED, ids=lambda c: c.id)
