@@ -996,6 +996,16 @@ def tangent_instance(ctx: Context) -> tuple[np.ndarray, np.ndarray]:
     return ctx.once("tangent head", lambda: ex.tangent_head(ctx.case.V, ctx.case.seed))
 
 
+def tangent_logits(rivals: np.ndarray, at: np.ndarray | float) -> tuple[np.ndarray, np.ndarray]:
+    """The tangent head's logits z_v(h) = w_v h + fl(−w_v²/2) at h = ``at`` computed in float64, and the
+    bound γ₄(|w_v h| + w_v²/2) + 4·2^-1074 on their distance to the exact w_v h − w_v²/2 (the square, the
+    product and the sum rounded once each, one more for the bound itself; the halving is exact above the
+    subnormals), for the weights ``rivals``, elementwise against ``at``."""
+    product = rivals * at
+    squares = rivals * rivals / 2
+    return product - squares, tolerance.gamma(4, U) * (np.abs(product) + squares) + 4 * TINY
+
+
 def tangent_head_wins(W: np.ndarray, t: int) -> bool:
     """Whether t is the strict argmax at h = w_t of the exact tangent head z_v(h) = w_v h - w_v^2/2 (the
     biases exact, not rounded): a rival whose float logit's upper end (the rounding bound of
@@ -1004,10 +1014,7 @@ def tangent_head_wins(W: np.ndarray, t: int) -> bool:
     token, where :func:`tangent_head_wins_in_integers` (the reference) does O(V) big-integer work."""
     w = W[:, 0]
     t = int(t)
-    products = w * w[t]
-    squares = w * w / 2
-    z = products - squares
-    error = tolerance.gamma(4, U) * (np.abs(products) + squares) + 4 * TINY
+    z, error = tangent_logits(w, w[t])
     own_lower = z[t] - error[t]
     rivals = np.flatnonzero(~(z + error < own_lower))  # NaN (an overflow) keeps a rival open
     wt = Fraction(float(w[t]))
@@ -1047,10 +1054,7 @@ def tangent_screen(W: np.ndarray, window: int = TANGENT_WINDOW) -> tuple[np.ndar
         return tangent_screen_all_rivals(W)
     order = np.argsort(w, kind="stable")
     x = w[order]
-    squares = x * x / 2
-    g = tolerance.gamma(4, U)
-    own = x * x - squares
-    own_error = g * (np.abs(x * x) + squares) + 4 * TINY
+    own, own_error = tangent_logits(x, x)
     upper = np.full(V, -np.inf)
     lower = np.full(V, -np.inf)
     positions = np.arange(V)
@@ -1058,14 +1062,12 @@ def tangent_screen(W: np.ndarray, window: int = TANGENT_WINDOW) -> tuple[np.ndar
         rivals = positions + offset
         valid = (rivals >= 0) & (rivals < V)
         i, j = positions[valid], rivals[valid]
-        product = x[j] * x[i]
-        z = product - squares[j]
-        error = g * (np.abs(product) + squares[j]) + 4 * TINY
+        z, error = tangent_logits(x[j], x[i])
         np.maximum.at(upper, i, z + error)
         np.maximum.at(lower, i, z - error)
     left = np.where(positions - window - 1 >= 0, x - x[np.maximum(positions - window - 1, 0)], np.inf)
     right = np.where(positions + window + 1 < V, x[np.minimum(positions + window + 1, V - 1)] - x, np.inf)
-    far = _far_rivals_upper(x, np.minimum(left, right), float(np.max(np.abs(x))), g)
+    far = _far_rivals_upper(x, np.minimum(left, right), float(np.max(np.abs(x))), tolerance.gamma(4, U))
     won_sorted = own - own_error > np.maximum(upper, far)
     lost_sorted = lower > own + own_error
     won, lost = np.zeros(V, dtype=bool), np.zeros(V, dtype=bool)
