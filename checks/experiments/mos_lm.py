@@ -37,7 +37,7 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from rankwall.checks.cli.arguments import integer_in
+from rankwall.checks.cli.arguments import integer_in, numbers_in
 from rankwall.checks.cli.commands.common import cluster, cluster_options, on_cluster
 from rankwall.checks.companion.data import read_corpus, words
 from rankwall.checks.models import tiny
@@ -277,14 +277,7 @@ def write(result: dict[str, Any], out: Path) -> tuple[Path, Path]:
     return write_outputs(result, out, "mos_lm", plot)
 
 
-def _k_values(text: str) -> tuple[int, ...]:
-    try:
-        values = tuple(int(k) for k in text.split(","))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
-    if not values or min(values) < 1 or max(values) > 256:
-        raise argparse.ArgumentTypeError(f"{text} is out of range (each K in 1..256)")
-    return values
+_k_values = numbers_in(int, 1, 256, what="K")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

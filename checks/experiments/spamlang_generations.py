@@ -28,7 +28,7 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from rankwall.checks.cli.arguments import integer_in
+from rankwall.checks.cli.arguments import integer_in, numbers_in
 from rankwall.checks.experiments import spamlang
 from rankwall.checks.run.outputs import cpu_seconds, peak_memory_mb, progress_bar, write_outputs
 
@@ -163,14 +163,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _sizes(text: str) -> tuple[int, ...]:
-    try:
-        values = tuple(int(v) for v in text.split(","))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
-    if not values or min(values) < 2 or max(values) > 1 << 20:
-        raise argparse.ArgumentTypeError(f"{text} is out of range (each V in 2..1,048,576)")
-    return values
+_sizes = numbers_in(int, 2, 1 << 20, what="V")
 
 
 def main(args: argparse.Namespace, out: Console, err: Console) -> None:

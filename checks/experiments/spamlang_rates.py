@@ -29,7 +29,7 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from rankwall.checks.cli.arguments import integer_in
+from rankwall.checks.cli.arguments import integer_in, numbers_in
 from rankwall.checks.cli.commands.common import cluster, cluster_options, on_cluster
 from rankwall.checks.experiments import spamlang
 from rankwall.checks.run.outputs import peak_memory_mb, progress_bar, write_outputs
@@ -230,31 +230,16 @@ def write(result: dict[str, Any], out: Path) -> tuple[Path, Path]:
     return write_outputs(result, out, "spamlang_rates", plot)
 
 
+_vocabulary_list = numbers_in(int, *V_RANGE, what="V", name="grid")
+_rate_list = numbers_in(float, *RATE_RANGE, what="rate", low_open=True, name="grid")
+
+
 def _sizes(text: str) -> tuple[int, ...]:
-    low, high = V_RANGE
-    if not text.strip(", "):
-        raise argparse.ArgumentTypeError("the grid is empty: give at least one vocabulary size")
-    try:
-        values = tuple(int(v) for v in text.split(","))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
-    if min(values) < low or max(values) > high:
-        raise argparse.ArgumentTypeError(f"{text} is out of range (each V in {low:,}..{high:,})")
-    return tuple(dict.fromkeys(values))
+    return tuple(dict.fromkeys(_vocabulary_list(text)))
 
 
 def _rates(text: str) -> tuple[float, ...]:
-    low, high = RATE_RANGE
-    if not text.strip(", "):
-        raise argparse.ArgumentTypeError("the grid is empty: give at least one learning rate")
-    try:
-        values = tuple(float(v) for v in text.split(","))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from None
-    bad = [v for v in values if not (math.isfinite(v) and low < v <= high)]
-    if bad:
-        raise argparse.ArgumentTypeError(f"{bad[0]:g} is out of range (each rate positive and at most {high:g})")
-    return tuple(sorted(dict.fromkeys(values)))
+    return tuple(sorted(dict.fromkeys(_rate_list(text))))
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
