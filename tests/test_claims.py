@@ -47,36 +47,20 @@ def test_claim_holds_at_full_vocabulary(claim, numpy_backend):
         assert claim.check(instance, numpy_backend).status is Status.HOLDS
 
 
-#: Claims whose witnesses stop below the size asked (issue 29, item 1, open): their exact re-decisions
-#: are dense in V, or their cases are sized by another parameter. Every other claim has a witness at V.
-CAPPED_BELOW_THE_SIZE_ASKED = {
-    "error-rank.attracting-components": "a graph on n nodes, sized by n, not V",
-    "error-rank.wcdd": "a matrix of order n, sized by n, not V",
-}
-AT_THE_SIZE_ASKED = [c for c in CLAIMS if c.id not in CAPPED_BELOW_THE_SIZE_ASKED]
-
-
 def _at_V(claim, V):
     """The claim's witnesses at V itself (``largest_V`` is V where there is one)."""
     return [case for case in claim.witnesses(V) if case.vocabulary == V]
 
 
-@pytest.mark.parametrize("claim", AT_THE_SIZE_ASKED, ids=lambda c: c.id)
+@pytest.mark.parametrize("claim", CLAIMS, ids=lambda c: c.id)
 def test_a_claim_has_a_witness_at_the_size_asked(claim):
-    """``rankwall verify --V 131072`` checks the claim at V = 131,072 itself (its ``largest_V``), not at
+    """``rankwall verify --V 131072`` checks every claim at V = 131,072 itself (its ``largest_V``), not at
     a cap below it; building the cases is cheap, deciding them is the slow test below."""
     assert _at_V(claim, 131072), f"{claim.id}: no witness at V = 131,072"
 
 
-def test_the_capped_list_names_only_claims_that_are_capped():
-    """The list above shrinks as issue 29 lands: a claim that reaches V leaves it."""
-    for claim in CLAIMS:
-        if claim.id in CAPPED_BELOW_THE_SIZE_ASKED:
-            assert not _at_V(claim, 131072), f"{claim.id} reaches V = 131,072: take it off the capped list"
-
-
 @pytest.mark.slow
-@pytest.mark.parametrize("claim", AT_THE_SIZE_ASKED, ids=lambda c: c.id)
+@pytest.mark.parametrize("claim", CLAIMS, ids=lambda c: c.id)
 def test_a_claim_holds_on_its_witnesses_at_the_size_asked(claim, numpy_backend):
     for instance in _at_V(claim, 131072):
         assert claim.check(instance, numpy_backend).status is Status.HOLDS, instance

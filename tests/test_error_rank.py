@@ -17,6 +17,9 @@ import flint
 import numpy as np
 import pytest
 import scipy.sparse as sparse
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 from reference_check import disagreements, quantity_disagreements
 
 from rankwall.checks import exact
@@ -176,6 +179,70 @@ class TestExactRank:
             exact.exact_rank(np.ones((2, 2)))
 
 
+def square_integer_matrices() -> st.SearchStrategy[np.ndarray]:
+    """Square integer matrices of order 1 to 9, mostly zeros (so that they are often reducible)."""
+    entries = st.sampled_from([0, 0, 0, 0, 1, -1, 2, -3])
+    return st.integers(1, 9).flatmap(lambda n: hnp.arrays(np.int64, (n, n), elements=entries))
+
+
+class TestBlockTriangularRank:
+    """checks.exact.block_triangular_rank, the exact route of the pattern ranks at any order, against the
+    dense fraction-free rank over the rationals (claims.rational_rank, the slow and obvious reference)."""
+
+    @settings(max_examples=400, deadline=None)
+    @given(square_integer_matrices())
+    def test_the_ends_enclose_the_rank_and_a_point_is_the_rank(self, M):
+        lower, upper, _ = exact.block_triangular_rank(sparse.csr_array(M))
+        assert lower <= claims.rational_rank(M.tolist()) <= upper
+
+    def test_an_interval_is_left_open_where_the_form_cannot_close_it(self):
+        """[[0, 1], [0, 0]]: two one-state components with zero diagonals, the first left by a nonzero, so
+        the ends are 0 and 1; the rank is 1."""
+        assert exact.block_triangular_rank(np.array([[0, 1], [0, 0]]))[:2] == (0, 1)
+
+    @pytest.mark.parametrize("recurrent", [0, 7, 30])
+    @pytest.mark.parametrize("closed", [1, 3, 7])
+    def test_every_pattern_is_pinned(self, closed, recurrent):
+        """Transient states form a chain-free order whose diagonal totals are positive, so every component
+        that a nonzero leaves is nonsingular, and the two ends meet at the rank."""
+        for seed in range(4):
+            weights = er.construct_stochastic_with_classes(30, closed, seed, recurrent=recurrent)
+            M = claims.with_totals(weights)
+            lower, upper, _ = exact.block_triangular_rank(M)
+            assert lower == upper == claims.rational_rank(M.toarray().tolist())
+
+    def test_a_block_beyond_the_dense_limit_is_bounded_and_said(self, monkeypatch):
+        monkeypatch.setattr(exact, "DENSE_BLOCK_ORDER", 4)
+        weights = er.construct_stochastic_with_classes(40, 1, 0, density=0.0, recurrent=10)
+        lower, upper, how = exact.block_triangular_rank(claims.with_totals(weights))
+        assert lower == 30 and upper == 40 and "1 blocks beyond 4 states left unranked" in how
+
+
+class TestSparsePatterns:
+    """Patterns with ``recurrent`` given: SciPy CSR weights of any order, with the classes asked."""
+
+    @pytest.mark.parametrize(
+        ("n", "closed", "recurrent", "density"), [(50, 1, 10, 0.3), (50, 5, 50, 0.0), (200, 20, 100, 0.2)]
+    )
+    def test_the_classes_are_those_asked(self, n, closed, recurrent, density):
+        weights = er.construct_stochastic_with_classes(n, closed, 3, density=density, recurrent=recurrent)
+        assert sparse.issparse(weights) and weights.shape == (n, n) and weights.min() >= 0
+        labels, closed_components = er.graph_components(weights)
+        assert closed_components.sum() == closed and closed_components[labels].sum() == recurrent
+        assert np.all(np.asarray(weights.sum(axis=1)).ravel() > 0)
+        case = claims.StochasticPattern(n=n, closed=closed, seed=3, density=density, recurrent=recurrent)
+        assert claims.reference_attracting_classes(claims.Context(case, NUMPY)) == closed
+
+    def test_the_dense_and_sparse_wcdd_tests_agree(self):
+        for seed in range(6):
+            M = claims.wcdd_matrix(claims.WcddPattern(n=40, leaks=seed % 3, seed=seed, recurrent=12))
+            assert (
+                er.is_weakly_chained_diagonally_dominant(M)
+                == er.is_weakly_chained_diagonally_dominant(M.toarray())
+                == (seed % 3 > 0)
+            )
+
+
 @pytest.mark.parametrize(
     ("call", "message"),
     [
@@ -300,8 +367,13 @@ class TestPlantedWrongRanksNeverHold:
     @pytest.mark.parametrize("claim_id", ["error-rank.wcdd", "error-rank.attracting-components"])
     def test_an_exact_rank_one_too_low_is_violated(self, claim_id, monkeypatch):
         """Both sides are exact here, so a planted rank is refuted on every witness."""
-        exact_rank = exact.exact_rank
-        monkeypatch.setattr(exact, "exact_rank", lambda M: (exact_rank(M)[0] - 1, "planted"))
+        block_triangular_rank = exact.block_triangular_rank
+
+        def one_too_low(M):
+            lower, upper, _ = block_triangular_rank(M)
+            return lower - 1, upper - 1, "planted"
+
+        monkeypatch.setattr(exact, "block_triangular_rank", one_too_low)
         verdicts = [REGISTRY[claim_id].check(i, NUMPY) for i in REGISTRY[claim_id].witnesses(16)]
         assert {v.status for v in verdicts} == {Status.VIOLATED}
         assert {v.certified_by for v in verdicts} == {Certification.EXACT}
@@ -474,6 +546,14 @@ class TestEveryQuantityMeetsItsReference:
     @pytest.mark.parametrize(("quantity", "claim_id"), QUANTITIES, ids=lambda x: str(x))
     def test_measure_and_exact_value_enclose_the_reference(self, quantity, claim_id):
         cases = [c for c in REGISTRY[claim_id].witnesses(16) if (c.vocabulary or 65) <= 16]
+        assert cases and not quantity_disagreements(quantity, cases, NUMPY)
+
+    @pytest.mark.parametrize(
+        ("quantity", "claim_id"), [q for q in QUANTITIES if q[1].startswith(("error-rank.attr", "error-rank.wcdd"))]
+    )
+    def test_the_sparse_patterns_meet_the_reference_too(self, quantity, claim_id):
+        """The witnesses at n = V (sparse weights, the block triangular route) built at n = 64."""
+        cases = [c for c in REGISTRY[claim_id].witnesses(64) if c.recurrent]
         assert cases and not quantity_disagreements(quantity, cases, NUMPY)
 
 

@@ -289,6 +289,19 @@ REFUSED = {
     "batch hidden size": (lambda: cp.construct_batch(4, 2.0, 5, 0), "D: expected an integer, got 2.0"),
     "gradient block": (lambda: list(cp.logit_gradient_blocks(H_2, W_3, [0, 1], block=0)), "block: 0 is out of range"),
     "non-square stochastic": (lambda: er.attracting_components(np.ones((2, 3))), "stochastic: expected a square"),
+    "dense pattern too large": (
+        lambda: er.construct_stochastic_with_classes(131072, 1, 0),
+        "n: 131072 is beyond 5,000 states for a dense pattern; give recurrent",
+    ),
+    "fewer recurrent states than classes": (
+        lambda: er.construct_stochastic_with_classes(100, 10, 0, recurrent=5),
+        "recurrent: 5 is out of range (need >= 10",
+    ),
+    "sparse pattern too dense": (
+        lambda: er.construct_stochastic_with_classes(10_000, 1, 0, density=0.5, recurrent=1000),
+        "density: 0.5 gives about 1001 weights per state",
+    ),
+    "block rank of a float matrix": (lambda: exact.block_triangular_rank(np.eye(2)), "matrix:"),
 }
 
 

@@ -35,6 +35,7 @@ import array_api_compat
 import networkx as nx
 import numpy as np
 import scipy.sparse as sparse
+import scipy.sparse.csgraph as csgraph
 import scipy.special
 
 from rankwall.theory._softmax import log_softmax as log_softmax  # the shared one, under its old name
@@ -296,10 +297,24 @@ def positive_graph(matrix: Any, name: str = "matrix") -> nx.DiGraph:
     return graph
 
 
+def graph_components(matrix: Any, name: str = "matrix") -> tuple[np.ndarray, np.ndarray]:
+    """``(labels, closed)`` of the graph with an edge i -> j wherever ``matrix[i, j] > 0`` (i != j):
+    each state's strongly connected component (SciPy), and for each component whether it is closed
+    (attracting: no edge leaves it). Dense or SciPy sparse, of any order SciPy's graphs hold."""
+    m = sparse.coo_array(_square(matrix, name))
+    edge = (m.data > 0) & (m.row != m.col)
+    source, target = m.row[edge], m.col[edge]
+    graph = sparse.csr_array((np.ones(len(source), dtype=np.int8), (source, target)), shape=m.shape)
+    count, labels = csgraph.connected_components(graph, directed=True, connection="strong")
+    closed = np.ones(count, dtype=bool)
+    closed[labels[source][labels[source] != labels[target]]] = False
+    return labels, closed
+
+
 def attracting_components(stochastic: Any) -> int:
     """Number of attracting (closed) strongly connected components of the graph of the
     positive entries of a square row-stochastic matrix."""
-    return nx.number_attracting_components(positive_graph(stochastic, "stochastic"))
+    return int(graph_components(stochastic, "stochastic")[1].sum())
 
 
 def stochastic_defect_rank(stochastic: Any) -> int:
@@ -310,20 +325,27 @@ def stochastic_defect_rank(stochastic: Any) -> int:
 
 def is_weakly_chained_diagonally_dominant(matrix: Any) -> bool:
     """Whether every row is weakly diagonally dominant and every row reaches a strictly
-    dominant row along nonzero off-diagonal entries (then the matrix is nonsingular)."""
-    m = np.asarray(sparse.csr_matrix(_square(matrix, "matrix")).todense(), dtype=np.float64)
-    diagonal = np.abs(np.diag(m))
-    off = np.abs(m).sum(axis=1) - diagonal
+    dominant row along nonzero off-diagonal entries (then the matrix is nonsingular). Dense or
+    SciPy sparse; integer entries are compared exactly."""
+    m = sparse.csr_array(_square(matrix, "matrix"))
+    if m.dtype.kind not in "iu":
+        m = m.astype(np.float64)
+    magnitudes = abs(m)
+    diagonal = magnitudes.diagonal()
+    off = np.asarray(magnitudes.sum(axis=1)).ravel() - diagonal
     if np.any(diagonal < off):
         return False
-    strict = set(np.flatnonzero(diagonal > off).tolist())
-    if not strict:
+    strict = np.flatnonzero(diagonal > off)
+    if not len(strict):
         return False
-    graph = positive_graph(np.abs(m))
-    reached = set(strict)
-    for node in strict:
-        reached |= nx.ancestors(graph, node)
-    return len(reached) == m.shape[0]
+    n = m.shape[0]
+    edges = sparse.coo_array(magnitudes)
+    forward = (edges.data > 0) & (edges.row != edges.col)
+    # Every state reaches a strict row: search backwards from a root joined to every strict row.
+    sources = np.concatenate([edges.col[forward], np.full(len(strict), n)])
+    targets = np.concatenate([edges.row[forward], strict])
+    backward = sparse.csr_array((np.ones(len(sources), dtype=np.int8), (sources, targets)), shape=(n + 1, n + 1))
+    return len(csgraph.breadth_first_order(backward, n, directed=True, return_predecessors=False)) == n + 1
 
 
 def row_shift(A: Any, shifts: Any) -> np.ndarray:
@@ -368,18 +390,41 @@ def construct_low_rank_integers(
     return (H @ W.T).astype(np.int64)
 
 
-def construct_stochastic_with_classes(n: int, closed: int, seed: int, *, density: float = 0.3) -> np.ndarray:
+#: Largest order of a dense stochastic pattern (n x n int64 weights).
+DENSE_PATTERN_ORDER = 5000
+
+#: Most stored weights of a sparse stochastic pattern, per state.
+SPARSE_PATTERN_ENTRIES_PER_STATE = 64
+
+
+def construct_stochastic_with_classes(
+    n: int, closed: int, seed: int, *, density: float = 0.3, recurrent: int = 0
+) -> Any:
     """An integer matrix whose row normalisation is stochastic with exactly ``closed``
-    attracting classes: states split into ``closed`` closed blocks (strongly connected inside)
-    and transient states that lead into them. Returns non-negative integer weights (n x n)."""
-    n = check_integer_in(n, "n", 1, 5000)
+    attracting classes: states split into ``closed`` closed blocks (strongly connected inside: a
+    cycle, and each other pair joined with probability ``density``) and transient states, each of
+    which leads into a block and on to later transient states. Returns non-negative integer weights.
+
+    With ``recurrent = 0`` the number of states in the blocks is drawn uniformly from closed..n, a
+    transient state joins each later one with probability ``density``, and the weights are a dense
+    n x n int64 array (n <= :data:`DENSE_PATTERN_ORDER`). With ``recurrent`` given, the blocks hold
+    that many states, and the weights are a SciPy CSR array of order up to :data:`MAX_VOCABULARY`
+    (:func:`_sparse_pattern`)."""
+    n = check_integer_in(n, "n", 1, MAX_VOCABULARY)
+    if not recurrent and n > DENSE_PATTERN_ORDER:
+        raise InputError(
+            f"n: {n} is beyond {DENSE_PATTERN_ORDER:,} states for a dense pattern; give recurrent (the number "
+            "of states in closed classes) for a sparse one"
+        )
     closed = check_integer_in(closed, "closed", 1, n)
     density = check_real_in(density, "density", 0.0, 1.0)
     rng = np.random.default_rng(check_integer_in(seed, "seed", 0))
+    if recurrent:
+        return _sparse_pattern(rng, n, closed, check_integer_in(recurrent, "recurrent", closed, n), density)
     order = rng.permutation(n)
     transient = order[: rng.integers(0, n - closed + 1)]
-    recurrent = order[len(transient) :]
-    blocks = np.array_split(recurrent, closed)
+    recurrent_states = order[len(transient) :]
+    blocks = np.array_split(recurrent_states, closed)
     weights = np.zeros((n, n), dtype=np.int64)
     for block in blocks:
         cycle = np.roll(block, 1)
@@ -394,3 +439,53 @@ def construct_stochastic_with_classes(n: int, closed: int, seed: int, *, density
             mask = rng.random(len(later)) < density
             weights[state, later[mask]] += rng.integers(1, 5, size=mask.sum())
     return weights
+
+
+def _sparse_pattern(rng: Any, n: int, closed: int, recurrent: int, density: float) -> sparse.csr_array:
+    """The weights of a large pattern, drawn block-wise at once: ``recurrent`` states in ``closed``
+    blocks (sizes differing by at most one), each a cycle with every other pair joined with probability
+    ``density``; each transient state steps into a uniformly chosen state of a uniformly chosen block,
+    and to Binomial(min(later, block size), ``density``) later transient states drawn uniformly (repeats
+    add their weights), so that a transient row holds about as many weights as a block row."""
+    block_size = -(-recurrent // closed)
+    per_state = 1 + 2 * density * block_size
+    if per_state > SPARSE_PATTERN_ENTRIES_PER_STATE:
+        raise InputError(
+            f"density: {density} gives about {per_state:.0f} weights per state in blocks of {block_size} "
+            f"states, beyond the {SPARSE_PATTERN_ENTRIES_PER_STATE} a sparse pattern holds"
+        )
+    order = rng.permutation(n)
+    transient, members = order[: n - recurrent], order[n - recurrent :]
+    small, large = divmod(recurrent, closed)  # `large` blocks of small + 1 states, then blocks of `small`
+    rows, columns, weights = [], [], []
+    start = 0
+    for size, count in ((small + 1, large), (small, closed - large)):
+        if not count or not size:
+            continue
+        group = members[start : start + size * count].reshape(count, size)
+        start += size * count
+        rows.append(group.ravel())
+        columns.append(np.roll(group, 1, axis=1).ravel())  # a cycle: strongly connected
+        weights.append(rng.integers(1, 5, size=group.size))
+        block, source, target = np.nonzero(rng.random((count, size, size)) < density)
+        rows.append(group[block, source])
+        columns.append(group[block, target])
+        weights.append(rng.integers(1, 5, size=len(block)))
+    count = len(transient)
+    if count:
+        sizes = np.array([small + 1] * large + [small] * (closed - large))
+        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+        chosen = rng.integers(closed, size=count)
+        rows.append(transient)
+        columns.append(members[starts[chosen] + np.floor(rng.random(count) * sizes[chosen]).astype(np.int64)])
+        weights.append(rng.integers(1, 5, size=count))
+        later = count - 1 - np.arange(count)
+        sources = np.repeat(np.arange(count), rng.binomial(np.minimum(later, block_size), density))
+        rows.append(transient[sources])
+        columns.append(transient[sources + 1 + np.floor(rng.random(len(sources)) * later[sources]).astype(np.int64)])
+        weights.append(rng.integers(1, 5, size=len(sources)))
+    pattern = sparse.csr_array(
+        (np.concatenate(weights).astype(np.int64), (np.concatenate(rows), np.concatenate(columns))), shape=(n, n)
+    )
+    pattern.sum_duplicates()
+    return pattern

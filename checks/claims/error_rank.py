@@ -90,6 +90,7 @@ from typing import Any, ClassVar
 import array_api_compat
 import flint
 import numpy as np
+import scipy.sparse as sparse
 from hypothesis import strategies as st
 
 from rankwall.checks import exact
@@ -142,24 +143,28 @@ class CorpusContinuations(Case):
 
 @dataclass(frozen=True)
 class StochasticPattern(Case):
-    """A row-stochastic n x n pattern with ``closed`` attracting classes (integer weights)."""
+    """A row-stochastic n x n pattern with ``closed`` attracting classes (integer weights), holding
+    ``recurrent`` states (0: a drawn number, dense weights; else sparse weights, any n up to 2^24)."""
 
     KIND: ClassVar[str] = "stochastic"
     n: int
     closed: int = 1
     seed: int = 0
     density: float = 0.2
+    recurrent: int = 0
 
 
 @dataclass(frozen=True)
 class WcddPattern(Case):
-    """diag(w) - W of an n x n pattern with one closed class, ``leaks`` of whose rows leak mass."""
+    """diag(w) - W of an n x n pattern with one closed class, ``leaks`` of whose rows leak mass; the
+    class holds ``recurrent`` states (0: a drawn number, as :class:`StochasticPattern`)."""
 
     KIND: ClassVar[str] = "wcdd"
     n: int
     leaks: int = 1
     seed: int = 0
     density: float = 0.1
+    recurrent: int = 0
 
 
 @dataclass(frozen=True)
@@ -550,55 +555,87 @@ def _unique_counts(ctx: Context) -> tuple[int, int]:
 # --------------------------------------------------------------------------- beyond positivity
 
 
-def stochastic_weights(case: StochasticPattern) -> np.ndarray:
-    """Integer weights whose row normalisation is P_T, with the instance's number of closed classes."""
-    return er.construct_stochastic_with_classes(case.n, case.closed, case.seed, density=case.density)
+def stochastic_weights(case: StochasticPattern) -> Any:
+    """Integer weights whose row normalisation is P_T, with the instance's number of closed classes:
+    a dense array, or a SciPy CSR array for a case with ``recurrent`` states given."""
+    return er.construct_stochastic_with_classes(
+        case.n, case.closed, case.seed, density=case.density, recurrent=case.recurrent
+    )
 
 
-def _weights(ctx: Context) -> np.ndarray:
+def _weights(ctx: Context) -> Any:
     return ctx.once("weights", lambda: stochastic_weights(ctx.case))
+
+
+def with_totals(weights: Any, extra: Any = 0) -> sparse.csr_array:
+    """diag(w·1 + extra) − w, sparse int64: the rows of I − P_T times their totals (``extra``: mass
+    that leaves the pattern)."""
+    weights = sparse.csr_array(weights, dtype=np.int64)
+    totals = np.asarray(weights.sum(axis=1)).ravel() + extra
+    return (sparse.diags_array(totals, dtype=np.int64) - weights).tocsr()
+
+
+def sparse_rank_interval(M: sparse.csr_array, certificate: dict[str, Any] | None = None) -> RankInterval:
+    """The rank of a square integer matrix over the rationals through its block triangular form
+    (:func:`rankwall.checks.exact.block_triangular_rank`): exact at both ends, pinned where every
+    component left by a nonzero has a nonsingular diagonal block; below
+    :data:`rankwall.checks.exact.DENSE_BLOCK_ORDER` states an unpinned interval is settled densely."""
+    lower, upper, how = exact.block_triangular_rank(M)
+    if lower != upper and M.shape[0] <= exact.DENSE_BLOCK_ORDER:
+        return exact_rank_interval(M.toarray(), certificate)
+    return RankInterval(lower, upper, how, how, True, dict(certificate or {}))
 
 
 def _defect_rank(ctx: Context) -> RankInterval:
     """rank(I − P_T) exactly: its rows times their totals are the integer matrix diag(w·1) − w."""
-    weights = _weights(ctx)
-    return exact_rank_interval(np.diag(weights.sum(axis=1)) - weights)
+    return sparse_rank_interval(with_totals(_weights(ctx)))
+
+
+def _components(ctx: Context) -> tuple[np.ndarray, np.ndarray]:
+    return ctx.once("components", lambda: er.graph_components(_weights(ctx)))
 
 
 def _attracting_classes(ctx: Context) -> RankInterval:
-    return pinned(er.nx.number_attracting_components(er.positive_graph(_weights(ctx))), "networkx")
+    return pinned(int(_components(ctx)[1].sum()), "SciPy's strong components, the closed ones")
 
 
 def _strong_components(ctx: Context) -> RankInterval:
-    return pinned(er.nx.number_strongly_connected_components(er.positive_graph(_weights(ctx))), "networkx")
+    return pinned(len(_components(ctx)[1]), "SciPy's strong components")
 
 
-def wcdd_matrix(case: WcddPattern, leaks: int | None = None) -> np.ndarray:
-    """diag(w) - W for a pattern with one closed class, some of whose rows leak mass (become
-    strictly dominant): every row reaches the closed class, and inside it every row reaches
+def wcdd_matrix(case: WcddPattern, leaks: int | None = None) -> sparse.csr_array:
+    """diag(w) - W (sparse int64) for a pattern with one closed class, some of whose rows leak mass
+    (become strictly dominant): every row reaches the closed class, and inside it every row reaches
     a leak, so the matrix is weakly chained diagonally dominant. ``leaks`` overrides the
     instance's number of leaking rows (0: no row is strictly dominant)."""
-    weights = er.construct_stochastic_with_classes(case.n, 1, case.seed, density=case.density)
-    closed = np.array(sorted(next(iter(er.nx.attracting_components(er.positive_graph(weights))))))
+    weights = er.construct_stochastic_with_classes(case.n, 1, case.seed, density=case.density, recurrent=case.recurrent)
+    labels, closed_components = er.graph_components(weights)
+    closed = np.flatnonzero(closed_components[labels])
     count = case.leaks if leaks is None else leaks
     leaking = np.random.default_rng(case.seed).choice(closed, size=min(count, len(closed)), replace=False)
-    totals = weights.sum(axis=1)
-    totals[leaking] += 1  # mass that leaves the token set: those rows become strictly dominant
-    return np.diag(totals) - weights
+    extra = np.zeros(case.n, dtype=np.int64)
+    extra[leaking] = 1  # mass that leaves the token set: those rows become strictly dominant
+    return with_totals(weights, extra)
 
 
-def excess_closeness(M: np.ndarray) -> float:
+def dominance(M: Any) -> tuple[np.ndarray, np.ndarray]:
+    """(|m_ii|, Σ_j≠i |m_ij|) of each row of a square matrix, dense or sparse."""
+    magnitudes = abs(sparse.csr_array(M))
+    diagonal = magnitudes.diagonal()
+    return diagonal, np.asarray(magnitudes.sum(axis=1)).ravel() - diagonal
+
+
+def excess_closeness(M: Any) -> float:
     """Minus the smallest relative excess (|m_ii| − Σ_j≠i |m_ij|)/|m_ii| of a strictly dominant row (0
     where there is none): how near the chain's strict rows come to losing their dominance."""
-    diagonal = np.abs(np.diag(M))
-    off = np.abs(M).sum(axis=1) - diagonal
+    diagonal, off = dominance(M)
     strict = diagonal > off
     return -float(((diagonal - off)[strict] / diagonal[strict]).min()) if strict.any() else 0.0
 
 
 def _matrix_rank(ctx: Context, leaks: int | None) -> RankInterval:
     M = ctx.once(("wcdd matrix", leaks), lambda: wcdd_matrix(ctx.case, leaks))
-    return exact_rank_interval(M, {"closeness": excess_closeness(M)})
+    return sparse_rank_interval(M, {"closeness": excess_closeness(M)})
 
 
 def wcdd_hypothesis(case: WcddPattern) -> str | None:
@@ -610,9 +647,7 @@ def wcdd_hypothesis(case: WcddPattern) -> str | None:
 
 def no_leak_hypothesis(case: WcddPattern) -> str | None:
     """The mutant's domain: diag(w·1) − W weakly diagonally dominant, with no strictly dominant row."""
-    M = wcdd_matrix(case, leaks=0)
-    diagonal = np.abs(np.diag(M))
-    off = np.abs(M).sum(axis=1) - diagonal
+    diagonal, off = dominance(wcdd_matrix(case, leaks=0))
     if not np.all(diagonal == off):
         return "the matrix without leaks is not weakly diagonally dominant with every row tight"
     return None
@@ -940,6 +975,11 @@ def reference_float_rows_rank(ctx: Context) -> int:
     return rational_rank(rows)
 
 
+def dense(weights: Any) -> np.ndarray:
+    """A pattern's weights as a dense array (the references read small patterns entry by entry)."""
+    return weights.toarray() if sparse.issparse(weights) else np.asarray(weights)
+
+
 def _reachable(weights: list[list[int]]) -> list[frozenset[int]]:
     """The states each state reaches along positive weights (itself included), by search."""
     reach = []
@@ -957,7 +997,7 @@ def _reachable(weights: list[list[int]]) -> list[frozenset[int]]:
 
 def reference_defect_rank(ctx: Context) -> int:
     """rank(I − P_T) over the rationals, P_T the weights over their row totals as Fractions."""
-    weights = stochastic_weights(ctx.case).tolist()
+    weights = dense(stochastic_weights(ctx.case)).tolist()
     return rational_rank(
         [[int(i == j) - Fraction(w, sum(row)) for j, w in enumerate(row)] for i, row in enumerate(weights)]
     )
@@ -966,19 +1006,19 @@ def reference_defect_rank(ctx: Context) -> int:
 def reference_attracting_classes(ctx: Context) -> int:
     """The closed classes, by reachability: i is in a closed class when every state it reaches reaches it
     back, and the classes are the distinct sets of states the recurrent ones reach."""
-    reach = _reachable(stochastic_weights(ctx.case).tolist())
+    reach = _reachable(dense(stochastic_weights(ctx.case)).tolist())
     return len({reach[i] for i in range(len(reach)) if all(i in reach[j] for j in reach[i])})
 
 
 def reference_strong_components(ctx: Context) -> int:
     """The classes of mutual reachability."""
-    reach = _reachable(stochastic_weights(ctx.case).tolist())
+    reach = _reachable(dense(stochastic_weights(ctx.case)).tolist())
     return len({frozenset(j for j in reach[i] if i in reach[j]) for i in range(len(reach))})
 
 
 def reference_wcdd_rank(ctx: Context, leaks: int | None) -> int:
     """The rank of the dense integer matrix over the rationals."""
-    return rational_rank(wcdd_matrix(ctx.case, leaks).tolist())
+    return rational_rank(wcdd_matrix(ctx.case, leaks).toarray().tolist())
 
 
 @dataclass(frozen=True)
@@ -1133,6 +1173,11 @@ float_rows_error_rank = _quantity(
     "(another object than P, on purpose: the float-rows mutant)",
     exact_doc="the integer rows of P̂ − Ñ (each scaled by a power of two): rank mod p, then fraction-free elimination",
 )
+#: How the exact routes of the pattern ranks work (:func:`sparse_rank_interval`).
+BLOCK_TRIANGULAR_DOC = (
+    "the block triangular form of the sparse integer matrix {matrix} (SciPy's strong components), with "
+    "python-flint's exact rank of each diagonal block"
+)
 defect_rank = _quantity(
     (StochasticPattern,),
     "rank(I − P_T)",
@@ -1140,15 +1185,15 @@ defect_rank = _quantity(
     follows_backend=False,
     reference=reference_defect_rank,
     doc="the rank of I − P_T for the row-stochastic P_T of a stochastic pattern",
-    exact_doc="python-flint's rank of the integer matrix diag(w·1) − w",
+    exact_doc=BLOCK_TRIANGULAR_DOC.format(matrix="diag(w·1) − w"),
 )
 order = _quantity(
     (StochasticPattern, WcddPattern),
     "n",
     *_same(lambda ctx: pinned(ctx.case.n, "the case")),
-    reference=lambda ctx: len(
+    reference=lambda ctx: (
         stochastic_weights(ctx.case) if isinstance(ctx.case, StochasticPattern) else wcdd_matrix(ctx.case)
-    ),
+    ).shape[0],
     doc="the order n of a stochastic or weakly chained diagonally dominant pattern",
     exact_doc="the case's n",
 )
@@ -1159,7 +1204,7 @@ attracting_classes = _quantity(
     follows_backend=False,
     reference=reference_attracting_classes,
     doc="the number of attracting (closed) components of the graph of P_T's positive entries",
-    exact_doc="networkx's attracting components of the graph",
+    exact_doc="SciPy's strongly connected components of the graph, those no edge leaves",
 )
 strong_components = _quantity(
     (StochasticPattern,),
@@ -1168,7 +1213,7 @@ strong_components = _quantity(
     follows_backend=False,
     reference=reference_strong_components,
     doc="the number of strongly connected components of the graph of P_T's positive entries, closed or not",
-    exact_doc="networkx's strongly connected components of the graph",
+    exact_doc="SciPy's strongly connected components of the graph",
 )
 wcdd_rank = _quantity(
     (WcddPattern,),
@@ -1177,7 +1222,7 @@ wcdd_rank = _quantity(
     follows_backend=False,
     reference=lambda ctx: reference_wcdd_rank(ctx, None),
     doc="the rank of the integer matrix M = diag(w·1 + leak) − W of a weakly chained pattern",
-    exact_doc="python-flint's rank of the integer matrix",
+    exact_doc=BLOCK_TRIANGULAR_DOC.format(matrix="M"),
 )
 no_leak_rank = _quantity(
     (WcddPattern,),
@@ -1186,7 +1231,7 @@ no_leak_rank = _quantity(
     follows_backend=False,
     reference=lambda ctx: reference_wcdd_rank(ctx, 0),
     doc="the rank of the same pattern's matrix with no leaking row (every row weakly dominant, none strictly)",
-    exact_doc="python-flint's rank of the integer matrix",
+    exact_doc=BLOCK_TRIANGULAR_DOC.format(matrix="M"),
 )
 batch_error_rank = _quantity(
     (MiniBatch,),
@@ -1265,27 +1310,57 @@ def _unique_random(V: int, n: int, seed: int) -> list[UniqueContinuation]:
     ]
 
 
+#: Largest order of the dense witnesses; beyond it the witnesses at n = V are sparse.
+DENSE_WITNESS_ORDER = 60
+
+
 def _stochastic_witnesses(V: int) -> list[StochasticPattern]:
     """1, 2 and n/3 closed classes; every state closed (P_T = I, rank 0); density 0 (cycles and chains
-    only); one state."""
-    n = min(V, 60)
+    only); one state; at n = min(V, 60), dense. Beyond 60, four sparse patterns at n = V
+    (:func:`_full_size_stochastic_witnesses`)."""
+    n = min(V, DENSE_WITNESS_ORDER)
     return [
         *(StochasticPattern(n=n, closed=c, seed=s, density=0.2) for c in (1, 2, n // 3 or 1) for s in (0, 1)),
         StochasticPattern(n=n, closed=n, seed=2, density=0.2),
         StochasticPattern(n=n, closed=1, seed=3, density=0.0),
         StochasticPattern(n=1, closed=1, seed=4),
+        *(_full_size_stochastic_witnesses(V) if V > DENSE_WITNESS_ORDER else []),
+    ]
+
+
+def _full_size_stochastic_witnesses(V: int) -> list[StochasticPattern]:
+    """Patterns of order V whose strong components stay small enough for exact ranks (the route's
+    blocks, :data:`rankwall.checks.exact.DENSE_BLOCK_ORDER`): one closed class of 256 states and the
+    rest transient; V/64 classes of 32 states over half the states; every state closed; V/256 bare
+    cycles (density 0) over half the states."""
+    half = V // 2
+    return [
+        StochasticPattern(n=V, closed=1, seed=5, density=0.02, recurrent=min(256, V)),
+        StochasticPattern(n=V, closed=max(1, V // 64), seed=6, density=0.2, recurrent=half),
+        StochasticPattern(n=V, closed=V, seed=7, density=0.2, recurrent=V),
+        StochasticPattern(n=V, closed=max(1, V // 256), seed=8, density=0.0, recurrent=half),
     ]
 
 
 def _wcdd_witnesses(V: int) -> list[WcddPattern]:
     """One leaking row (four seeds); every closed row leaking; density 0 (a single cycle, the longest
-    chains); one state."""
-    n = min(V, 60)
+    chains); one state; at n = min(V, 60), dense. Beyond 60, three sparse patterns at n = V whose
+    closed class holds 256 states (one leaking row, every row leaking) or 1,024 on a bare cycle."""
+    n = min(V, DENSE_WITNESS_ORDER)
     return [
         *(WcddPattern(n=n, leaks=1, seed=s, density=0.1) for s in range(4)),
         WcddPattern(n=n, leaks=n, seed=4, density=0.1),
         WcddPattern(n=n, leaks=1, seed=5, density=0.0),
         WcddPattern(n=1, leaks=1, seed=6),
+        *(
+            [
+                WcddPattern(n=V, leaks=1, seed=7, density=0.02, recurrent=min(256, V)),
+                WcddPattern(n=V, leaks=V, seed=8, density=0.02, recurrent=min(256, V)),
+                WcddPattern(n=V, leaks=1, seed=9, density=0.0, recurrent=min(1024, V)),
+            ]
+            if V > DENSE_WITNESS_ORDER
+            else []
+        ),
     ]
 
 
@@ -1353,9 +1428,8 @@ def _with_instance(test: Callable[[Any], bool]) -> Callable[[Any], bool]:
 
 
 def _transient_states(case: StochasticPattern) -> bool:
-    weights = stochastic_weights(case)
-    closed = sum(len(c) for c in er.nx.attracting_components(er.positive_graph(weights)))
-    return closed < case.n
+    labels, closed = er.graph_components(stochastic_weights(case))
+    return not closed[labels].all()
 
 
 #: The boundary classes of the mini-batch strategies.
@@ -1390,6 +1464,9 @@ unique_continuations = Cases(
     },
     family=FAMILY,
 )
+#: Measured 841 bytes per entry at n = 131,072 (attracting-components; wcdd 523), rounded up by a quarter:
+#: ``python benchmarks/sweep.py 'error-rank.[aw]*' --V 131072 --serial --each``.
+PATTERN_BYTES_PER_ENTRY = 1_100
 stochastic_patterns = Cases(
     stochastic_instances,
     _stochastic_witnesses,
@@ -1401,6 +1478,7 @@ stochastic_patterns = Cases(
         "transient states": _with_instance(_transient_states),
     },
     family=FAMILY,
+    bytes_per_entry=PATTERN_BYTES_PER_ENTRY,
 )
 wcdd_patterns = Cases(
     wcdd_instances,
@@ -1412,6 +1490,7 @@ wcdd_patterns = Cases(
         "density 0 (a single cycle)": lambda c: c.density == 0,
     },
     family=FAMILY,
+    bytes_per_entry=PATTERN_BYTES_PER_ENTRY,
 )
 #: Measured 19,776 bytes per entry at V = 131,072 (mini-batch: 600 contexts x V dense), rounded up by a quarter.
 BATCH_BYTES_PER_ENTRY = 25_000
