@@ -218,6 +218,43 @@ class TestBlockTriangularRank:
         assert lower == 30 and upper == 40 and "1 blocks beyond 4 states left unranked" in how
 
 
+class TestWhatAnAdversaryTried:
+    """Inputs an adversarial review of the sparse route found mishandled (issue 29), each now exact or
+    refused by name."""
+
+    def test_dominance_is_exact_for_integers_near_the_int64_limit(self):
+        a = 2**62  # the rows' magnitudes sum past 2^63: int64 sums would wrap
+        singular = np.array([[1, 1, a, a], [1, 1, a, a], [a, a, 1, 1], [a, a, 1, 1]], dtype=np.int64)
+        assert not er.is_weakly_chained_diagonally_dominant(singular)
+        assert er.is_weakly_chained_diagonally_dominant(np.array([[-128, 100], [0, 1]], dtype=np.int8))
+
+    def test_block_ranks_of_empty_wide_and_duplicated_matrices(self):
+        assert exact.block_triangular_rank(np.zeros((0, 0), dtype=np.int64))[:2] == (0, 0)
+        assert exact.block_triangular_rank(np.array([[2**70, 1], [1, 0]], dtype=object))[:2] == (2, 2)
+        for parts in (np.array([128, 128], np.uint8), np.array([-(2**63), -(2**63)])):  # sums 256, -2^64
+            stored = sparse.coo_array((parts, ([0, 0], [0, 0])), shape=(1, 1))
+            assert exact.block_triangular_rank(stored)[:2] == (1, 1)
+
+    def test_an_entry_stored_in_parts_is_their_sum(self):
+        cancelling = sparse.coo_array((np.array([1.0, -1.0, 1.0, 1.0]), ([0, 0, 0, 1], [1, 1, 0, 1])), shape=(2, 2))
+        assert er.attracting_components(cancelling) == 2
+        with pytest.raises(InputError, match="stochastic: non-finite entry"):
+            er.attracting_components(np.array([[np.nan, 1.0], [0.0, 1.0]]))
+
+    def test_a_sparse_pattern_costs_memory_linear_in_its_weights(self):
+        cycle = er.construct_stochastic_with_classes(131072, 1, 0, density=0.0, recurrent=131072)
+        assert cycle.nnz == 131072 and er.attracting_components(cycle) == 1
+
+    def test_an_undecided_lower_bound_shows_the_lower_end_against_n(self):
+        """A closed class of 1,050 states on a bare cycle, beyond the dense block limit: rank M is only
+        known to lie in [50, 1100], and the verdict shows lhs = 50 (the lower end), rhs = n."""
+        verdict = REGISTRY["error-rank.wcdd"].check(
+            claims.WcddPattern(n=1100, leaks=1, recurrent=1050, density=0.0), NUMPY
+        )
+        assert verdict.status is Status.INCONCLUSIVE
+        assert (verdict.lhs, verdict.rhs) == (50.0, 1100.0)
+
+
 class TestSparsePatterns:
     """Patterns with ``recurrent`` given: SciPy CSR weights of any order, with the classes asked."""
 

@@ -12,6 +12,7 @@ import scipy.sparse as sparse
 import torch
 
 from rankwall.checks import exact
+from rankwall.checks.claims import error_rank as er_claims
 from rankwall.theory import compression as cp
 from rankwall.theory import error_rank as er
 from rankwall.theory import heads as hd
@@ -302,6 +303,18 @@ REFUSED = {
         "density: 0.5 gives about 1001 weights per state",
     ),
     "block rank of a float matrix": (lambda: exact.block_triangular_rank(np.eye(2)), "matrix:"),
+    "recurrent not an integer": (
+        lambda: er.construct_stochastic_with_classes(10, 1, 0, recurrent=None),
+        "recurrent: expected an integer, got None",
+    ),
+    "negative leaks": (
+        lambda: er_claims.wcdd_matrix(er_claims.WcddPattern(n=5, leaks=-1)),
+        "leaks: -1 is out of range",
+    ),
+    "a wcdd claim on another case": (
+        lambda: er_claims.wcdd_hypothesis(er_claims.StochasticPattern(n=5)),
+        "case: the WCDD claims read wcdd cases, not StochasticPattern",
+    ),
 }
 
 

@@ -302,6 +302,9 @@ def graph_components(matrix: Any, name: str = "matrix") -> tuple[np.ndarray, np.
     each state's strongly connected component (SciPy), and for each component whether it is closed
     (attracting: no edge leaves it). Dense or SciPy sparse, of any order SciPy's graphs hold."""
     m = sparse.coo_array(_square(matrix, name))
+    m.sum_duplicates()  # an entry stored in parts is their sum
+    if m.dtype.kind == "f" and not np.all(np.isfinite(m.data)):
+        raise InputError(f"{name}: non-finite entry")
     edge = (m.data > 0) & (m.row != m.col)
     source, target = m.row[edge], m.col[edge]
     graph = sparse.csr_array((np.ones(len(source), dtype=np.int8), (source, target)), shape=m.shape)
@@ -323,24 +326,53 @@ def stochastic_defect_rank(stochastic: Any) -> int:
     return n - attracting_components(stochastic)
 
 
+#: Below this bound on a row's sum of magnitudes, integer rows are summed in int64 without overflow.
+INT64_SAFE = 2**62
+
+
+def row_dominance(matrix: Any) -> tuple[np.ndarray, np.ndarray]:
+    """``(|m_ii|, Σ_j≠i |m_ij|)`` for each row of a square matrix (dense or SciPy sparse, duplicates
+    summed). Integer entries are summed exactly: in int64 where no row's magnitudes can reach
+    :data:`INT64_SAFE`, else in Python ints (object arrays); other entries in float64."""
+    m = sparse.coo_array(_square(matrix, "matrix"))
+    n = m.shape[0]
+    if m.dtype.kind in "iu":
+        data = m.data.astype(object)  # exact: summing duplicates and magnitudes cannot wrap
+        order = np.lexsort((m.col, m.row))
+        row, col, data = m.row[order], m.col[order], data[order]
+        keys = row.astype(np.int64) * n + col
+        starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]]) if len(keys) else np.zeros(0, np.int64)
+        summed = np.add.reduceat(data, starts) if len(keys) else data
+        row, col = row[starts], col[starts]
+        magnitudes = np.abs(summed)
+        diagonal = np.zeros(n, dtype=object)
+        total = np.zeros(n, dtype=object)
+        on = row == col
+        diagonal[row[on]] = magnitudes[on]
+        np.add.at(total, row, magnitudes)
+        wide = max(total.max(initial=0), 0) >= INT64_SAFE
+        cast = (lambda x: x) if wide else (lambda x: x.astype(np.int64))
+        return cast(diagonal), cast(total - diagonal)
+    magnitudes = abs(sparse.csr_array(m, dtype=np.float64))
+    diagonal = magnitudes.diagonal()
+    return diagonal, np.asarray(magnitudes.sum(axis=1)).ravel() - diagonal
+
+
 def is_weakly_chained_diagonally_dominant(matrix: Any) -> bool:
     """Whether every row is weakly diagonally dominant and every row reaches a strictly
     dominant row along nonzero off-diagonal entries (then the matrix is nonsingular). Dense or
     SciPy sparse; integer entries are compared exactly."""
-    m = sparse.csr_array(_square(matrix, "matrix"))
-    if m.dtype.kind not in "iu":
-        m = m.astype(np.float64)
-    magnitudes = abs(m)
-    diagonal = magnitudes.diagonal()
-    off = np.asarray(magnitudes.sum(axis=1)).ravel() - diagonal
+    m = sparse.coo_array(_square(matrix, "matrix"))
+    diagonal, off = row_dominance(m)
     if np.any(diagonal < off):
         return False
     strict = np.flatnonzero(diagonal > off)
     if not len(strict):
         return False
     n = m.shape[0]
-    edges = sparse.coo_array(magnitudes)
-    forward = (edges.data > 0) & (edges.row != edges.col)
+    edges = sparse.coo_array(m)
+    edges.sum_duplicates()
+    forward = (edges.data != 0) & (edges.row != edges.col)
     # Every state reaches a strict row: search backwards from a root joined to every strict row.
     sources = np.concatenate([edges.col[forward], np.full(len(strict), n)])
     targets = np.concatenate([edges.row[forward], strict])
@@ -411,6 +443,7 @@ def construct_stochastic_with_classes(
     that many states, and the weights are a SciPy CSR array of order up to :data:`MAX_VOCABULARY`
     (:func:`_sparse_pattern`)."""
     n = check_integer_in(n, "n", 1, MAX_VOCABULARY)
+    recurrent = check_integer_in(recurrent, "recurrent", 0, n)
     if not recurrent and n > DENSE_PATTERN_ORDER:
         raise InputError(
             f"n: {n} is beyond {DENSE_PATTERN_ORDER:,} states for a dense pattern; give recurrent (the number "
@@ -442,9 +475,10 @@ def construct_stochastic_with_classes(
 
 
 def _sparse_pattern(rng: Any, n: int, closed: int, recurrent: int, density: float) -> sparse.csr_array:
-    """The weights of a large pattern, drawn block-wise at once: ``recurrent`` states in ``closed``
-    blocks (sizes differing by at most one), each a cycle with every other pair joined with probability
-    ``density``; each transient state steps into a uniformly chosen state of a uniformly chosen block,
+    """The weights of a large pattern, drawn block-wise at once (memory linear in the weights):
+    ``recurrent`` states in ``closed`` blocks (sizes differing by at most one), each a cycle and
+    Binomial(size², ``density``) more steps between uniformly drawn states of the block (repeats add
+    their weights); each transient state steps into a uniformly chosen state of a uniformly chosen block,
     and to Binomial(min(later, block size), ``density``) later transient states drawn uniformly (repeats
     add their weights), so that a transient row holds about as many weights as a block row."""
     block_size = -(-recurrent // closed)
@@ -467,9 +501,9 @@ def _sparse_pattern(rng: Any, n: int, closed: int, recurrent: int, density: floa
         rows.append(group.ravel())
         columns.append(np.roll(group, 1, axis=1).ravel())  # a cycle: strongly connected
         weights.append(rng.integers(1, 5, size=group.size))
-        block, source, target = np.nonzero(rng.random((count, size, size)) < density)
-        rows.append(group[block, source])
-        columns.append(group[block, target])
+        block = np.repeat(np.arange(count), rng.binomial(size * size, density, size=count))
+        rows.append(group[block, rng.integers(size, size=len(block))])
+        columns.append(group[block, rng.integers(size, size=len(block))])
         weights.append(rng.integers(1, 5, size=len(block)))
     count = len(transient)
     if count:

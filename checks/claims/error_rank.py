@@ -102,7 +102,7 @@ from rankwall.checks.engine.statements import Kind, Statement
 from rankwall.checks.engine.toolkit import Cases
 from rankwall.checks.engine.verdict import Case, OutsideDomain, RankInterval
 from rankwall.theory import error_rank as er
-from rankwall.theory.validation import InputError
+from rankwall.theory.validation import InputError, check_integer_in
 
 #: The family's name: the prefix of its claim ids, and what its quantities and cases belong to.
 FAMILY = "error-rank"
@@ -255,13 +255,16 @@ def corpus_instances(draw: Any) -> CorpusContinuations:
 @st.composite
 def stochastic_instances(draw: Any) -> StochasticPattern:
     """Stochastic patterns of order up to 40 (1 to 3 in a third) with one closed class, every state
-    closed (in a quarter each), or any number in between; density 0 (cycles and chains only) in a quarter."""
+    closed (in a quarter each), or any number in between; density 0 (cycles and chains only) in a quarter;
+    sparse weights (a number of recurrent states given, the route of the patterns at n = V) in a quarter."""
     n = sizes(draw, 1, 40)
+    closed = tiered(draw, [(1, st.just(1)), (1, st.just(n)), (2, uniform(1, n))])
     return StochasticPattern(
         n=n,
-        closed=tiered(draw, [(1, st.just(1)), (1, st.just(n)), (2, uniform(1, n))]),
+        closed=closed,
         seed=draw(st.integers(0, 2**16)),
         density=tiered(draw, [(1, st.just(0.0)), (3, st.floats(0, 0.6))]),
+        recurrent=tiered(draw, [(3, st.just(0)), (1, uniform(closed, n))]),
     )
 
 
@@ -269,13 +272,14 @@ def stochastic_instances(draw: Any) -> StochasticPattern:
 def wcdd_instances(draw: Any) -> WcddPattern:
     """Weakly chained diagonally dominant patterns of order up to 40 (1 to 3 in a third): one leaking
     row (the longest chains), every closed row leaking (in a quarter each), or in between; density 0 in
-    a quarter."""
+    a quarter; sparse weights (the closed class's size given) in a quarter."""
     n = sizes(draw, 1, 40)
     return WcddPattern(
         n=n,
         leaks=tiered(draw, [(1, st.just(1)), (1, st.just(n)), (2, uniform(1, n))]),
         seed=draw(st.integers(0, 2**16)),
         density=tiered(draw, [(1, st.just(0.0)), (3, st.floats(0, 0.5))]),
+        recurrent=tiered(draw, [(3, st.just(0)), (1, uniform(1, n))]),
     )
 
 
@@ -611,24 +615,17 @@ def wcdd_matrix(case: WcddPattern, leaks: int | None = None) -> sparse.csr_array
     weights = er.construct_stochastic_with_classes(case.n, 1, case.seed, density=case.density, recurrent=case.recurrent)
     labels, closed_components = er.graph_components(weights)
     closed = np.flatnonzero(closed_components[labels])
-    count = case.leaks if leaks is None else leaks
+    count = check_integer_in(case.leaks if leaks is None else leaks, "leaks", 0)
     leaking = np.random.default_rng(case.seed).choice(closed, size=min(count, len(closed)), replace=False)
     extra = np.zeros(case.n, dtype=np.int64)
     extra[leaking] = 1  # mass that leaves the token set: those rows become strictly dominant
     return with_totals(weights, extra)
 
 
-def dominance(M: Any) -> tuple[np.ndarray, np.ndarray]:
-    """(|m_ii|, Σ_j≠i |m_ij|) of each row of a square matrix, dense or sparse."""
-    magnitudes = abs(sparse.csr_array(M))
-    diagonal = magnitudes.diagonal()
-    return diagonal, np.asarray(magnitudes.sum(axis=1)).ravel() - diagonal
-
-
 def excess_closeness(M: Any) -> float:
     """Minus the smallest relative excess (|m_ii| − Σ_j≠i |m_ij|)/|m_ii| of a strictly dominant row (0
     where there is none): how near the chain's strict rows come to losing their dominance."""
-    diagonal, off = dominance(M)
+    diagonal, off = er.row_dominance(M)
     strict = diagonal > off
     return -float(((diagonal - off)[strict] / diagonal[strict]).min()) if strict.any() else 0.0
 
@@ -638,8 +635,16 @@ def _matrix_rank(ctx: Context, leaks: int | None) -> RankInterval:
     return sparse_rank_interval(M, {"closeness": excess_closeness(M)})
 
 
+def wcdd_case(case: Any) -> WcddPattern:
+    """``case``, refused as input unless it is a WCDD pattern (the domain checks read its leaks)."""
+    if not isinstance(case, WcddPattern):
+        raise InputError(f"case: the WCDD claims read {WcddPattern.KIND} cases, not {type(case).__name__}")
+    return case
+
+
 def wcdd_hypothesis(case: WcddPattern) -> str | None:
     """The claim's domain, checked exactly on the integer matrix: M is weakly chained diagonally dominant."""
+    case = wcdd_case(case)
     if not er.is_weakly_chained_diagonally_dominant(wcdd_matrix(case)):
         return "the matrix is not weakly chained diagonally dominant"
     return None
@@ -647,7 +652,8 @@ def wcdd_hypothesis(case: WcddPattern) -> str | None:
 
 def no_leak_hypothesis(case: WcddPattern) -> str | None:
     """The mutant's domain: diag(w·1) − W weakly diagonally dominant, with no strictly dominant row."""
-    diagonal, off = dominance(wcdd_matrix(case, leaks=0))
+    case = wcdd_case(case)
+    diagonal, off = er.row_dominance(wcdd_matrix(case, leaks=0))
     if not np.all(diagonal == off):
         return "the matrix without leaks is not weakly diagonally dominant with every row tight"
     return None
@@ -1476,6 +1482,7 @@ stochastic_patterns = Cases(
         "every state closed (P_T = I)": lambda c: c.closed == c.n,
         "density 0 (cycles and chains only)": lambda c: c.density == 0,
         "transient states": _with_instance(_transient_states),
+        "sparse weights (recurrent given)": lambda c: c.recurrent > 0,
     },
     family=FAMILY,
     bytes_per_entry=PATTERN_BYTES_PER_ENTRY,
@@ -1488,6 +1495,7 @@ wcdd_patterns = Cases(
         "one leaking row": lambda c: c.leaks == 1,
         "every row may leak (leaks = n)": lambda c: c.leaks == c.n,
         "density 0 (a single cycle)": lambda c: c.density == 0,
+        "sparse weights (recurrent given)": lambda c: c.recurrent > 0,
     },
     family=FAMILY,
     bytes_per_entry=PATTERN_BYTES_PER_ENTRY,

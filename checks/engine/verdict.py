@@ -310,10 +310,11 @@ class RankInterval:
             decided = (
                 [(lo, b, "a point")] if self.pinned else [(end, b, f"excludes {stated}")] if lo > b or hi < b else []
             )
-        if not decided:
+        if not decided:  # the lower end against b, in the relation's order of sides
+            sides = (b, lo) if relation is Relation.AT_LEAST else (lo, b)
             return Judgement(
-                float(lo),
-                float(b),
+                float(sides[0]),
+                float(sides[1]),
                 None,
                 f"{method}: undecided, the interval straddles {stated}",
                 certificate=self.json(),
