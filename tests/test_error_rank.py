@@ -241,6 +241,18 @@ class TestWhatAnAdversaryTried:
         with pytest.raises(InputError, match="stochastic: non-finite entry"):
             er.attracting_components(np.array([[np.nan, 1.0], [0.0, 1.0]]))
 
+    def test_a_statement_over_a_quantity_of_another_kind_of_case_is_refused_by_name(self):
+        with pytest.raises(InputError, match=r"probe\.mixed: lhs: the quantity 'rank M' reads WcddPattern cases"):
+            declare(
+                "probe.mixed",
+                statement="rank M >= n on stochastic patterns",
+                lhs=claims.wcdd_rank,
+                relation=">=",
+                rhs=claims.order,
+                cases=claims.stochastic_patterns,
+                register=False,
+            )
+
     def test_a_sparse_pattern_costs_memory_linear_in_its_weights(self):
         cycle = er.construct_stochastic_with_classes(131072, 1, 0, density=0.0, recurrent=131072)
         assert cycle.nnz == 131072 and er.attracting_components(cycle) == 1

@@ -1124,7 +1124,7 @@ def integer_quantity(
     if options.get("reference") is not None:
         options["reference"] = reading(reads, name, options["reference"])
     measure, exact_fn = reading(reads, name, measure), reading(reads, name, exact_fn)
-    return quantity(name, measure, exact_fn, family=family, integer=True, **options)
+    return quantity(name, measure, exact_fn, family=family, integer=True, reads=reads, **options)
 
 
 #: The kinds of case the unique-continuation quantities read, and those with a vocabulary size V.

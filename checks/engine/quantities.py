@@ -232,6 +232,8 @@ class Base(Quantity):
     reference_fn: Callable[[Context], Any] | None = None
     family: str | None = None
     exact_doc: str = ""
+    #: The kinds of case it reads (empty: any case of its family).
+    reads: tuple[type, ...] = ()
 
     def measure(self, ctx: Context) -> Measured | RankInterval:
         return ctx.once(("measure", id(self)), lambda: self.measure_fn(ctx))
@@ -276,6 +278,7 @@ def quantity(
     doc: str = "",
     exact_doc: str = "",
     family: str | None = None,
+    reads: tuple[type, ...] = (),
 ) -> Base:
     """A base quantity named ``name`` (how it prints in a statement and a method), see :class:`Base`.
     ``follows_backend`` is false for a quantity computed in NumPy float64 whatever backend is asked.
@@ -288,7 +291,7 @@ def quantity(
     for what, fn in (("exact", exact), ("reference", reference), ("compare", compare)):
         if fn is not None and not callable(fn):
             raise InputError(f"{what}: expected a function of a context, got {fn!r}")
-    return Base(name, measure, exact, compare, integer, follows_backend, doc, reference, family, exact_doc)
+    return Base(name, measure, exact, compare, integer, follows_backend, doc, reference, family, exact_doc, reads)
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -1068,7 +1071,10 @@ def declare(
     if predicate is not None and not callable(predicate):
         raise InputError(f"hypothesis: expected a predicate of a case, got {predicate!r}")
     sides = Sides(as_quantity(lhs), relation, as_quantity(rhs))
-    _same_family(sides, cases)
+    try:
+        _same_family(sides, cases)
+    except InputError as error:
+        raise InputError(f"{id}: {error}") from None
     claim = Claim(
         id=id,
         title=title or statement,
@@ -1084,10 +1090,16 @@ def declare(
     return REGISTRY.register(claim) if register else claim
 
 
+#: The size at which a declaration's witnesses are built to see which kinds of case they are.
+KINDS_PROBE_V = 16
+
+
 def _same_family(sides: Sides, cases: Any) -> None:
-    """Refuse a quantity of another family than the cases' (it cannot read their instances)."""
+    """Refuse a quantity of another family than the cases' (it cannot read their instances), and one
+    that names the kinds of case it reads where the cases' witnesses are of another kind."""
     if cases.family is None:
         return
+    kinds: set[type] | None = None
     for side_name, side in (("lhs", sides.lhs), ("rhs", sides.rhs)):
         for base in side.bases():
             if base.family is not None and base.family != cases.family:
@@ -1095,6 +1107,15 @@ def _same_family(sides: Sides, cases: Any) -> None:
                     f"{side_name}: the quantity {base.name!r} belongs to the family {base.family!r}, "
                     f"but the cases are {cases.family!r}'s (a quantity reads only its own family's cases)"
                 )
+            if base.reads:
+                kinds = kinds if kinds is not None else {type(c) for c in cases.witnesses(KINDS_PROBE_V)}
+                unread = sorted(kind.__name__ for kind in kinds if not issubclass(kind, base.reads))
+                if unread:
+                    raise InputError(
+                        f"{side_name}: the quantity {base.name!r} reads "
+                        f"{', '.join(kind.__name__ for kind in base.reads)} cases, but the cases given include "
+                        f"{', '.join(unread)} cases"
+                    )
 
 
 def mutated_fields(claim: Claim, lhs: Any = None, relation: str | None = None, rhs: Any = None) -> dict[str, Any]:
