@@ -50,9 +50,10 @@ Newton's stop 2: under V + 12 roundings on Z in all; and Z enters the norm throu
 :math:`\lambda T = m - Z` damped by :math:`Z/(m - Z) \le 1/3` (as :math:`Z \le m^2/T \le g/4 \le
 m/4`), so with the subtraction, the division by T and T's few u the route stays inside the
 :math:`\gamma_{V+8}` of the model: :math:`(V + 12)/3 + 4 \le V + 8`. At the second centre (two
-moments) the offset may be negative, but it is at most a third of every tail entry's distance (both
-roots lie within g/4 of the pole, every entry at least 3g/4 from the centre), so the series carries
-at most 9/4 of its terms' error and the damped total stays inside :math:`\gamma_{V+8}` too. Nothing is
+moments, distance at least ``reach`` from every tail entry) the offset e may be negative, but a row
+is accepted there only with :math:`e^2 M_2 \le u T\,\text{reach}/4`, and :math:`M_2 \le
+M_1/\text{reach}`, so :math:`|e| M_2 \le \sqrt{u T M_1}/2 \le \sqrt{u}\,(T + M_1)/4`: the one
+negative term cannot cancel the side, and the same count holds. Nothing is
 reassociated or contracted by the compiler: no ``fastmath`` (so no fused multiply-add either), IEEE
 division by zero (``error_model="numpy"``), and every constant is of the row's dtype, so a float32
 row is computed in float32 throughout, as on the array-API route (both tested on the compiled

@@ -282,7 +282,9 @@ SECULAR_BLOCK_ENTRIES = 1 << 18
 #: term (3), and the stopping test, which accepts the root within :math:`u\mu` (2). Moment route
 #: (:func:`_moment_roots`): the term of :math:`M_{j+1}` carries :math:`3j + 4` roundings (the
 #: distance :math:`c - r_i`, its reciprocal, the chain of products), weighted at the root by
-#: :math:`(Z/(c - r_i))^j \le 4^{-j}`, so at most 5 on average; with Horner's rule and the side's sum
+#: :math:`(Z/(m - r_i))^j \le 4^{-j}` at the top pole, so at most 5 on average (at the second centre
+#: the accepted remainder keeps the one negative term below :math:`\sqrt u` of the side, see
+#: :mod:`._secular_kernel`); with Horner's rule and the side's sum
 #: (at most 8/3), :math:`m^2` (1), the series' remainder (at most u/4, checked) and the Newton stop
 #: (within 2u), under V + 12 on the root Z, which enters the norm :math:`(m - Z)/T` damped by
 #: :math:`Z/(m - Z) \le 1/3`: with :math:`(m - Z)/T` (2) and T's few u, :math:`(V + 12)/3 + 4 \le V + 8`.
