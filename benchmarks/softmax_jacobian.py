@@ -15,9 +15,10 @@ Prints, in one run:
   by the wall clock. Targets: at most 3 passes on NumPy and on PyTorch (CPU clock), and PyTorch at
   least NumPy's rate. With numba, NumPy and PyTorch/CPU rows both run the compiled kernel
   (theory/_secular_kernel.py; a tensor through its NumPy view), so their runs differ only by noise.
-  The kernel reads each row once from memory (its largest two entries, least entry and
-  compensated total), then once from cache for the four tail moments about the top pole, and once
-  more for two moments about the first model's root where the first does not settle the row.
+  The kernel reads each row once from memory (the largest entry of each block of 256, the least
+  entry and the compensated total), then once from cache for six tail moments about the top pole
+  (the few entries nearest it added exactly), and once more for moments about the first model's
+  root where that does not settle the row (none of the 96 rows here).
 
 Usage: python benchmarks/softmax_jacobian.py [--backend numpy|torch|cupy] [--device cpu|cuda]
        [--rows N] [--pairs N] [--no-dense] [--only] [--json]

@@ -1,40 +1,66 @@
 r"""The secular solver of :func:`rankwall.theory.softmax_jacobian.spectral_norm` as a compiled kernel
 (numba) for probability rows on NumPy, float64 and float32 (PyTorch/CPU passes its zero-copy NumPy
-view). It computes what the array-API route computes, the same IEEE operations on each entry in the
-same order, with the loops over a row fused into few passes:
+view). It computes what the array-API route computes, each entry's terms by the same IEEE operations
+in the same order, with the loops over a row fused into few passes:
 
 - the first pass, the only one that reads the row from memory (the passes after it find the row in
-  cache): its largest entry :math:`m`, the largest of the others :math:`\sigma` (equal to :math:`m`
-  when the top occurs twice: a tie), its least entry and its total :math:`T`, compensated;
+  cache), asking for it :data:`PREFETCH` entries ahead: the largest entry of each block of
+  :data:`BLOCK` entries, the least entry and the total :math:`T`, compensated. From the block
+  maxima and one block: the largest entry :math:`m` and the largest of the others :math:`\sigma`
+  (equal to :math:`m` when the top occurs twice: a tie);
 - the moment route (``_moment_roots`` there), from ``MOMENT_ROUTE_MIN_V`` on, for the rows it takes:
-  one pass for the four tail moments :math:`M_j = \sum_{r_i \ne m} r_i^2/(m - r_i)^j` about the top
-  pole (one reciprocal per entry), the Newton solve of the model and the remainder bound on the
-  row's scalars, and at most one more pass, for two moments about the second centre;
+  one pass for the six tail moments :math:`M_j = \sum r_i^2/(m - r_i)^j` about the top pole (one
+  reciprocal per entry), the Newton solve of the model and the remainder bound on the row's
+  scalars, and at most one more pass, for moments about the second centre. Unlike the array route,
+  the kernel may split the tail first (:func:`_split`): the few entries closest to the top pole,
+  found from the block maxima without a pass, are added exactly in the model (the near terms
+  :math:`r_i^2/((m - r_i) - Z)`), and the moments and their remainder bound cover the others, whose
+  distance from the pole is larger; then the second centre is rarely needed (none of the
+  benchmark's 96 Dirichlet rows at V = 131,072, against 86 of them with four moments and no split);
 - the bracketing solver (``_from_probabilities`` and ``_solve`` there), for the rows the moments do
   not settle: the tail sum and the scaled tail :math:`q_i = r_i/\sigma` with its poles removed in
   one pass, then the secular tail sum and its slope in one pass per iteration.
 
-The per-lane accumulators live in memory (the compiler cannot keep them in registers across
-iterations without reassociating), so each accumulator costs a store per SIMD vector of entries:
-the first pass keeps five, the moment pass four, the second pass two.
+The first pass and the moment pass keep :data:`REGISTER_LANES` lanes of each accumulator in an
+array on the stack (:func:`_on_stack`): it cannot alias the row, so the compiler keeps the lanes in
+SIMD registers for the whole pass (an accumulator array passed in might alias the row, and was
+stored back after every SIMD vector). The bracketing solver's passes keep :data:`LANES` lanes in
+memory, as before.
 
 The top entry is left out of the tail by its value: a row whose two largest entries are equal is a
-tie and is closed before any tail is read, so in every other row exactly one entry is left out (the
-array route sets it to 0, whose terms are exactly 0).
+tie and is closed before any tail is read, so in every other row exactly one entry is above
+:math:`\sigma` (the array route sets it to 0, whose terms are exactly 0); the moment pass leaves out
+every entry above its split in the same way, the near entries being added in the model instead.
 
-Rounding: each entry's term is formed by the operations the array-API route uses, in its order
-(the distance, its reciprocal, the two products of a moment's term; the scaled entry, its offset
-:math:`1 - q_i`, the square, the offset :math:`\mu - q_i`, the division of a secular term and of its
-slope), so the per-term charges of ``SPECTRAL_NORM_ROUNDINGS`` hold unchanged. Only the order of
-the sums differs: :data:`LANES` partial sums, each sequential over every :data:`LANES`-th entry,
-then added in turn, a tree of V - 1 additions of the terms (the zeros that pad the last block add
-exactly), inside the :math:`\gamma_{V-1}` the model charges every sum in any order; the row total
-and the tail sum are compensated (TwoSum), their error a few u. Nothing is reassociated or
-contracted by the compiler: no ``fastmath`` (so no fused multiply-add either), IEEE division by zero
-(``error_model="numpy"``), and every constant is of the row's dtype, so a float32 row is computed
-in float32 throughout, as on the array-API route (both tested on the compiled code). The partial
-sums are independent, so the compiler's loop vectoriser runs the entries of a pass in SIMD lanes
-(division included) without reordering any sum.
+Rounding. Each term is formed by the operations the array-API route uses, in its order (the distance,
+its reciprocal, the chain :math:`t_0 = r w, t_{a+1} = t_a w` and one product per moment; the scaled
+entry, its offset :math:`1 - q_i`, the square, the offset :math:`\mu - q_i`, the division of a
+secular term and of its slope); a near term is :math:`(r r)/((m - r) - Z)`, three roundings, as
+:math:`m - r` is exact (Sterbenz: every near entry is at least m/2). Only the order of the sums
+differs: :data:`REGISTER_LANES` (first pass, moments) or :data:`LANES` (bracketing) partial sums,
+each sequential over every lane-th entry, then added in turn, a tree of V - 1 additions of the terms
+(the zeros that pad the last block add exactly), inside the :math:`\gamma_{V-1}` the model charges
+every sum in any order; the row total and the tail sum are compensated (TwoSum), their error a few u.
+The moment route's own charges (``SPECTRAL_NORM_ROUNDINGS`` in the caller): the term of
+:math:`M_{j+1}` carries :math:`3j + 4` roundings, and at the root it is weighted by
+:math:`(Z/(m - r_i))^j \le 4^{-j}` (the route takes only rows with :math:`Z \le g/4`), so the series
+at the root carries at most :math:`4 + 3\cdot\tfrac13 = 5` on average, Horner's rule and the
+side's sum at most :math:`2 + 2\cdot\tfrac13`, the square :math:`m^2` one, the remainder u/4 and
+Newton's stop 2: under V + 12 roundings on Z in all; and Z enters the norm through
+:math:`\lambda T = m - Z` damped by :math:`Z/(m - Z) \le 1/3` (as :math:`Z \le m^2/T \le g/4 \le
+m/4`), so with the subtraction, the division by T and T's few u the route stays inside the
+:math:`\gamma_{V+8}` of the model: :math:`(V + 12)/3 + 4 \le V + 8`. At the second centre (two
+moments, distance at least ``reach`` from every tail entry) the offset e may be negative, but a row
+is accepted there only with :math:`e^2 M_2 \le u T\,\text{reach}/4`, and :math:`M_2 \le
+M_1/\text{reach}`, so :math:`|e| M_2 \le \sqrt{u T M_1}/2 \le \sqrt{u}\,(T + M_1)/4`: the one
+negative term cannot cancel the side, and the same count holds. Nothing is
+reassociated or contracted by the compiler: no ``fastmath`` (so no fused multiply-add either), IEEE
+division by zero (``error_model="numpy"``), and every constant is of the row's dtype, so a float32
+row is computed in float32 throughout, as on the array-API route (both tested on the compiled
+code). The partial sums are independent, so the compiler's loop vectoriser runs the entries of a
+pass in SIMD lanes (division included) without reordering any sum. The maxima and minima are plain
+comparisons: a NaN entry may be passed over by them, but it makes the total NaN and the row is
+refused, as is a row with an infinite entry (its total is infinite or NaN).
 
 Compiled on first use per dtype and cached on disk (``cache=True``) next to this file.
 """
@@ -42,10 +68,21 @@ Compiled on first use per dtype and cached on disk (``cache=True``) next to this
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from llvmlite import ir
+from numba import carray, njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 #: Independent partial sums per reduction (the summation order the rounding model is charged for).
 LANES = 64
+
+#: Partial sums (and maxima) per register-resident reduction: the first pass and the moment pass
+#: keep :data:`REGISTER_LANES` lanes of each accumulator on the stack (:func:`_on_stack`), which the
+#: compiler keeps in SIMD registers across the whole row.
+REGISTER_LANES = 16
+
+#: Moments of the tail the moment pass takes about the top pole (the most the caller may ask for).
+TOP_MOMENTS = 6
 
 #: Row outcomes (``routes`` of :func:`spectral_norms`).
 CLOSED, FIRST_MOMENTS, SECOND_MOMENTS, BRACKETING, INVALID, UNCONVERGED = range(6)
@@ -53,86 +90,290 @@ CLOSED, FIRST_MOMENTS, SECOND_MOMENTS, BRACKETING, INVALID, UNCONVERGED = range(
 _JIT = {"cache": True, "error_model": "numpy", "nogil": True}
 
 
-@njit(**_JIT)
-def _read_blocks(x, acc, F):  # noqa: ANN001
-    """Add whole blocks of :data:`LANES` entries (len(x) a multiple of it) into the first pass's
-    per-lane accumulators ``acc`` (rows: the largest entry, the second largest (equal to the largest
-    when it occurs twice), the least entry, the total and its compensation). The total is compensated
-    (Knuth's TwoSum, branch-free): the solvers take :math:`1 - m` as the tail sum, so a rounding of T
-    shows in the bracketing solver's root multiplied by up to about :math:`1/s` (measured: 13 u on a
-    peaked row of 17 entries summed plainly), and T is carried to a few u instead. The maxima and the
-    minimum are NumPy's (a NaN entry makes them NaN, and the row is refused), the form the loop
-    vectoriser runs in SIMD lanes."""
-    for start in range(0, x.shape[0], LANES):
-        block = x[start : start + LANES]
-        for lane in range(LANES):
-            r = block[lane]
-            largest = acc[0, lane]
-            acc[1, lane] = np.maximum(acc[1, lane], np.minimum(largest, r))
-            acc[0, lane] = np.maximum(largest, r)
-            acc[2, lane] = np.minimum(acc[2, lane], r)
-            total = acc[3, lane]
-            added = total + r
-            back = added - total
-            acc[4, lane] += (total - (added - back)) + (r - back)
-            acc[3, lane] = added
+def _on_stack(count: int):
+    """An intrinsic giving a pointer to ``count`` values of a dtype in the calling function's stack
+    frame. Accumulators there cannot alias the row, so once the compiler has vectorised and unrolled
+    the loop over lanes it keeps them in registers (an accumulator in an array it is passed may
+    alias the row, and is stored back after every SIMD vector)."""
+
+    @intrinsic
+    def stack(typingctx, dtype):  # noqa: ANN001
+        def codegen(context, builder, signature, args):  # noqa: ANN001
+            return cgutils.alloca_once(builder, context.get_value_type(dtype.dtype), size=count)
+
+        return types.CPointer(dtype.dtype)(dtype), codegen
+
+    return stack
+
+
+@intrinsic
+def _prefetch(typingctx, array, index):  # noqa: ANN001
+    """A hint to the processor to bring ``array[index]`` into cache (LLVM's ``prefetch``: for reading,
+    kept in all levels); no effect on any value."""
+
+    def codegen(context, builder, signature, args):  # noqa: ANN001
+        data = context.make_array(signature.args[0])(context, builder, args[0]).data
+        byte = ir.IntType(8).as_pointer()
+        hint = ir.FunctionType(ir.VoidType(), [byte, ir.IntType(32), ir.IntType(32), ir.IntType(32)])
+        function = cgutils.get_or_insert_function(builder.module, hint, "llvm.prefetch.p0i8")
+        flags = [ir.Constant(ir.IntType(32), flag) for flag in (0, 3, 1)]
+        builder.call(function, [builder.bitcast(builder.gep(data, [args[1]]), byte), *flags])
+        return context.get_dummy_value()
+
+    return types.void(array, index), codegen
+
+
+_FIRST_LANES = _on_stack(4 * REGISTER_LANES)
+_MOMENT_LANES = _on_stack(TOP_MOMENTS * REGISTER_LANES)
+_PAD = _on_stack(REGISTER_LANES)
+
+#: Entries per block of the first pass, which records each block's largest entry.
+BLOCK = 256
+
+#: How far ahead (entries) the first pass asks for the row (:func:`_prefetch`): the hardware's own
+#: prefetching alone left the pass at about 1.5 times the time of a NumPy sum over the same rows.
+PREFETCH = 1024
+
+#: Entries per cache line (of 64 bytes, float64 entries; float32 rows ask for each line twice).
+LINE = 8
+
+#: Most entries near the top pole the moment route adds exactly (beyond them: the second centre).
+NEAR_ENTRIES = 32
+
+
+@njit(inline="always", **_JIT)
+def _first_step(acc, lane, r):  # noqa: ANN001
+    """One entry r into lane ``lane`` of the first pass's accumulators ``acc`` (rows: the block's
+    largest entry, the least entry, the total and its compensation). The total is compensated
+    (Knuth's TwoSum, branch-free): the solvers take :math:`1 - m` as the tail sum, so a rounding of
+    T shows in the bracketing solver's root multiplied by up to about :math:`1/s` (measured: 13 u on
+    a peaked row of 17 entries summed plainly), and T is carried to a few u instead. The maximum
+    and the minimum are plain comparisons (one SIMD max or min each); a NaN entry may be passed over
+    by them, but it makes the total NaN and the row is refused."""
+    largest = acc[0, lane]
+    acc[0, lane] = r if r > largest else largest
+    low = acc[1, lane]
+    acc[1, lane] = r if r < low else low
+    total = acc[2, lane]
+    added = total + r
+    back = added - total
+    acc[3, lane] += (total - (added - back)) + (r - back)
+    acc[2, lane] = added
+
+
+@njit(inline="always", **_JIT)
+def _block_largest(acc, F):  # noqa: ANN001
+    """The largest of the lanes' block maxima ``acc[0]``, which are reset to minus infinity."""
+    largest = -F(np.inf)
+    for lane in range(REGISTER_LANES):
+        x = acc[0, lane]
+        largest = x if x > largest else largest
+        acc[0, lane] = -F(np.inf)
+    return largest
 
 
 @njit(**_JIT)
-def _first_pass(row, whole, F):  # noqa: ANN001
-    """One read of the row (from memory; the passes after it find the row in cache): its largest
-    entry m, the largest of the others :math:`\\sigma` (equal to m at a tie), its least entry and
-    its compensated total T (``whole``: the entries in whole blocks of lanes)."""
-    acc = np.zeros((5, LANES), F)
-    acc[0, :] = -np.inf
-    acc[1, :] = -np.inf
-    acc[2, :] = np.inf
-    _read_blocks(row[:whole], acc, F)
-    _read_blocks(_padded(row[whole:], F), acc, F)
-    top = np.argmax(acc[0])
-    largest = acc[0, top]
-    second = acc[1, top]
-    for lane in range(LANES):
-        if lane != top:
-            second = np.maximum(second, acc[0, lane])
-    return largest, second, acc[2].min(), _compensated(acc, 3, 4, F)
+def _first_pass(row, maxima, F):  # noqa: ANN001
+    """One read of the row (from memory; the passes after it find the row in cache), in
+    :data:`REGISTER_LANES` lanes: the largest entry of each block of :data:`BLOCK` entries into
+    ``maxima`` (the last, short block padded with zeros), the least entry and the compensated total T."""
+    acc = carray(_FIRST_LANES(F), (4, REGISTER_LANES))
+    for lane in range(REGISTER_LANES):
+        acc[0, lane] = -F(np.inf)
+        acc[1, lane] = F(np.inf)
+        acc[2, lane] = F(0.0)
+        acc[3, lane] = F(0.0)
+    n = row.shape[0]
+    blocks = n // BLOCK
+    for b in range(blocks):
+        for start in range(b * BLOCK, (b + 1) * BLOCK, REGISTER_LANES):
+            for line in range(0, REGISTER_LANES, LINE):
+                _prefetch(row, min(start + PREFETCH + line, n - 1))
+            block = row[start : start + REGISTER_LANES]
+            for lane in range(REGISTER_LANES):
+                _first_step(acc, lane, block[lane])
+        maxima[b] = _block_largest(acc, F)
+    whole = n - n % REGISTER_LANES
+    for start in range(blocks * BLOCK, whole, REGISTER_LANES):
+        block = row[start : start + REGISTER_LANES]
+        for lane in range(REGISTER_LANES):
+            _first_step(acc, lane, block[lane])
+    pad = _padded_on_stack(row[whole:], F)
+    for lane in range(REGISTER_LANES):
+        _first_step(acc, lane, pad[lane])
+    maxima[blocks] = _block_largest(acc, F)
+    low = acc[1, 0]
+    for lane in range(REGISTER_LANES):
+        low = acc[1, lane] if acc[1, lane] < low else low
+    return low, _compensated(acc, 2, 3, REGISTER_LANES, F)
 
 
 @njit(**_JIT)
-def _moment_blocks(x, m, acc, F):  # noqa: ANN001
-    """Add whole blocks of :data:`LANES` entries into :math:`M_1..M_4` about the top pole m (the
-    entry equal to m read as 0, whose terms are exactly 0), each tail entry's terms formed as on the
-    array route: w = 1/(m - r), t = r w, t' = t w; terms t r, t t, t t', t' t'."""
+def _top_two(row, maxima, F):  # noqa: ANN001
+    """``(m, sigma, k)`` from the block maxima of :func:`_first_pass`: the largest entry m, its (first)
+    index k and the largest of the others :math:`\\sigma` (equal to m when m occurs twice), found
+    among the other blocks' maxima and the entries of m's block."""
+    top, m, sigma = 0, maxima[0], F(0.0)  # the entries of a row that gets here are at least 0
+    for b in range(1, maxima.shape[0]):
+        x = maxima[b]
+        if x > m:
+            top, m, sigma = b, x, m
+        elif x > sigma:
+            sigma = x
+    start, stop = top * BLOCK, min((top + 1) * BLOCK, row.shape[0])
+    k = -1
+    for i in range(start, stop):
+        r = row[i]
+        if k < 0 and r == m:
+            k = i
+        elif r > sigma:
+            sigma = r
+    if k < 0:  # m came from the zeros padding the last block: the entries are all negative or NaN
+        k = start
+    return m, sigma, k
+
+
+@njit(**_JIT)
+def _largest_above(row, maxima, k, above, near, F):  # noqa: ANN001
+    """The largest entries above ``above`` but the top one (index k), as many as ``near`` holds, into
+    ``near`` in decreasing order: ``(count, dropped)``, ``dropped`` the largest entry above ``above``
+    left out (``above`` when none was). Only the blocks whose largest entry is above ``above`` are
+    read, a group of :data:`REGISTER_LANES` entries at a time."""
+    count, dropped = 0, above
+    size, n = near.shape[0], row.shape[0]
+    for b in range(maxima.shape[0]):
+        if not maxima[b] > above:
+            continue
+        for group in range(b * BLOCK, min((b + 1) * BLOCK, n), REGISTER_LANES):
+            stop = min(group + REGISTER_LANES, n)
+            hits = 0
+            for i in range(group, stop):
+                hits += row[i] > above
+            if hits == 0:
+                continue
+            for i in range(group, stop):
+                r = row[i]
+                if i == k or not r > above:
+                    continue
+                if count == size:
+                    if r <= near[size - 1]:
+                        dropped = max(dropped, r)
+                        continue
+                    dropped = max(dropped, near[size - 1])  # the least kept entry makes way
+                    count -= 1
+                j = count
+                while j > 0 and near[j - 1] < r:  # insertion: the list stays sorted
+                    near[j] = near[j - 1]
+                    j -= 1
+                near[j] = r
+                count += 1
+    return count, dropped
+
+
+@njit(**_JIT)
+def _split(row, maxima, m, k, sigma, z, count, bound, near, F):  # noqa: ANN001
+    r"""Where the moment route splits the tail: ``(above, nearby)``, the entries above ``above``
+    (the first ``nearby`` of ``near``, decreasing) to be added exactly, those at most ``above`` by
+    their ``count`` moments about the top pole m. A guess, as the remainder is checked after the
+    pass: with the root at most z, the fewest of the largest entries above m/2 (at most as many as
+    ``near`` holds) for which the series' remainder over the other such entries,
+    :math:`z^K \sum r_i^2/(m - r_i)^K/(m - r_{n+1} - z)`, is within ``bound`` (the entries below them
+    left out of the guess). Each near entry is at least m/2, so its distance m - r is exact. No
+    split: ``(sigma, 0)``."""
+    one = F(1.0)
+    floor = max(m / F(2.0), m - F(1024.0) * z)
+    if floor >= sigma:
+        return sigma, 0
+    found, dropped = _largest_above(row, maxima, k, floor, near, F)
+    power = one
+    for _ in range(count):
+        power = power * z
+    far = F(0.0)  # the candidates' part of the remainder, from the smallest candidate up
+    terms = np.empty(found + 1, F)
+    terms[found] = far
+    for j in range(found - 1, -1, -1):
+        distance = m - near[j]
+        scaled = near[j] * near[j]
+        for _ in range(count):
+            scaled = scaled / distance
+        far += scaled
+        terms[j] = far
+    for nearby in range(found + 1):
+        largest_far = near[nearby] if nearby < found else dropped
+        if nearby > 0 and near[nearby - 1] == largest_far:
+            continue  # a split between equal entries is no split
+        reach = (m - largest_far) - z
+        if reach > 0 and power * terms[nearby] / reach <= bound:
+            return largest_far, nearby
+    return sigma, 0
+
+
+@njit(inline="always", **_JIT)
+def _padded_on_stack(rest, F):  # noqa: ANN001
+    """``rest`` (fewer than :data:`REGISTER_LANES` entries) followed by zeros, on the stack."""
+    pad = carray(_PAD(F), (REGISTER_LANES,))
+    for i in range(REGISTER_LANES):
+        pad[i] = F(0.0)
+    for i in range(rest.shape[0]):
+        pad[i] = rest[i]
+    return pad
+
+
+@njit(inline="always", **_JIT)
+def _moment_step(acc, lane, r, above, c, F):  # noqa: ANN001
+    """One entry r into lane ``lane`` of :math:`M_1..M_6` about the centre c (an entry above ``above``
+    read as 0, whose terms are exactly 0), each term formed as on the array route: w = 1/(c - r),
+    :math:`t_0 = r w`, :math:`t_1 = t_0 w`, :math:`t_2 = t_1 w`; terms :math:`t_0 r, t_0 t_0, t_0 t_1,
+    t_1 t_1, t_1 t_2, t_2 t_2`."""
     one, zero = F(1.0), F(0.0)
-    for start in range(0, x.shape[0], LANES):
-        block = x[start : start + LANES]
-        for lane in range(LANES):
-            r = block[lane]
-            r = zero if r == m else r
-            w = one / (m - r)
-            t = r * w
-            following = t * w
-            acc[0, lane] += t * r
-            acc[1, lane] += t * t
-            acc[2, lane] += t * following
-            acc[3, lane] += following * following
+    r = zero if r > above else r
+    w = one / (c - r)
+    t0 = r * w
+    t1 = t0 * w
+    t2 = t1 * w
+    acc[0, lane] += t0 * r
+    acc[1, lane] += t0 * t0
+    acc[2, lane] += t0 * t1
+    acc[3, lane] += t1 * t1
+    acc[4, lane] += t1 * t2
+    acc[5, lane] += t2 * t2
 
 
 @njit(**_JIT)
-def _four_moments(row, m, whole, F):  # noqa: ANN001
-    """:math:`M_1..M_4` of the tail about the top pole m, in one pass."""
-    acc = np.zeros((4, LANES), F)
-    _moment_blocks(row[:whole], m, acc, F)
-    _moment_blocks(_padded(row[whole:], F), m, acc, F)
-    return acc[0].sum(), acc[1].sum(), acc[2].sum(), acc[3].sum()
+def _moments(row, above, c, F):  # noqa: ANN001
+    """:math:`M_j = \\sum r_i^2/(c - r_i)^j`, j = 1..6, over the entries :math:`r_i \\le` ``above``
+    (below the centre c), in one pass of :data:`REGISTER_LANES` lanes (the last block padded with
+    zeros, whose terms are exactly 0)."""
+    acc = carray(_MOMENT_LANES(F), (TOP_MOMENTS, REGISTER_LANES))
+    for j in range(TOP_MOMENTS):
+        for lane in range(REGISTER_LANES):
+            acc[j, lane] = F(0.0)
+    n = row.shape[0]
+    whole = n - n % REGISTER_LANES
+    for start in range(0, whole, REGISTER_LANES):
+        for line in range(0, REGISTER_LANES, LINE):
+            _prefetch(row, min(start + PREFETCH + line, n - 1))
+        block = row[start : start + REGISTER_LANES]
+        for lane in range(REGISTER_LANES):
+            _moment_step(acc, lane, block[lane], above, c, F)
+    pad = _padded_on_stack(row[whole:], F)
+    for lane in range(REGISTER_LANES):
+        _moment_step(acc, lane, pad[lane], above, c, F)
+    moments = np.empty(TOP_MOMENTS, F)
+    for j in range(TOP_MOMENTS):
+        total = F(0.0)
+        for lane in range(REGISTER_LANES):
+            total += acc[j, lane]
+        moments[j] = total
+    return moments
 
 
 @njit(**_JIT)
-def _compensated(acc, which, compensation, F):  # noqa: ANN001
-    """The lanes' compensated sums ``acc[which]`` (with their compensations ``acc[compensation]``)
-    added into one, compensated too (Neumaier)."""
+def _compensated(acc, which, compensation, lanes, F):  # noqa: ANN001
+    """The ``lanes`` lanes' compensated sums ``acc[which]`` (with their compensations
+    ``acc[compensation]``) added into one, compensated too (Neumaier)."""
     total, error = F(0.0), F(0.0)
-    for lane in range(LANES):
+    for lane in range(lanes):
         for value in (acc[which, lane], acc[compensation, lane]):
             added = total + value
             error += (total - added) + value if abs(total) >= abs(value) else (value - added) + total
@@ -151,35 +392,10 @@ def _padded(rest, F):  # noqa: ANN001
 
 
 @njit(**_JIT)
-def _two_moments_blocks(x, m, c, acc, F):  # noqa: ANN001
-    """Add whole blocks of :data:`LANES` entries into :math:`M_1, M_2` about c (the entry equal to m
-    read as 0), each term as on the array route: t = r (1/(c - r)), terms t r and t t."""
-    one, zero = F(1.0), F(0.0)
-    for start in range(0, x.shape[0], LANES):
-        block = x[start : start + LANES]
-        for lane in range(LANES):
-            r = block[lane]
-            r = zero if r == m else r
-            t = r * (one / (c - r))
-            acc[0, lane] += t * r
-            acc[1, lane] += t * t
-
-
-@njit(**_JIT)
-def _two_moments(row, m, c, whole, F):  # noqa: ANN001
-    """:math:`M_1, M_2` of the tail (every entry but the one equal to m) about the centre c, in one
-    pass (``whole``: the entries in whole blocks of lanes)."""
-    acc = np.zeros((2, LANES), F)
-    _two_moments_blocks(row[:whole], m, c, acc, F)
-    _two_moments_blocks(_padded(row[whole:], F), m, c, acc, F)
-    zero = F(0.0)
-    return acc[0].sum(), acc[1].sum(), zero, zero
-
-
-@njit(**_JIT)
-def _model_root(m2, total, z_centre, moments, count, start, u, steps, F):  # noqa: ANN001
-    r"""Newton on :math:`\phi(Z) = Z(T + P(Z - Z_c)) - m^2` from ``start`` (the array route's
-    ``_model_root`` for one row): ``(Z, converged)``."""
+def _model_root(m2, total, z_centre, moments, count, m, near, nearby, start, u, steps, F):  # noqa: ANN001
+    r"""Newton on :math:`\phi(Z) = Z(T + P(Z - Z_c) + N(Z)) - m^2` from ``start`` (the array route's
+    ``_model_root`` for one row, with the near terms :math:`N(Z) = \sum r_i^2/((m - r_i) - Z)` of the
+    first ``nearby`` entries of ``near`` added exactly): ``(Z, converged)``."""
     z = start
     for _ in range(steps):
         e = z - z_centre
@@ -187,6 +403,12 @@ def _model_root(m2, total, z_centre, moments, count, start, u, steps, F):  # noq
         for j in range(count - 2, -1, -1):  # Horner for P and P'
             slope = slope * e + value
             value = value * e + moments[j]
+        for i in range(nearby):
+            r = near[i]
+            d = (m - r) - z
+            term = (r * r) / d
+            value += term
+            slope += term / d
         side = total + value
         step = (z * side - m2) / (side + z * slope)
         z = z - step
@@ -322,8 +544,8 @@ def _bracketing(row, top_raw, second_raw, total, u, max_iterations, q, whole, F)
 def spectral_norms(rows, moments, counts, reach, share, smallest_sigma, tolerance, u, iterations, steps, F):  # noqa: ANN001
     """``(norms, routes)`` of raw probability rows (R, V), C-contiguous, of dtype ``F``, a row at a
     time (its maximum, then the setup pass, which finds the row in cache). ``moments``: try the
-    moment route (``counts``: how many moments at the top pole, at most 4, and at the second centre,
-    at most 2; rows with :math:`m^2 \\le` ``reach`` T g and a runner-up of at least
+    moment route (``counts``: how many moments at the top pole and at the second centre, each at most
+    :data:`TOP_MOMENTS`; rows with :math:`m^2 \\le` ``reach`` T g and a runner-up of at least
     ``smallest_sigma``; remainders within ``share`` u T); ``tolerance``: the largest :math:`|T - 1|`
     a row is accepted with (others: route INVALID and no norm); ``iterations``, ``steps``: the
     bracketing solver's and Newton's caps. One route per row: CLOSED
@@ -335,11 +557,16 @@ def spectral_norms(rows, moments, counts, reach, share, smallest_sigma, toleranc
     norms = np.zeros(n, F)
     routes = np.empty(n, np.int8)
     q = np.empty(V, F)
+    maxima = np.empty(V // BLOCK + 1, F)
+    near = np.empty(NEAR_ENTRIES, F)
     for i in range(n):
         row = rows[i]
-        m, sigma, low, total = _first_pass(row, whole, F)
+        low, total = _first_pass(row, maxima, F)
         routes[i] = INVALID
-        if not np.isfinite(m) or not low >= 0 or not abs(total - one) <= tolerance:
+        if not low >= 0 or not abs(total - one) <= tolerance:
+            continue
+        m, sigma, k = _top_two(row, maxima, F)
+        if not np.isfinite(m):
             continue
         routes[i] = CLOSED
         if sigma == m:  # a tie at the top
@@ -351,16 +578,23 @@ def spectral_norms(rows, moments, counts, reach, share, smallest_sigma, toleranc
             gap = (m - sigma) * (one - u)  # rounded down: a lower bound
             m2 = m * m
             if sigma >= smallest_sigma and m2 <= reach * total * gap:
-                first = _four_moments(row, m, whole, F)
-                z, converged = _model_root(m2, total, zero, first, first_count, m2 / (total + first[0]), u, steps, F)
-                if converged and _series_is_exact(z, zero, gap, first, first_count, total, share, u, F):
+                guess = share * u * total / F(4.0)
+                above, nearby = _split(row, maxima, m, k, sigma, m2 / total, first_count, guess, near, F)
+                first = _moments(row, above, m, F)
+                start = first[0]
+                for j in range(nearby):
+                    start += (near[j] * near[j]) / (m - near[j])
+                start = m2 / (total + start)
+                z, converged = _model_root(m2, total, zero, first, first_count, m, near, nearby, start, u, steps, F)
+                far = (m - above) * (one - u)
+                if converged and _series_is_exact(z, zero, far, first, first_count, total, share, u, F):
                     norms[i], routes[i] = (m - z) / total, FIRST_MOMENTS
                     continue
                 centre = m - z
                 z_centre = m - centre  # exact (Sterbenz) when the centre lies within a quarter gap of m
-                second = _two_moments(row, m, centre, whole, F)
+                second = _moments(row, sigma, centre, F)
                 nearest = (centre - sigma) * (one - u)
-                z2, converged = _model_root(m2, total, z_centre, second, second_count, z, u, steps, F)
+                z2, converged = _model_root(m2, total, z_centre, second, second_count, m, near, 0, z, u, steps, F)
                 if converged and _series_is_exact(z2, z_centre, nearest, second, second_count, total, share, u, F):
                     norms[i], routes[i] = (m - z2) / total, SECOND_MOMENTS
                     continue

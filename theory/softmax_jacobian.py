@@ -280,12 +280,19 @@ SECULAR_BLOCK_ENTRIES = 1 << 18
 #: solver: dividing by the row total (1), the scaled tail :math:`q_i/\sigma` and its offset
 #: :math:`1 - q_i` (2), the square, the offset :math:`\mu - q_i` and the division of each secular
 #: term (3), and the stopping test, which accepts the root within :math:`u\mu` (2). Moment route
-#: (:func:`_moment_roots`): the distance :math:`c - r_i`, its reciprocal and the two products of
-#: each moment's term (4), the series' remainder (at most u/4, checked), the Newton stop (within
-#: 2u) and :math:`(m - Z)/T` (2): at most 8 too. The compiled kernel (:mod:`._secular_kernel`) forms
-#: every term by the same operations in the same order, so the same charges hold there; its sums run
-#: in 64 partial sums added in turn (V - 1 additions of the terms, the zero padding exact: within
-#: the :math:`\gamma_{V-1}` of any order), and its row total and tail sum are compensated (TwoSum).
+#: (:func:`_moment_roots`): the term of :math:`M_{j+1}` carries :math:`3j + 4` roundings (the
+#: distance :math:`c - r_i`, its reciprocal, the chain of products), weighted at the root by
+#: :math:`(Z/(m - r_i))^j \le 4^{-j}` at the top pole, so at most 5 on average (at the second centre
+#: the accepted remainder keeps the one negative term below :math:`\sqrt u` of the side, see
+#: :mod:`._secular_kernel`); with Horner's rule and the side's sum
+#: (at most 8/3), :math:`m^2` (1), the series' remainder (at most u/4, checked) and the Newton stop
+#: (within 2u), under V + 12 on the root Z, which enters the norm :math:`(m - Z)/T` damped by
+#: :math:`Z/(m - Z) \le 1/3`: with :math:`(m - Z)/T` (2) and T's few u, :math:`(V + 12)/3 + 4 \le V + 8`.
+#: The compiled kernel (:mod:`._secular_kernel`) forms every term by the same operations in the same
+#: order, and adds the few tail entries nearest the top pole exactly (three roundings each), so the
+#: same charges hold there; its sums run in 16 (first pass, moments) or 64 (bracketing) partial sums
+#: added in turn (V - 1 additions of the terms, the zero padding exact: within the
+#: :math:`\gamma_{V-1}` of any order), and its row total and tail sum are compensated (TwoSum).
 SPECTRAL_NORM_ROUNDINGS = 8
 
 
@@ -597,8 +604,12 @@ MOMENT_REACH = 0.25
 MOMENT_BLOCK_ENTRIES = 1 << 17
 
 #: Tail moments taken at the first centre (the top pole) and at the second (the first model's
-#: root); even counts (:func:`_tail_moments` takes them in pairs).
-FIRST_MOMENTS = 4
+#: root); even counts (:func:`_tail_moments` takes them in pairs), at most the compiled kernel's
+#: ``TOP_MOMENTS``. Six at the top pole: of the benchmark's 96 Dirichlet rows at V = 131,072 four
+#: settled 8 and six settle 54 without the second centre (95 in the kernel, which adds the entries
+#: nearest the pole exactly); the two more moments cost the kernel's pass nothing measurable (it
+#: waits on the division) and the array route about what the second centre's pass saves.
+FIRST_MOMENTS = 6
 SECOND_MOMENTS = 2
 
 #: The share of u (of T) the series' remainder may move the tail sum by (:func:`_series_is_exact`).
@@ -822,6 +833,8 @@ def _kernel_solve(kernel: Any, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray
     of summing to one) or not solved (``UNCONVERGED``)."""
     F = rows.dtype.type
     V = rows.shape[-1]
+    if max(FIRST_MOMENTS, SECOND_MOMENTS) > kernel.TOP_MOMENTS:
+        raise ValueError(f"spectral_norm: the compiled kernel takes at most {kernel.TOP_MOMENTS} moments")
     u = float(np.finfo(F).eps) / 2
     smallest_sigma = math.sqrt(16 * V * float(np.finfo(F).smallest_normal) / u)
     return kernel.spectral_norms(
