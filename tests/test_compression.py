@@ -874,3 +874,27 @@ def test_the_reproducer_holds_through_the_command_line(tmp_path, capsys):
     assert main(["verify", "--claims", str(path), "repro.aligned-keeps-the-share", "--examples", "2"]) == EXIT_OK
     assert main(["search", "--claims", str(path), "repro.aligned-keeps-the-share", "--budget", "12"]) == EXIT_OK
     capsys.readouterr()
+
+
+class TestAGradientWhoseSquaresUnderflow:
+    """One token at logit scale 100 (V = D = 3, seed 3834): G's entries are near 1e-169, so every sum of
+    squares of G rounds to 0 and the float shares were 0/0 (a ZeroDivisionError, found by the strategy
+    test). The share routes now rescale G by a power of two first, which is exact and changes no ratio."""
+
+    def test_the_rescaling_is_exact(self):
+        G = np.array([[2.80467703e-169, 0.0, 2.18729397e-191], [5e-324, -1e-300, 0.0]])
+        scaled = claims.rescaled_up(G)
+        exponent = math.frexp(float(np.max(np.abs(scaled))))[1] - math.frexp(float(np.max(np.abs(G))))[1]
+        assert 0.5 <= np.max(np.abs(scaled)) < 1
+        assert np.array_equal(np.ldexp(scaled, -exponent), G)  # nothing was rounded on the way
+
+    @pytest.mark.parametrize(
+        "case",
+        [claims.BatchGradient(V=3, D=3, tokens=1, seed=3834, scale=100.0, aligned=a) for a in (False, True)],
+        ids=["random", "aligned"],
+    )
+    def test_the_claims_are_decided_and_the_shares_meet_their_reference(self, case):
+        for claim_id in ("compression.ky-fan", "compression.pythagoras", "compression.ky-fan-attained"):
+            verdict = REGISTRY[claim_id].check(case, NUMPY)
+            assert verdict.status is Status.HOLDS and verdict.certified_by is not None
+        assert not quantity_disagreements(claims.surviving, [case], NUMPY)

@@ -408,6 +408,28 @@ def orthogonality_defect(Q: Any) -> float:
     return (frobenius(Q.T @ Q - eye).hi + g) / (1 - g)
 
 
+#: The largest power of two one rescaling step multiplies by (2^100 is finite in float32 too).
+RESCALE_STEP = 100
+
+
+def rescaled_up(G: Any) -> Any:
+    """G times the power of two 2^s that brings its largest magnitude into [1/2, 1) when it lies below,
+    exactly (each step multiplies by at most 2^100, and a product of a float and a power of two that stays
+    below the overflow threshold is exact, subnormals included). The shares c and r, and the alignment slack,
+    are ratios of norms of G: unchanged by the scaling, but no longer lost to underflow (a gradient of
+    subnormal entries has sums of squares that round to 0)."""
+    xp = array_api_compat.array_namespace(G)
+    largest = float(xp.max(xp.abs(G)))
+    if not 0 < largest < 0.5:
+        return G
+    steps = -math.frexp(largest)[1]
+    while steps > 0:
+        step = min(steps, RESCALE_STEP)
+        G = G * xp.asarray(2.0**step, dtype=G.dtype, device=array_api_compat.device(G))
+        steps -= step
+    return G
+
+
 def eq1_norms(G: Any, Q: Any) -> tuple[float, float]:
     """(c, r) in G's namespace, as :func:`rankwall.theory.compression.compression` computes them:
     row norms of G, C = GQ and R = G - CQ^T, their sums of squares, two quotients and two roots."""
@@ -426,7 +448,7 @@ def eq1_shares(G: Any, Q: Any) -> tuple[Enclosure, Enclosure]:
     ||G Pi_Q||_F^2 (1 +- eta), and GQQ^T differs from G Pi_Q by at most eta ||G Pi_Q||_F (QQ^T = Pi_Q +
     Q_o(SS^T - I)Q_o^T for Q = Q_o S)."""
     (T, V), k = G.shape, Q.shape[1]
-    u = unit(G)
+    u, G = unit(G), rescaled_up(G)  # ratios of norms of G: the exact scaling changes none
     cosine, destroyed = eq1_norms(G, Q)
     eta = orthogonality_defect(Q)
     if eta >= 1:
@@ -497,6 +519,7 @@ def top_share(G: Any, k: int) -> Enclosure:
     u), and the share A / (A + B) is monotone in both."""
     if k <= 0:
         return Enclosure(0.0, 0.0, 0.0)
+    G = rescaled_up(G)  # a ratio of sums of squares of G: the exact scaling changes none
     sigma = singular_values(G)
     weyl = tolerance.svd_rank_margin(tuple(G.shape), unit(G), 0.0, frobenius(G).hi)
     g = tolerance.gamma(len(sigma) + 2, U64)
@@ -517,6 +540,7 @@ def alignment_slack(G: Any, W: Any, Q: Any) -> float:
     theta ||G||_F. Then ||G Pi_Q||_F >= ||G V'||_F - ||G||_2 ||(I - Pi_Q) V'||_F >= sqrt(A) - 3 sqrt(k) eps -
     ||G||_F rho, with A the top-k sum of sigma_i(G)^2 and rho >= ||(I - Pi_Q) W||_F (:func:`residual_bound`),
     so c_Q^2 >= share - 2 (3 sqrt(k) eps + ||G||_F rho) / ||G||_F."""
+    G = rescaled_up(G)  # a ratio of norms of G: the exact scaling changes none
     k, norm_G, u = Q.shape[1], frobenius(G), unit(G)
     eta = orthogonality_defect(Q)
     if eta >= 1:
