@@ -5,6 +5,7 @@ that fails is an answer, input is checked before heavy work, and output stays le
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -122,6 +123,20 @@ class TestExitCodesCannotBeConfused:
         stderr = process.stderr.read().decode()
         assert process.wait(timeout=120) in (EXIT_OK, EXIT_BROKEN_PIPE)
         assert stderr == ""
+
+    @pytest.mark.parametrize("argv", [["list"], ["list", "--quantities", "--json"], ["list", "error-rank.wcdd"]])
+    def test_an_output_without_unicode_gets_escapes_not_an_error(self, argv):
+        """Under PYTHONIOENCODING=ascii (or a Latin-1 locale) the statements' − and Σ are written as
+        backslash escapes; the command does not end in UnicodeEncodeError."""
+        listed = subprocess.run(
+            [sys.executable, "-c", "import sys; from rankwall.checks.cli import main; sys.exit(main())", *argv],
+            capture_output=True,
+            cwd=ROOT,
+            env={**os.environ, "PYTHONIOENCODING": "ascii"},
+            timeout=120,
+        )
+        assert listed.returncode == EXIT_OK and listed.stderr == b""
+        assert b"\\u" in listed.stdout or b"\\x" in listed.stdout
 
     def test_version(self, capsys):
         code, out, _ = run(capsys, "--version")

@@ -97,8 +97,17 @@ def _quiet_stdout() -> None:
     os.close(devnull)
 
 
+def _escape_what_the_terminal_cannot_show() -> None:
+    """Write a character the output's encoding lacks (a − or a Σ under ``PYTHONIOENCODING=ascii`` or a
+    Latin-1 locale) as a backslash escape, instead of failing the command with UnicodeEncodeError."""
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure") and stream.errors == "strict":
+            stream.reconfigure(errors="backslashreplace")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``rankwall`` console script; returns the exit code (see the module docstring)."""
+    _escape_what_the_terminal_cannot_show()
     parser = build_parser()
     try:
         args, extra = parser.parse_known_args(argv)
