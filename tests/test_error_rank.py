@@ -14,6 +14,7 @@ import math
 from fractions import Fraction
 
 import flint
+import networkx as nx
 import numpy as np
 import pytest
 import scipy.sparse as sparse
@@ -265,6 +266,46 @@ class TestWhatAnAdversaryTried:
         )
         assert verdict.status is Status.INCONCLUSIVE
         assert (verdict.lhs, verdict.rhs) == (50.0, 1100.0)
+
+
+def wcdd_by_hand(rows: list[list[int]]) -> bool:
+    """Weak chained diagonal dominance the slow way: Python integers for the dominance, and a search
+    along nonzero off-diagonal entries from each row to a strictly dominant one."""
+    n = len(rows)
+    off = [sum(abs(x) for j, x in enumerate(row) if j != i) for i, row in enumerate(rows)]
+    if any(abs(rows[i][i]) < off[i] for i in range(n)):
+        return False
+    strict = {i for i in range(n) if abs(rows[i][i]) > off[i]}
+    for start in range(n):
+        seen, frontier = {start}, [start]
+        while frontier and not seen & strict:
+            i = frontier.pop()
+            for j in range(n):
+                if j != i and rows[i][j] != 0 and j not in seen:
+                    seen.add(j)
+                    frontier.append(j)
+        if not seen & strict:
+            return False
+    return True
+
+
+class TestTheGraphTestsMeetTheirReferences:
+    """The SciPy-based graph tests of the sparse route against the slow ones at small size."""
+
+    @settings(max_examples=300, deadline=None)
+    @given(square_integer_matrices())
+    def test_weak_chained_dominance(self, M):
+        dominant = M + np.diag(np.abs(M).sum(axis=1) * (np.arange(len(M)) % 2))  # some rows made dominant
+        for matrix in (M, dominant):
+            expected = wcdd_by_hand(matrix.tolist())
+            assert er.is_weakly_chained_diagonally_dominant(matrix) == expected
+            assert er.is_weakly_chained_diagonally_dominant(sparse.csr_array(matrix)) == expected
+
+    @settings(max_examples=300, deadline=None)
+    @given(square_integer_matrices())
+    def test_attracting_components(self, M):
+        weights = np.abs(M)
+        assert er.attracting_components(weights) == nx.number_attracting_components(er.positive_graph(weights))
 
 
 class TestSparsePatterns:
