@@ -39,6 +39,7 @@ import scipy.sparse.csgraph as csgraph
 import scipy.special
 
 from rankwall.theory._softmax import log_softmax as log_softmax  # the shared one, under its old name
+from rankwall.theory._sparse import strong_components, summed_entries
 from rankwall.theory.validation import (
     MAX_VOCABULARY,
     InputError,
@@ -300,18 +301,10 @@ def positive_graph(matrix: Any, name: str = "matrix") -> nx.DiGraph:
 def graph_components(matrix: Any, name: str = "matrix") -> tuple[np.ndarray, np.ndarray]:
     """``(labels, closed)`` of the graph with an edge i -> j wherever ``matrix[i, j] > 0`` (i != j):
     each state's strongly connected component (SciPy), and for each component whether it is closed
-    (attracting: no edge leaves it). Dense or SciPy sparse, of any order SciPy's graphs hold."""
-    m = sparse.coo_array(_square(matrix, name))
-    m.sum_duplicates()  # an entry stored in parts is their sum
-    if m.dtype.kind == "f" and not np.all(np.isfinite(m.data)):
-        raise InputError(f"{name}: non-finite entry")
-    edge = (m.data > 0) & (m.row != m.col)
-    source, target = m.row[edge], m.col[edge]
-    graph = sparse.csr_array((np.ones(len(source), dtype=np.int8), (source, target)), shape=m.shape)
-    count, labels = csgraph.connected_components(graph, directed=True, connection="strong")
-    closed = np.ones(count, dtype=bool)
-    closed[labels[source][labels[source] != labels[target]]] = False
-    return labels, closed
+    (attracting: no edge leaves it). Dense or SciPy sparse, an entry stored in parts summed exactly."""
+    n, rows, columns, values = summed_entries(matrix, name)
+    positive = values > 0
+    return strong_components(n, rows[positive], columns[positive])
 
 
 def attracting_components(stochastic: Any) -> int:
@@ -331,51 +324,38 @@ INT64_SAFE = 2**62
 
 
 def row_dominance(matrix: Any) -> tuple[np.ndarray, np.ndarray]:
-    """``(|m_ii|, Σ_j≠i |m_ij|)`` for each row of a square matrix (dense or SciPy sparse, duplicates
-    summed). Integer entries are summed exactly: in int64 where no row's magnitudes can reach
-    :data:`INT64_SAFE`, else in Python ints (object arrays); other entries in float64."""
-    m = sparse.coo_array(_square(matrix, "matrix"))
-    n = m.shape[0]
-    if m.dtype.kind in "iu":
-        data = m.data.astype(object)  # exact: summing duplicates and magnitudes cannot wrap
-        order = np.lexsort((m.col, m.row))
-        row, col, data = m.row[order], m.col[order], data[order]
-        keys = row.astype(np.int64) * n + col
-        starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]]) if len(keys) else np.zeros(0, np.int64)
-        summed = np.add.reduceat(data, starts) if len(keys) else data
-        row, col = row[starts], col[starts]
-        magnitudes = np.abs(summed)
-        diagonal = np.zeros(n, dtype=object)
-        total = np.zeros(n, dtype=object)
-        on = row == col
-        diagonal[row[on]] = magnitudes[on]
-        np.add.at(total, row, magnitudes)
-        wide = max(total.max(initial=0), 0) >= INT64_SAFE
-        cast = (lambda x: x) if wide else (lambda x: x.astype(np.int64))
-        return cast(diagonal), cast(total - diagonal)
-    magnitudes = abs(sparse.csr_array(m, dtype=np.float64))
-    diagonal = magnitudes.diagonal()
-    return diagonal, np.asarray(magnitudes.sum(axis=1)).ravel() - diagonal
+    """``(|m_ii|, Σ_j≠i |m_ij|)`` for each row of a square matrix (dense or SciPy sparse, an entry
+    stored in parts summed). Integer entries are summed exactly: returned in int64 where every row's
+    magnitudes stay below :data:`INT64_SAFE`, else as Python ints (object arrays); floats in float64."""
+    return _dominance(*summed_entries(matrix, "matrix"))
+
+
+def _dominance(n: int, rows: Any, columns: Any, values: Any) -> tuple[np.ndarray, np.ndarray]:
+    magnitudes = np.abs(values)
+    diagonal, total = np.zeros(n, dtype=magnitudes.dtype), np.zeros(n, dtype=magnitudes.dtype)
+    on = rows == columns
+    diagonal[rows[on]] = magnitudes[on]
+    np.add.at(total, rows, magnitudes)
+    if magnitudes.dtype == object and max(total.max(initial=0), 0) < INT64_SAFE:
+        diagonal, total = diagonal.astype(np.int64), total.astype(np.int64)
+    return diagonal, total - diagonal
 
 
 def is_weakly_chained_diagonally_dominant(matrix: Any) -> bool:
     """Whether every row is weakly diagonally dominant and every row reaches a strictly
     dominant row along nonzero off-diagonal entries (then the matrix is nonsingular). Dense or
     SciPy sparse; integer entries are compared exactly."""
-    m = sparse.coo_array(_square(matrix, "matrix"))
-    diagonal, off = row_dominance(m)
+    n, rows, columns, values = summed_entries(matrix, "matrix")
+    diagonal, off = _dominance(n, rows, columns, values)
     if np.any(diagonal < off):
         return False
     strict = np.flatnonzero(diagonal > off)
     if not len(strict):
         return False
-    n = m.shape[0]
-    edges = sparse.coo_array(m)
-    edges.sum_duplicates()
-    forward = (edges.data != 0) & (edges.row != edges.col)
     # Every state reaches a strict row: search backwards from a root joined to every strict row.
-    sources = np.concatenate([edges.col[forward], np.full(len(strict), n)])
-    targets = np.concatenate([edges.row[forward], strict])
+    forward = rows != columns
+    sources = np.concatenate([columns[forward], np.full(len(strict), n)])
+    targets = np.concatenate([rows[forward], strict])
     backward = sparse.csr_array((np.ones(len(sources), dtype=np.int8), (sources, targets)), shape=(n + 1, n + 1))
     return len(csgraph.breadth_first_order(backward, n, directed=True, return_predecessors=False)) == n + 1
 

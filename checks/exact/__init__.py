@@ -150,76 +150,44 @@ def block_triangular_rank(matrix: Any) -> tuple[int, int, str]:
     block's rank is :func:`exact_rank` (a one-state block: whether its diagonal entry is nonzero); a
     block beyond :data:`DENSE_BLOCK_ORDER` states is bounded by 0 and its order, and ``how`` says so.
     Nothing about the matrix's origin is assumed: these are facts of block triangular matrices."""
-    import scipy.sparse as sp
-    from scipy.sparse import csgraph
+    from rankwall.theory._sparse import strong_components, summed_entries
 
-    if sp.issparse(matrix):
-        m = sp.coo_array(matrix)
-        if m.dtype.kind not in "iu":
-            raise InputError(f"matrix: expected integer entries, got dtype {m.dtype}")
-        row, column, entries = m.row.astype(np.int64), m.col.astype(np.int64), m.data.astype(object)
-        shape = m.shape
-    else:
-        dense = as_integer_array(
-            matrix, "matrix", ndim=2, what="a 2-D integer matrix (scale rational rows to integers)"
-        )
-        row, column = (index.astype(np.int64) for index in np.nonzero(dense))
-        entries, shape = dense[row, column].astype(object), dense.shape
-    if shape[0] != shape[1]:
-        raise InputError(f"matrix: expected a square integer matrix, got shape {tuple(shape)}")
-    n = shape[0]
+    n, row, column, entries = summed_entries(matrix, "matrix", integer=True)
     if n == 0:
         return 0, 0, "an empty matrix"
-    # Duplicates (a sparse entry stored in parts) are summed as Python ints, so nothing wraps around.
-    keys = row * n + column
-    order = np.argsort(keys, kind="stable")
-    keys, row, column, entries = keys[order], row[order], column[order], entries[order]
-    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]]) if len(keys) else np.zeros(0, dtype=np.int64)
-    entries = np.add.reduceat(entries, starts) if len(keys) else entries
-    row, column = row[starts], column[starts]
-    nonzero = entries != 0
-    row, column, entries = row[nonzero], column[nonzero], entries[nonzero]
     off = row != column
-    pattern = sp.csr_array((np.ones(int(off.sum()), dtype=np.int8), (row[off], column[off])), shape=(n, n))
-    count, labels = csgraph.connected_components(pattern, directed=True, connection="strong")
-    leaves = labels[row[off]] != labels[column[off]]
-    sink = np.ones(count, dtype=bool)
-    sink[labels[row[off]][leaves]] = False
+    labels, sink = strong_components(n, row, column)
+    count = len(sink)
     sizes = np.bincount(labels, minlength=count)
+    single, large = sizes == 1, sizes > DENSE_BLOCK_ORDER
     ranks = np.zeros(count, dtype=np.int64)
     diagonal = np.zeros(n, dtype=bool)
     diagonal[row[~off]] = True
-    single = sizes == 1
     ranks[labels[single[labels]]] = diagonal[single[labels]]
     members = np.argsort(labels, kind="stable")
     position = np.empty(n, dtype=np.int64)
     ends = np.cumsum(sizes)
-    too_large = 0
     inside = labels[row] == labels[column]
     by_block = np.argsort(labels[row[inside]], kind="stable")
     block_rows, block_columns = row[inside][by_block], column[inside][by_block]
     block_entries, block_labels = entries[inside][by_block], labels[row[inside]][by_block]
     first = np.searchsorted(block_labels, np.arange(count + 1))
-    for label in np.flatnonzero(~single):
+    for label in np.flatnonzero(~single & ~large):
         states = members[ends[label] - sizes[label] : ends[label]]
-        if len(states) > DENSE_BLOCK_ORDER:
-            too_large += 1
-            continue
         position[states] = np.arange(len(states))
         block = np.zeros((len(states), len(states)), dtype=object)
         span = slice(first[label], first[label + 1])
         block[position[block_rows[span]], position[block_columns[span]]] = block_entries[span]
         ranks[label] = exact_rank(block)[0]
     lower = int(ranks.sum())
-    upper = int(ranks[sink].sum() + sizes[~sink].sum())
-    unranked = np.flatnonzero(~single & (sizes > DENSE_BLOCK_ORDER))
-    upper += int(sizes[unranked[sink[unranked]]].sum())  # an unranked sink block: its order bounds it
+    # an unranked sink block (rank 0 in ``ranks``) is bounded above by its order
+    upper = int(ranks[sink].sum() + sizes[~sink].sum() + sizes[large & sink].sum())
     how = (
         f"block triangular form ({count:,} strong components, the largest of {int(sizes.max()):,} states; "
         "exact ranks of the diagonal blocks)"
     )
-    if too_large:
-        how += f"; {too_large} blocks beyond {DENSE_BLOCK_ORDER:,} states left unranked"
+    if large.any():
+        how += f"; {int(large.sum())} blocks beyond {DENSE_BLOCK_ORDER:,} states left unranked"
     return lower, upper, how
 
 
